@@ -1,0 +1,266 @@
+//! The options of `UserMemory.open()` (SPEC §9, §11 Options), validated.
+//!
+//! The platform layer hands over the JSON-representable options as a [`serde_json::Value`]
+//! object; functions and adapter objects (`llm` as a function, `storage` as an adapter,
+//! `countTokens`) are taken out before and handled there. Every option is optional; a
+//! negative, non-finite, fractional (for counts) or wrongly typed value is an
+//! `INVALID_INPUT` error naming the option, and so is an unknown option name (a typo such as
+//! `debounceMS` would otherwise be silently ignored).
+
+use crate::apply::ApplyConfig;
+use crate::document::type_name;
+use crate::error::{Error, Result};
+use crate::inject::InjectOptions;
+use crate::prompt::PromptOptions;
+use crate::queue::QueueConfig;
+use serde_json::{Map, Value};
+
+/// Validated options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Memory namespace: 1–64 characters, case-sensitive (default `"default"`).
+    pub agent: String,
+    /// Debounce, attempts and maximum wait of the update queue.
+    pub queue: QueueConfig,
+    /// Threshold and cap for new facts.
+    pub apply: ApplyConfig,
+    /// Selection and budget of the injected block.
+    pub inject: InjectOptions,
+    /// Overrides of the extraction prompt.
+    pub prompt: PromptOptions,
+    /// `false` turns learning off: `observe()` queues nothing (default `true`).
+    pub enabled: bool,
+    /// Whether timers drive the queue; `false` leaves it to `processDue()` (default `true`).
+    pub auto_process: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            agent: "default".into(),
+            queue: QueueConfig::default(),
+            apply: ApplyConfig { threshold: 0.7, max_facts: 100 },
+            inject: InjectOptions {
+                enabled: true,
+                max_tokens: 2000,
+                top_facts: 15,
+                recent_turns: 3,
+                similarity_weight: 0.6,
+                confidence_weight: 0.4,
+            },
+            prompt: PromptOptions::default(),
+            enabled: true,
+            auto_process: true,
+        }
+    }
+}
+
+/// Option names read by [`Config::from_value`]; the platform layer handles `llm`,
+/// `storage` and `countTokens` itself.
+pub const KNOWN_OPTIONS: &[&str] = &[
+    "agent",
+    "debounceMs",
+    "maxWaitMs",
+    "maxAttempts",
+    "maxFacts",
+    "factConfidenceThreshold",
+    "maxInjectionTokens",
+    "topFacts",
+    "recentTurns",
+    "similarityWeight",
+    "confidenceWeight",
+    "injectionEnabled",
+    "enabled",
+    "autoProcess",
+    "prompt",
+];
+
+impl Config {
+    /// Validates the options object (without `llm`, `storage`, `countTokens`).
+    pub fn from_value(v: &Value) -> Result<Config> {
+        let empty = Map::new();
+        let obj = match v {
+            Value::Null => &empty,
+            Value::Object(o) => o,
+            other => return Err(Error::invalid(format!("options must be an object, found {}", type_name(other)))),
+        };
+        if let Some(k) = obj.keys().find(|k| !KNOWN_OPTIONS.contains(&k.as_str())) {
+            return Err(Error::invalid(format!("unknown option `{k}`")));
+        }
+        let mut c = Config::default();
+        if let Some(agent) = opt_str(obj, "agent", "agent")? {
+            validate_agent(&agent)?;
+            c.agent = agent;
+        }
+        if let Some(x) = opt_uint(obj, "debounceMs", "debounceMs")? {
+            c.queue.debounce_ms = x;
+        }
+        if let Some(x) = opt_uint(obj, "maxWaitMs", "maxWaitMs")? {
+            c.queue.max_wait_ms = x;
+        }
+        if let Some(x) = opt_uint(obj, "maxAttempts", "maxAttempts")? {
+            c.queue.max_attempts = positive(x, "maxAttempts")? as u32;
+        }
+        if let Some(x) = opt_uint(obj, "maxFacts", "maxFacts")? {
+            c.apply.max_facts = positive(x, "maxFacts")? as usize;
+        }
+        if let Some(x) = opt_f64(obj, "factConfidenceThreshold", "factConfidenceThreshold")? {
+            if x > 1.0 {
+                return Err(Error::invalid("`factConfidenceThreshold` must be within [0, 1]"));
+            }
+            c.apply.threshold = x;
+        }
+        if let Some(x) = opt_uint(obj, "maxInjectionTokens", "maxInjectionTokens")? {
+            c.inject.max_tokens = x as usize;
+        }
+        if let Some(x) = opt_uint(obj, "topFacts", "topFacts")? {
+            c.inject.top_facts = x as usize;
+        }
+        if let Some(x) = opt_uint(obj, "recentTurns", "recentTurns")? {
+            c.inject.recent_turns = x as usize;
+        }
+        if let Some(x) = opt_f64(obj, "similarityWeight", "similarityWeight")? {
+            c.inject.similarity_weight = x;
+        }
+        if let Some(x) = opt_f64(obj, "confidenceWeight", "confidenceWeight")? {
+            c.inject.confidence_weight = x;
+        }
+        if let Some(x) = opt_bool(obj, "injectionEnabled", "injectionEnabled")? {
+            c.inject.enabled = x;
+        }
+        if let Some(x) = opt_bool(obj, "enabled", "enabled")? {
+            c.enabled = x;
+        }
+        if let Some(x) = opt_bool(obj, "autoProcess", "autoProcess")? {
+            c.auto_process = x;
+        }
+        match obj.get("prompt") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(p)) => {
+                if let Some(k) = p.keys().find(|k| *k != "instructions" && *k != "append") {
+                    return Err(Error::invalid(format!(
+                        "unknown option `prompt.{k}` (known: instructions, append)"
+                    )));
+                }
+                c.prompt.instructions = opt_str(p, "prompt.instructions", "instructions")?;
+                c.prompt.append = opt_str(p, "prompt.append", "append")?;
+            }
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "`prompt` must be an object {{ instructions?, append? }}, found {}",
+                    type_name(other)
+                )))
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// Agent names are case-sensitive strings of 1–64 characters.
+pub fn validate_agent(agent: &str) -> Result<()> {
+    let n = agent.chars().count();
+    if n == 0 || n > 64 {
+        return Err(Error::invalid(format!("`agent` must be 1 to 64 characters long, found {n}")));
+    }
+    if agent.chars().any(char::is_control) {
+        return Err(Error::invalid("`agent` must not contain control characters"));
+    }
+    Ok(())
+}
+
+fn positive(x: u64, name: &str) -> Result<u64> {
+    if x == 0 {
+        return Err(Error::invalid(format!("`{name}` must be at least 1")));
+    }
+    Ok(x)
+}
+
+/// Reads an optional string option; `path` names it in errors.
+pub(crate) fn opt_str(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<String>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(Error::invalid(format!("`{path}` must be a string, found {}", type_name(other)))),
+    }
+}
+
+/// Reads an optional boolean option.
+pub(crate) fn opt_bool(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<bool>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(Error::invalid(format!("`{path}` must be a boolean, found {}", type_name(other)))),
+    }
+}
+
+/// Reads an optional finite, non-negative number.
+pub(crate) fn opt_f64(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<f64>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(Error::invalid(format!("`{path}` must be a finite number ≥ 0"))),
+        },
+        Some(other) => Err(Error::invalid(format!("`{path}` must be a number, found {}", type_name(other)))),
+    }
+}
+
+/// Reads an optional non-negative integer (a count or a duration in milliseconds).
+pub(crate) fn opt_uint(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<u64>> {
+    match opt_f64(obj, path, key)? {
+        None => Ok(None),
+        Some(x) if x.fract() == 0.0 && x <= 9_007_199_254_740_991.0 => Ok(Some(x as u64)),
+        Some(_) => Err(Error::invalid(format!("`{path}` must be a whole number ≥ 0"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let c = Config::from_value(&json!({})).unwrap();
+        assert_eq!(c.agent, "default");
+        assert_eq!(c.queue.debounce_ms, 30_000);
+        assert_eq!(c.queue.max_wait_ms, 300_000);
+        assert_eq!(c.queue.max_attempts, 5);
+        assert_eq!(c.apply.max_facts, 100);
+        assert_eq!(c.apply.threshold, 0.7);
+        assert_eq!(c.inject.max_tokens, 2000);
+        assert_eq!(c.inject.top_facts, 15);
+        assert_eq!(c.inject.recent_turns, 3);
+        assert_eq!((c.inject.similarity_weight, c.inject.confidence_weight), (0.6, 0.4));
+        assert!(c.inject.enabled && c.enabled && c.auto_process);
+    }
+
+    #[test]
+    fn small_positive_values_are_valid() {
+        let c = Config::from_value(&json!({"debounceMs": 150, "maxFacts": 3, "maxInjectionTokens": 120})).unwrap();
+        assert_eq!((c.queue.debounce_ms, c.apply.max_facts, c.inject.max_tokens), (150, 3, 120));
+    }
+
+    #[test]
+    fn bad_values_name_the_option() {
+        let cases = [
+            (json!({"debounceMs": -1}), "debounceMs"),
+            (json!({"debounceMs": "30"}), "debounceMs"),
+            (json!({"maxFacts": 2.5}), "maxFacts"),
+            (json!({"maxFacts": 0}), "maxFacts"),
+            (json!({"topFacts": true}), "topFacts"),
+            (json!({"factConfidenceThreshold": 1.5}), "factConfidenceThreshold"),
+            (json!({"agent": ""}), "agent"),
+            (json!({"agent": "x".repeat(65)}), "agent"),
+            (json!({"agent": 7}), "agent"),
+            (json!({"debounceMS": 10}), "debounceMS"),
+            (json!({"prompt": "x"}), "prompt"),
+            (json!([]), "options"),
+        ];
+        for (v, name) in cases {
+            let err = Config::from_value(&v).unwrap_err();
+            assert_eq!(err.code(), "INVALID_INPUT");
+            assert!(err.message().contains(name), "{} should mention {name}", err.message());
+        }
+    }
+}

@@ -1,0 +1,433 @@
+//! The memory document: DeerFlow's `memory.json`, version "1.0" (SPEC §2).
+//!
+//! Six fixed summary sections plus a list of scored facts. Every object level keeps the
+//! fields this library does not know (`extra`), so a document imported from DeerFlow or
+//! written by a newer version survives every read and write of this one.
+//!
+//! [`Document::from_value`] is the single gate through which outside data becomes a
+//! document: it checks every field and names the first one that is wrong.
+
+use crate::ids::{fact_id, IdSource};
+use serde_json::{Map, Value};
+
+/// The document format version written by this library.
+pub const VERSION: &str = "1.0";
+
+/// Default confidence for facts that have none (SPEC §7).
+pub const DEFAULT_CONFIDENCE: f64 = 0.5;
+
+/// Category given to facts that have none.
+pub const DEFAULT_CATEGORY: &str = "context";
+
+/// `source` of facts added by hand.
+pub const MANUAL_SOURCE: &str = "manual";
+
+/// One of the six fixed summary sections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SectionId {
+    /// `user.workContext`: role, company, projects, stack.
+    WorkContext,
+    /// `user.personalContext`: languages, communication style, interests.
+    PersonalContext,
+    /// `user.topOfMind`: what the user is focused on now.
+    TopOfMind,
+    /// `history.recentMonths`: the last one to three months.
+    RecentMonths,
+    /// `history.earlierContext`: three to twelve months ago.
+    EarlierContext,
+    /// `history.longTermBackground`: foundational, rarely changing background.
+    LongTermBackground,
+}
+
+impl SectionId {
+    /// All six sections in document order.
+    pub const ALL: [SectionId; 6] = [
+        SectionId::WorkContext,
+        SectionId::PersonalContext,
+        SectionId::TopOfMind,
+        SectionId::RecentMonths,
+        SectionId::EarlierContext,
+        SectionId::LongTermBackground,
+    ];
+
+    /// The group the section lives in: `"user"` or `"history"`.
+    pub fn group(self) -> &'static str {
+        match self {
+            SectionId::WorkContext | SectionId::PersonalContext | SectionId::TopOfMind => "user",
+            _ => "history",
+        }
+    }
+
+    /// The JSON key of the section inside its group, e.g. `"workContext"`.
+    pub fn key(self) -> &'static str {
+        match self {
+            SectionId::WorkContext => "workContext",
+            SectionId::PersonalContext => "personalContext",
+            SectionId::TopOfMind => "topOfMind",
+            SectionId::RecentMonths => "recentMonths",
+            SectionId::EarlierContext => "earlierContext",
+            SectionId::LongTermBackground => "longTermBackground",
+        }
+    }
+
+    /// The label used in the injected block, e.g. `"Work"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            SectionId::WorkContext => "Work",
+            SectionId::PersonalContext => "Personal",
+            SectionId::TopOfMind => "Current Focus",
+            SectionId::RecentMonths => "Recent",
+            SectionId::EarlierContext => "Earlier",
+            SectionId::LongTermBackground => "Background",
+        }
+    }
+
+    /// Position in [`SectionId::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Looks a section up by its group and key.
+    pub fn find(group: &str, key: &str) -> Option<SectionId> {
+        SectionId::ALL.into_iter().find(|s| s.group() == group && s.key() == key)
+    }
+}
+
+/// A summary section: `{summary, updatedAt}` plus any unknown fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Section {
+    /// The summary text; empty when nothing is known.
+    pub summary: String,
+    /// When the summary was last replaced (ISO-8601 UTC), or empty.
+    pub updated_at: String,
+    /// Fields this library does not know, kept as they were.
+    pub extra: Map<String, Value>,
+}
+
+/// A discrete fact about the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    /// `fact_` + 8 lowercase hex (imported documents may carry other unique strings).
+    pub id: String,
+    /// The fact itself, one sentence.
+    pub content: String,
+    /// `preference`, `knowledge`, `context`, `behavior`, `goal`, `correction` or any other
+    /// string the document carried.
+    pub category: String,
+    /// How sure the extraction was, finite and within [0, 1].
+    pub confidence: f64,
+    /// When the fact was added (ISO-8601 UTC), or empty if unknown.
+    pub created_at: String,
+    /// The thread the fact came from, `"manual"` for hand-added facts, `"unknown"` if unknown.
+    pub source: String,
+    /// Fields this library does not know, kept as they were.
+    pub extra: Map<String, Value>,
+}
+
+/// The whole memory document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// Format version, `"1.0"` for documents written by this library.
+    pub version: String,
+    /// When the document last changed (ISO-8601 UTC), or empty for a fresh one.
+    pub last_updated: String,
+    /// The six sections, indexed by [`SectionId::index`].
+    pub sections: [Section; 6],
+    /// The facts, oldest first.
+    pub facts: Vec<Fact>,
+    /// Unknown fields of the top level.
+    pub extra: Map<String, Value>,
+    /// Unknown fields of the `user` object.
+    pub user_extra: Map<String, Value>,
+    /// Unknown fields of the `history` object.
+    pub history_extra: Map<String, Value>,
+}
+
+impl Default for Document {
+    fn default() -> Self {
+        Document {
+            version: VERSION.to_string(),
+            last_updated: String::new(),
+            sections: Default::default(),
+            facts: Vec::new(),
+            extra: Map::new(),
+            user_extra: Map::new(),
+            history_extra: Map::new(),
+        }
+    }
+}
+
+/// Names a JSON value's type for error messages.
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn expect_object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, String> {
+    v.as_object().ok_or_else(|| format!("`{path}` must be an object, found {}", type_name(v)))
+}
+
+fn opt_string(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<String>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!("`{path}.{key}` must be a string, found {}", type_name(other))),
+    }
+}
+
+/// Reads a confidence: numbers and numeric strings are accepted and clamped to [0, 1];
+/// `None` means absent.
+pub(crate) fn read_confidence(v: Option<&Value>) -> Result<Option<f64>, &'static str> {
+    let x = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64().ok_or("is not a finite number")?,
+        Some(Value::String(s)) => s.trim().parse::<f64>().map_err(|_| "is not a number")?,
+        Some(_) => return Err("must be a number"),
+    };
+    if !x.is_finite() {
+        return Err("is not a finite number");
+    }
+    Ok(Some(x.clamp(0.0, 1.0)))
+}
+
+/// Lower-cases and collapses whitespace: the key under which two facts count as the same.
+pub fn normalize_content(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        for c in word.chars() {
+            out.extend(c.to_lowercase());
+        }
+    }
+    out
+}
+
+impl Section {
+    fn from_value(v: Option<&Value>, path: &str) -> Result<Section, String> {
+        let v = match v {
+            None | Some(Value::Null) => return Ok(Section::default()),
+            Some(v) => v,
+        };
+        let obj = expect_object(v, path)?;
+        let mut extra = obj.clone();
+        extra.shift_remove("summary");
+        extra.shift_remove("updatedAt");
+        Ok(Section {
+            summary: opt_string(obj, "summary", path)?.unwrap_or_default(),
+            updated_at: opt_string(obj, "updatedAt", path)?.unwrap_or_default(),
+            extra,
+        })
+    }
+
+    fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("summary".into(), Value::String(self.summary.clone()));
+        m.insert("updatedAt".into(), Value::String(self.updated_at.clone()));
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+impl Fact {
+    /// Reads one fact; `index` is only used in error messages. A missing `id` is left empty
+    /// for [`Document::from_value`] to fill in.
+    fn from_value(v: &Value, index: usize) -> Result<Fact, String> {
+        let path = format!("facts[{index}]");
+        let obj = expect_object(v, &path)?;
+        let content = match obj.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            None => return Err(format!("`{path}.content` is missing")),
+            Some(other) => {
+                return Err(format!("`{path}.content` must be a string, found {}", type_name(other)))
+            }
+        };
+        let confidence = read_confidence(obj.get("confidence"))
+            .map_err(|why| format!("`{path}.confidence` {why}"))?
+            .unwrap_or(DEFAULT_CONFIDENCE);
+        let category = opt_string(obj, "category", &path)?
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| DEFAULT_CATEGORY.to_string());
+        let mut extra = obj.clone();
+        for k in ["id", "content", "category", "confidence", "createdAt", "source"] {
+            extra.shift_remove(k);
+        }
+        Ok(Fact {
+            id: opt_string(obj, "id", &path)?.unwrap_or_default(),
+            content,
+            category,
+            confidence,
+            created_at: opt_string(obj, "createdAt", &path)?.unwrap_or_default(),
+            source: opt_string(obj, "source", &path)?.unwrap_or_else(|| "unknown".to_string()),
+            extra,
+        })
+    }
+
+    /// The fact as a JSON object (known fields first, then unknown ones).
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("id".into(), Value::String(self.id.clone()));
+        m.insert("content".into(), Value::String(self.content.clone()));
+        m.insert("category".into(), Value::String(self.category.clone()));
+        m.insert("confidence".into(), confidence_value(self.confidence));
+        m.insert("createdAt".into(), Value::String(self.created_at.clone()));
+        m.insert("source".into(), Value::String(self.source.clone()));
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+/// A confidence as JSON, rounded to 4 decimals so repeated float arithmetic never shows up
+/// as `0.30000000000000004` in a user's file.
+fn confidence_value(c: f64) -> Value {
+    let rounded = (c.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
+    serde_json::Number::from_f64(rounded).map(Value::Number).unwrap_or(Value::from(0))
+}
+
+impl Document {
+    /// An empty document.
+    pub fn empty() -> Document {
+        Document::default()
+    }
+
+    /// Whether the document holds nothing worth injecting: no summaries, no facts.
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty() && self.sections.iter().all(|s| s.summary.trim().is_empty())
+    }
+
+    /// The section `id`.
+    pub fn section(&self, id: SectionId) -> &Section {
+        &self.sections[id.index()]
+    }
+
+    /// The section `id`, mutably.
+    pub fn section_mut(&mut self, id: SectionId) -> &mut Section {
+        &mut self.sections[id.index()]
+    }
+
+    /// The fact with `id`, if any.
+    pub fn fact(&self, id: &str) -> Option<&Fact> {
+        self.facts.iter().find(|f| f.id == id)
+    }
+
+    /// An id that no fact of this document has yet.
+    pub fn fresh_id(&self, ids: &dyn IdSource) -> String {
+        loop {
+            let id = fact_id(ids.random_u32());
+            if self.fact(&id).is_none() {
+                return id;
+            }
+        }
+    }
+
+    /// Validates outside JSON and turns it into a document. The error names the first
+    /// offending field, e.g. ``"`facts[3].content` must be a string, found a number"``.
+    ///
+    /// Missing sections become empty, facts without an `id` get a fresh one, facts without a
+    /// `category` become `context`, and facts without a `confidence` get 0.5. Duplicate ids
+    /// are an error (they would make `removeFact` ambiguous).
+    pub fn from_value(v: &Value, ids: &dyn IdSource) -> Result<Document, String> {
+        let obj = match v {
+            Value::Object(o) => o,
+            other => return Err(format!("memory must be a JSON object, found {}", type_name(other))),
+        };
+        let user = match obj.get("user") {
+            Some(u) => expect_object(u, "user")?,
+            None => return Err("`user` is missing".into()),
+        };
+        let history = match obj.get("history") {
+            Some(h) => expect_object(h, "history")?,
+            None => return Err("`history` is missing".into()),
+        };
+        let facts_v = match obj.get("facts") {
+            Some(Value::Array(a)) => a,
+            Some(other) => return Err(format!("`facts` must be an array, found {}", type_name(other))),
+            None => return Err("`facts` is missing".into()),
+        };
+        let mut doc = Document {
+            version: opt_string(obj, "version", "memory")?.unwrap_or_else(|| VERSION.to_string()),
+            last_updated: opt_string(obj, "lastUpdated", "memory")?.unwrap_or_default(),
+            ..Document::default()
+        };
+        for id in SectionId::ALL {
+            let group = if id.group() == "user" { user } else { history };
+            let path = format!("{}.{}", id.group(), id.key());
+            doc.sections[id.index()] = Section::from_value(group.get(id.key()), &path)?;
+        }
+        for (i, fv) in facts_v.iter().enumerate() {
+            let fact = Fact::from_value(fv, i)?;
+            if !fact.id.is_empty() && doc.fact(&fact.id).is_some() {
+                return Err(format!("`facts[{i}].id` \"{}\" is used twice", fact.id));
+            }
+            doc.facts.push(fact);
+        }
+        for i in 0..doc.facts.len() {
+            if doc.facts[i].id.is_empty() {
+                doc.facts[i].id = doc.fresh_id(ids);
+            }
+        }
+        doc.extra = strip(obj, &["version", "lastUpdated", "user", "history", "facts"]);
+        doc.user_extra = strip(user, &["workContext", "personalContext", "topOfMind"]);
+        doc.history_extra = strip(history, &["recentMonths", "earlierContext", "longTermBackground"]);
+        Ok(doc)
+    }
+
+    /// Parses and validates a JSON string (see [`Document::from_value`]).
+    pub fn from_json(text: &str, ids: &dyn IdSource) -> Result<Document, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        Document::from_value(&v, ids)
+    }
+
+    /// The document as JSON, in DeerFlow's field order, unknown fields after known ones.
+    pub fn to_value(&self) -> Value {
+        let mut user = Map::new();
+        let mut history = Map::new();
+        for id in SectionId::ALL {
+            let target = if id.group() == "user" { &mut user } else { &mut history };
+            target.insert(id.key().into(), self.section(id).to_value());
+        }
+        extend(&mut user, &self.user_extra);
+        extend(&mut history, &self.history_extra);
+        let mut m = Map::new();
+        m.insert("version".into(), Value::String(self.version.clone()));
+        m.insert("lastUpdated".into(), Value::String(self.last_updated.clone()));
+        m.insert("user".into(), Value::Object(user));
+        m.insert("history".into(), Value::Object(history));
+        m.insert("facts".into(), Value::Array(self.facts.iter().map(Fact::to_value).collect()));
+        extend(&mut m, &self.extra);
+        Value::Object(m)
+    }
+
+    /// The document as a compact JSON string.
+    pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+}
+
+fn strip(obj: &Map<String, Value>, known: &[&str]) -> Map<String, Value> {
+    let mut out = obj.clone();
+    for k in known {
+        out.shift_remove(*k);
+    }
+    out
+}
+
+fn extend(into: &mut Map<String, Value>, extra: &Map<String, Value>) {
+    for (k, v) in extra {
+        if !into.contains_key(k) {
+            into.insert(k.clone(), v.clone());
+        }
+    }
+}

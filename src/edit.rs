@@ -1,0 +1,1 @@
+//! Manual edits. PLACEHOLDER: being written.

@@ -1,0 +1,155 @@
+//! The one error type of the library, with stable machine-readable codes.
+//!
+//! Every fallible operation returns [`Error`]. Its [`code`](Error::code) is part of the
+//! public contract: the wasm layer turns an `Error` into a JS `Error` whose `code` property
+//! is exactly this string, so applications can branch on it. Messages are written for a
+//! person who has to act on them and never contain an API key.
+
+use std::fmt;
+
+/// Why an operation failed.
+///
+/// The variants map one-to-one to the stable codes of SPEC §9 (see [`Error::code`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument or option was malformed (`INVALID_INPUT`).
+    InvalidInput(String),
+    /// Storage refused the write because it is full (`STORAGE_QUOTA`).
+    StorageQuota(String),
+    /// The requested storage does not exist or cannot be used here (`STORAGE_UNAVAILABLE`).
+    StorageUnavailable(String),
+    /// Storage failed in another way; the previous document is intact (`STORAGE_FAILED`).
+    StorageFailed(String),
+    /// Stored data could not be read as memory; it was kept, not replaced (`CORRUPT_MEMORY`).
+    CorruptMemory(String),
+    /// The LLM endpoint answered with an HTTP error status (`LLM_HTTP`).
+    LlmHttp {
+        /// The HTTP status code.
+        status: u16,
+        /// What went wrong, including a short excerpt of the response body.
+        message: String,
+    },
+    /// The LLM call did not complete within `timeoutMs` (`LLM_TIMEOUT`).
+    LlmTimeout(String),
+    /// The LLM endpoint could not be reached (`LLM_NETWORK`).
+    LlmNetwork(String),
+    /// The LLM (or the user's LLM function) failed in another way (`LLM_FAILED`).
+    LlmFailed(String),
+    /// The model's reply held no usable memory delta; memory was not touched (`LLM_BAD_OUTPUT`).
+    LlmBadOutput(String),
+    /// A commit kept losing against concurrent writers (`CONFLICT`).
+    Conflict(String),
+    /// No fact with the given id exists (`NOT_FOUND`).
+    NotFound(String),
+    /// The instance was closed (`CLOSED`).
+    Closed,
+    /// A queued update failed `maxAttempts` times and was dropped (`ABANDONED`).
+    Abandoned(String),
+}
+
+impl Error {
+    /// The stable code of this error, e.g. `"CORRUPT_MEMORY"`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidInput(_) => "INVALID_INPUT",
+            Error::StorageQuota(_) => "STORAGE_QUOTA",
+            Error::StorageUnavailable(_) => "STORAGE_UNAVAILABLE",
+            Error::StorageFailed(_) => "STORAGE_FAILED",
+            Error::CorruptMemory(_) => "CORRUPT_MEMORY",
+            Error::LlmHttp { .. } => "LLM_HTTP",
+            Error::LlmTimeout(_) => "LLM_TIMEOUT",
+            Error::LlmNetwork(_) => "LLM_NETWORK",
+            Error::LlmFailed(_) => "LLM_FAILED",
+            Error::LlmBadOutput(_) => "LLM_BAD_OUTPUT",
+            Error::Conflict(_) => "CONFLICT",
+            Error::NotFound(_) => "NOT_FOUND",
+            Error::Closed => "CLOSED",
+            Error::Abandoned(_) => "ABANDONED",
+        }
+    }
+
+    /// The HTTP status for [`Error::LlmHttp`], else `None`.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::LlmHttp { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The human-readable message, without the code.
+    pub fn message(&self) -> String {
+        match self {
+            Error::InvalidInput(m)
+            | Error::StorageQuota(m)
+            | Error::StorageUnavailable(m)
+            | Error::StorageFailed(m)
+            | Error::CorruptMemory(m)
+            | Error::LlmTimeout(m)
+            | Error::LlmNetwork(m)
+            | Error::LlmFailed(m)
+            | Error::LlmBadOutput(m)
+            | Error::Conflict(m)
+            | Error::NotFound(m)
+            | Error::Abandoned(m) => m.clone(),
+            Error::LlmHttp { message, .. } => message.clone(),
+            Error::Closed => "this memory instance was closed; open a new one".to_string(),
+        }
+    }
+
+    /// Whether the update queue should try this failure again later (transport and
+    /// storage problems) rather than treat it as final for the attempt.
+    pub fn is_transient(&self) -> bool {
+        !matches!(self, Error::InvalidInput(_) | Error::Closed | Error::NotFound(_))
+    }
+
+    /// Shorthand for [`Error::InvalidInput`].
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidInput(msg.into())
+    }
+
+    /// Shorthand for [`Error::CorruptMemory`].
+    pub fn corrupt(msg: impl Into<String>) -> Self {
+        Error::CorruptMemory(msg.into())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code(), self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The result type used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_stable_strings() {
+        let all = [
+            (Error::invalid("x"), "INVALID_INPUT"),
+            (Error::StorageQuota("x".into()), "STORAGE_QUOTA"),
+            (Error::StorageUnavailable("x".into()), "STORAGE_UNAVAILABLE"),
+            (Error::StorageFailed("x".into()), "STORAGE_FAILED"),
+            (Error::corrupt("x"), "CORRUPT_MEMORY"),
+            (Error::LlmHttp { status: 500, message: "x".into() }, "LLM_HTTP"),
+            (Error::LlmTimeout("x".into()), "LLM_TIMEOUT"),
+            (Error::LlmNetwork("x".into()), "LLM_NETWORK"),
+            (Error::LlmFailed("x".into()), "LLM_FAILED"),
+            (Error::LlmBadOutput("x".into()), "LLM_BAD_OUTPUT"),
+            (Error::Conflict("x".into()), "CONFLICT"),
+            (Error::NotFound("x".into()), "NOT_FOUND"),
+            (Error::Closed, "CLOSED"),
+            (Error::Abandoned("x".into()), "ABANDONED"),
+        ];
+        for (err, code) in all {
+            assert_eq!(err.code(), code);
+            assert!(err.to_string().starts_with(code));
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! LLM connection settings (`llm: { baseUrl, apiKey, model, … }`), validated.
+
+use crate::config::{opt_bool, opt_f64, opt_str, opt_uint};
+use crate::document::type_name;
+use crate::error::{Error, Result};
+use serde_json::Value;
+
+/// Which HTTP protocol to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// OpenAI-compatible `POST {baseUrl}/chat/completions` (OpenAI, Ollama, vLLM, LM Studio,
+    /// DeepSeek, OpenRouter …).
+    OpenAi,
+    /// Anthropic's `POST {baseUrl}/messages`.
+    Anthropic,
+}
+
+/// Settings of an HTTP LLM endpoint.
+///
+/// `Debug` is implemented by hand so that the API key never reaches a log line.
+#[derive(Clone, PartialEq)]
+pub struct LlmConfig {
+    /// The protocol.
+    pub provider: Provider,
+    /// The API root, without a trailing slash (e.g. `http://127.0.0.1:11434/v1`).
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer …` (OpenAI) or `x-api-key` (Anthropic) when present.
+    pub api_key: Option<String>,
+    /// The model name.
+    pub model: String,
+    /// Extra request headers; they override the defaults of the same name.
+    pub headers: Vec<(String, String)>,
+    /// Abort a request after this many milliseconds (default 60 000).
+    pub timeout_ms: u64,
+    /// Retries within one attempt on 429, 5xx, timeouts and network errors (default 2).
+    pub max_retries: u32,
+    /// Sampling temperature; omitted from the request when `None` (default 0).
+    pub temperature: Option<f64>,
+    /// `max_tokens` of the reply (Anthropic requires one; default 4096).
+    pub max_tokens: Option<u64>,
+    /// Ask OpenAI-compatible servers for a JSON object (`response_format`), default false.
+    pub json_mode: bool,
+}
+
+impl std::fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("max_retries", &self.max_retries)
+            .finish_non_exhaustive()
+    }
+}
+
+const KNOWN: &[&str] = &[
+    "provider", "baseUrl", "apiKey", "model", "headers", "timeoutMs", "maxRetries", "temperature",
+    "maxTokens", "jsonMode",
+];
+
+impl LlmConfig {
+    /// Validates the `llm` option object.
+    pub fn from_value(v: &Value) -> Result<LlmConfig> {
+        let obj = v.as_object().ok_or_else(|| {
+            Error::invalid(format!(
+                "`llm` must be an object {{ baseUrl, model, … }} or a function, found {}",
+                type_name(v)
+            ))
+        })?;
+        if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(Error::invalid(format!(
+                "unknown option `llm.{k}` (known: {})",
+                KNOWN.join(", ")
+            )));
+        }
+        let provider = match opt_str(obj, "llm.provider", "provider")?.as_deref() {
+            None | Some("openai") => Provider::OpenAi,
+            Some("anthropic") => Provider::Anthropic,
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "`llm.provider` must be \"openai\" or \"anthropic\", found \"{other}\""
+                )))
+            }
+        };
+        let base_url = match opt_str(obj, "llm.baseUrl", "baseUrl")? {
+            Some(u) => u,
+            None => match provider {
+                Provider::OpenAi => "https://api.openai.com/v1".to_string(),
+                Provider::Anthropic => "https://api.anthropic.com/v1".to_string(),
+            },
+        };
+        let base_url = base_url.trim().trim_end_matches('/').to_string();
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://") || base_url.starts_with('/')) {
+            return Err(Error::invalid(format!(
+                "`llm.baseUrl` must be an http(s) URL or an absolute path, found \"{base_url}\""
+            )));
+        }
+        let model = opt_str(obj, "llm.model", "model")?
+            .filter(|m| !m.trim().is_empty())
+            .ok_or_else(|| Error::invalid("`llm.model` is required (e.g. \"gpt-4o-mini\" or \"llama3.1\")"))?;
+        let mut headers = Vec::new();
+        match obj.get("headers") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(h)) => {
+                for (k, v) in h {
+                    match v {
+                        Value::String(s) => headers.push((k.clone(), s.clone())),
+                        other => {
+                            return Err(Error::invalid(format!(
+                                "`llm.headers.{k}` must be a string, found {}",
+                                type_name(other)
+                            )))
+                        }
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "`llm.headers` must be an object of strings, found {}",
+                    type_name(other)
+                )))
+            }
+        }
+        let temperature = opt_f64(obj, "llm.temperature", "temperature")?;
+        Ok(LlmConfig {
+            provider,
+            base_url,
+            api_key: opt_str(obj, "llm.apiKey", "apiKey")?.filter(|k| !k.is_empty()),
+            model,
+            headers,
+            timeout_ms: opt_uint(obj, "llm.timeoutMs", "timeoutMs")?.unwrap_or(60_000),
+            max_retries: opt_uint(obj, "llm.maxRetries", "maxRetries")?.unwrap_or(2).min(10) as u32,
+            temperature: Some(temperature.unwrap_or(0.0)),
+            max_tokens: opt_uint(obj, "llm.maxTokens", "maxTokens")?,
+            json_mode: opt_bool(obj, "llm.jsonMode", "jsonMode")?.unwrap_or(false),
+        })
+    }
+}

@@ -1,0 +1,33 @@
+//! The extraction LLM: the request the core builds, the trait a platform implements, and
+//! the pure parts of the HTTP protocols (request bodies, reply extraction, retry policy).
+//!
+//! The transports themselves (fetch, timeouts, sleeping between retries) live in the
+//! platform layer; everything here is deterministic and tested natively.
+
+pub mod config;
+pub mod protocol;
+pub mod retry;
+
+use crate::error::Result;
+use crate::sync::LocalFuture;
+
+pub use config::{LlmConfig, Provider};
+
+/// One extraction call: a system prompt (the instructions) and a user prompt (the current
+/// memory and the conversation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmRequest {
+    /// Instructions: what to extract and the output format.
+    pub system: String,
+    /// The current memory and the conversation to process.
+    pub prompt: String,
+}
+
+/// Something that answers an [`LlmRequest`] with the model's text.
+///
+/// Implementations retry transient transport failures themselves (SPEC §11: "within one
+/// attempt the transport retries …"); an `Err` is final for this attempt.
+pub trait Llm {
+    /// Sends the request and returns the reply text.
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>>;
+}

@@ -1,0 +1,1 @@
+//! HTTP protocol helpers. PLACEHOLDER.

@@ -1,0 +1,6 @@
+//! Storage seam. PLACEHOLDER: being written.
+
+/// A store.
+pub trait Store {}
+/// A key-value store.
+pub trait KvStore {}

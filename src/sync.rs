@@ -1,0 +1,167 @@
+//! Single-threaded async helpers: a boxed local future type and a fair async lock.
+//!
+//! Everything in this crate runs on one thread (the JS event loop in wasm, a test executor
+//! natively), so nothing here is `Send`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// A boxed, non-`Send` future; what the platform traits return so they stay object-safe.
+pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// A first-come-first-served async mutex without data, for serialising critical sections
+/// that span `.await`s (a storage read-modify-write, one processing batch at a time).
+#[derive(Clone, Default)]
+pub struct AsyncLock {
+    inner: Rc<LockInner>,
+}
+
+#[derive(Default)]
+struct LockInner {
+    locked: Cell<bool>,
+    next_ticket: Cell<u64>,
+    serving: Cell<u64>,
+    waiters: RefCell<VecDeque<(u64, Waker)>>,
+    abandoned: RefCell<Vec<u64>>,
+}
+
+/// Holding this keeps the [`AsyncLock`] locked; dropping it lets the next waiter in.
+pub struct LockGuard {
+    inner: Rc<LockInner>,
+}
+
+impl AsyncLock {
+    /// A new, unlocked lock.
+    pub fn new() -> AsyncLock {
+        AsyncLock::default()
+    }
+
+    /// Waits until the lock is free, in arrival order, and takes it.
+    pub fn lock(&self) -> impl Future<Output = LockGuard> + 'static {
+        let ticket = self.inner.next_ticket.get();
+        self.inner.next_ticket.set(ticket + 1);
+        LockFuture { inner: self.inner.clone(), ticket, granted: false }
+    }
+
+    /// Whether someone holds the lock right now.
+    pub fn is_locked(&self) -> bool {
+        self.inner.locked.get()
+    }
+}
+
+struct LockFuture {
+    inner: Rc<LockInner>,
+    ticket: u64,
+    granted: bool,
+}
+
+impl Future for LockFuture {
+    type Output = LockGuard;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockGuard> {
+        if !self.inner.locked.get() && self.inner.serving.get() == self.ticket {
+            self.inner.locked.set(true);
+            self.granted = true;
+            return Poll::Ready(LockGuard { inner: self.inner.clone() });
+        }
+        let inner = &self.inner;
+        let mut waiters = inner.waiters.borrow_mut();
+        match waiters.iter_mut().find(|(t, _)| *t == self.ticket) {
+            Some((_, w)) => *w = cx.waker().clone(),
+            None => waiters.push_back((self.ticket, cx.waker().clone())),
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for LockFuture {
+    fn drop(&mut self) {
+        // A waiter that gives up must not block everyone behind it: its turn is skipped.
+        if self.granted {
+            return;
+        }
+        let inner = &self.inner;
+        inner.waiters.borrow_mut().retain(|(t, _)| *t != self.ticket);
+        if inner.serving.get() == self.ticket && !inner.locked.get() {
+            advance(inner);
+        } else {
+            inner.abandoned.borrow_mut().push(self.ticket);
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        self.inner.locked.set(false);
+        advance(&self.inner);
+    }
+}
+
+fn advance(inner: &LockInner) {
+    let mut next = inner.serving.get() + 1;
+    {
+        let mut abandoned = inner.abandoned.borrow_mut();
+        while let Some(pos) = abandoned.iter().position(|t| *t == next) {
+            abandoned.swap_remove(pos);
+            next += 1;
+        }
+    }
+    inner.serving.set(next);
+    let waker = inner.waiters.borrow().iter().find(|(t, _)| *t == next).map(|(_, w)| w.clone());
+    if let Some(w) = waker {
+        w.wake();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::executor::LocalPool;
+    use futures::task::LocalSpawnExt;
+
+    #[test]
+    fn critical_sections_do_not_interleave_and_run_in_arrival_order() {
+        let lock = AsyncLock::new();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let gate = Rc::new(futures::lock::Mutex::new(()));
+        let mut pool = LocalPool::new();
+        let held = pool.run_until(gate.lock());
+        for i in 0..3 {
+            let (lock, log, gate) = (lock.clone(), log.clone(), gate.clone());
+            pool.spawner()
+                .spawn_local(async move {
+                    let _g = lock.lock().await;
+                    log.borrow_mut().push(format!("enter {i}"));
+                    drop(gate.lock().await); // suspend while holding the lock
+                    log.borrow_mut().push(format!("leave {i}"));
+                })
+                .unwrap();
+        }
+        pool.run_until_stalled();
+        assert_eq!(*log.borrow(), vec!["enter 0"]);
+        drop(held);
+        pool.run();
+        assert_eq!(
+            *log.borrow(),
+            vec!["enter 0", "leave 0", "enter 1", "leave 1", "enter 2", "leave 2"]
+        );
+        assert!(!lock.is_locked());
+    }
+
+    #[test]
+    fn an_abandoned_waiter_does_not_block_the_queue() {
+        let lock = AsyncLock::new();
+        let mut pool = LocalPool::new();
+        let g = pool.run_until(lock.lock());
+        let abandoned = lock.lock();
+        let third = lock.lock();
+        drop(abandoned);
+        drop(g);
+        let _g3 = pool.run_until(third);
+        assert!(lock.is_locked());
+    }
+}

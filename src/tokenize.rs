@@ -1,0 +1,1 @@
+//! Tokenisation for relevance. PLACEHOLDER: being written.
