@@ -1,1 +1,208 @@
-//! Manual edits. PLACEHOLDER: being written.
+//! Manual edits: `addFact`, `updateFact`, `removeFact`, `clear` (SPEC §9, §11 Documents).
+//!
+//! Each edit is a pure function on a [`Document`], so the engine can replay it on a newer
+//! document when a commit finds a conflict, exactly like an LLM delta.
+
+use crate::document::{normalize_content, read_confidence, type_name, Document, Fact, MANUAL_SOURCE};
+use crate::error::{Error, Result};
+use crate::ids::IdSource;
+use serde_json::{Map, Value};
+
+/// Confidence of a hand-added fact when none is given: the user said it explicitly.
+pub const MANUAL_CONFIDENCE: f64 = 0.9;
+
+/// A validated `addFact` argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewManualFact {
+    /// Trimmed, non-empty content.
+    pub content: String,
+    /// Category (default `context`).
+    pub category: String,
+    /// Confidence in [0, 1] (default 0.9).
+    pub confidence: f64,
+    /// Any other fields given, kept on the fact.
+    pub extra: Map<String, Value>,
+}
+
+impl NewManualFact {
+    /// Validates `{content, category?, confidence?, …}`.
+    pub fn from_value(v: &Value) -> Result<NewManualFact> {
+        let obj = v
+            .as_object()
+            .ok_or_else(|| Error::invalid(format!("a fact must be an object {{ content, category?, confidence? }}, found {}", type_name(v))))?;
+        let content = match obj.get("content") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            Some(Value::String(_)) => return Err(Error::invalid("`content` must not be empty")),
+            Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", type_name(other)))),
+            None => return Err(Error::invalid("`content` is required")),
+        };
+        let mut extra = obj.clone();
+        for k in ["id", "content", "category", "confidence", "createdAt", "source"] {
+            extra.shift_remove(k);
+        }
+        Ok(NewManualFact {
+            content,
+            category: category(obj.get("category"))?.unwrap_or_else(|| crate::document::DEFAULT_CATEGORY.into()),
+            confidence: read_confidence(obj.get("confidence"))
+                .map_err(|why| Error::invalid(format!("`confidence` {why}")))?
+                .unwrap_or(MANUAL_CONFIDENCE),
+            extra,
+        })
+    }
+}
+
+fn category(v: Option<&Value>) -> Result<Option<String>> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
+        Some(Value::String(_)) => Err(Error::invalid("`category` must not be empty")),
+        Some(other) => Err(Error::invalid(format!("`category` must be a string, found {}", type_name(other)))),
+    }
+}
+
+/// Adds a hand-written fact (`source: "manual"`). If a fact with the same content
+/// (case- and whitespace-insensitive) exists, nothing is added and that fact is returned
+/// with `false`.
+pub fn add_fact(doc: &mut Document, fact: &NewManualFact, now_iso: &str, ids: &dyn IdSource) -> (Fact, bool) {
+    let key = normalize_content(&fact.content);
+    if let Some(existing) = doc.facts.iter().find(|f| normalize_content(&f.content) == key) {
+        return (existing.clone(), false);
+    }
+    let f = Fact {
+        id: doc.fresh_id(ids),
+        content: fact.content.clone(),
+        category: fact.category.clone(),
+        confidence: fact.confidence,
+        created_at: now_iso.to_string(),
+        source: MANUAL_SOURCE.to_string(),
+        extra: fact.extra.clone(),
+    };
+    doc.facts.push(f.clone());
+    (f, true)
+}
+
+/// Applies a patch `{content?, category?, confidence?, …}` to fact `id`. `id`, `createdAt`
+/// and `source` cannot be changed; other unknown fields are set (a `null` removes one).
+pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> {
+    let obj = patch
+        .as_object()
+        .ok_or_else(|| Error::invalid(format!("a fact patch must be an object, found {}", type_name(patch))))?;
+    for k in ["id", "createdAt", "source"] {
+        if let Some(v) = obj.get(k) {
+            let unchanged = doc.fact(id).is_some_and(|f| match k {
+                "id" => v.as_str() == Some(&f.id),
+                "createdAt" => v.as_str() == Some(&f.created_at),
+                _ => v.as_str() == Some(&f.source),
+            });
+            if !unchanged {
+                return Err(Error::invalid(format!("`{k}` of a fact cannot be changed")));
+            }
+        }
+    }
+    let content = match obj.get("content") {
+        None => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Some(Value::String(_)) => return Err(Error::invalid("`content` must not be empty")),
+        Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", type_name(other)))),
+    };
+    let cat = category(obj.get("category"))?;
+    let confidence = read_confidence(obj.get("confidence")).map_err(|why| Error::invalid(format!("`confidence` {why}")))?;
+    let fact = doc
+        .facts
+        .iter_mut()
+        .find(|f| f.id == id)
+        .ok_or_else(|| Error::NotFound(format!("no fact with id \"{id}\"")))?;
+    if let Some(c) = content {
+        fact.content = c;
+    }
+    if let Some(c) = cat {
+        fact.category = c;
+    }
+    if let Some(c) = confidence {
+        fact.confidence = c;
+    }
+    for (k, v) in obj {
+        if ["id", "content", "category", "confidence", "createdAt", "source"].contains(&k.as_str()) {
+            continue;
+        }
+        if v.is_null() {
+            fact.extra.shift_remove(k);
+        } else {
+            fact.extra.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(fact.clone())
+}
+
+/// Removes fact `id`; `NOT_FOUND` if there is none.
+pub fn remove_fact(doc: &mut Document, id: &str) -> Result<Fact> {
+    let pos = doc
+        .facts
+        .iter()
+        .position(|f| f.id == id)
+        .ok_or_else(|| Error::NotFound(format!("no fact with id \"{id}\"")))?;
+    Ok(doc.facts.remove(pos))
+}
+
+/// Empties every section and removes every fact. Unknown top-level fields are kept (they
+/// belong to whoever wrote them), `version` too.
+pub fn clear(doc: &mut Document) {
+    let fresh = Document::empty();
+    doc.sections = fresh.sections;
+    doc.facts.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::SequentialIds;
+    use serde_json::json;
+
+    #[test]
+    fn add_update_remove_clear_round() {
+        let ids = SequentialIds::starting_at(1);
+        let mut doc = Document::empty();
+        let nf = NewManualFact::from_value(&json!({"content": "  Uses Rust  ", "pinned": true})).unwrap();
+        let (f, added) = add_fact(&mut doc, &nf, "2026-01-01T00:00:00.000Z", &ids);
+        assert!(added);
+        assert_eq!((f.id.as_str(), f.content.as_str(), f.category.as_str()), ("fact_00000001", "Uses Rust", "context"));
+        assert_eq!((f.confidence, f.source.as_str()), (0.9, "manual"));
+        assert_eq!(f.extra.get("pinned"), Some(&json!(true)));
+
+        let dup = NewManualFact::from_value(&json!({"content": "uses   RUST"})).unwrap();
+        let (same, added) = add_fact(&mut doc, &dup, "later", &ids);
+        assert!(!added);
+        assert_eq!(same.id, f.id);
+        assert_eq!(doc.facts.len(), 1);
+
+        let u = update_fact(&mut doc, &f.id, &json!({"confidence": "0.75", "category": "knowledge", "pinned": null, "note": "x"})).unwrap();
+        assert_eq!((u.confidence, u.category.as_str()), (0.75, "knowledge"));
+        assert!(u.extra.get("pinned").is_none());
+        assert_eq!(u.extra.get("note"), Some(&json!("x")));
+        assert_eq!(update_fact(&mut doc, "fact_nope", &json!({})).unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(update_fact(&mut doc, &f.id, &json!({"id": "fact_other"})).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(update_fact(&mut doc, &f.id, &json!({"content": 3})).unwrap_err().code(), "INVALID_INPUT");
+
+        doc.section_mut(crate::SectionId::WorkContext).summary = "x".into();
+        doc.extra.insert("custom".into(), json!(1));
+        clear(&mut doc);
+        assert!(doc.is_empty());
+        assert_eq!(doc.extra.get("custom"), Some(&json!(1)));
+        assert_eq!(remove_fact(&mut doc, &f.id).unwrap_err().code(), "NOT_FOUND");
+    }
+
+    #[test]
+    fn invalid_new_facts_are_rejected_with_the_field_named() {
+        for (v, field) in [
+            (json!("text"), "object"),
+            (json!({}), "content"),
+            (json!({"content": "  "}), "content"),
+            (json!({"content": "x", "confidence": "high"}), "confidence"),
+            (json!({"content": "x", "category": 5}), "category"),
+        ] {
+            let e = NewManualFact::from_value(&v).unwrap_err();
+            assert_eq!(e.code(), "INVALID_INPUT");
+            assert!(e.message().contains(field), "{}", e.message());
+        }
+    }
+}

@@ -1,1 +1,204 @@
-//! HTTP protocol helpers. PLACEHOLDER.
+//! The pure parts of the HTTP protocols: URLs, headers, request bodies, reply extraction
+//! and error messages. The platform layer only moves bytes.
+
+use super::{LlmConfig, LlmRequest, Provider};
+use crate::error::{Error, Result};
+use crate::message::content_text;
+use serde_json::{json, Value};
+
+/// Anthropic API version header value.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Default `max_tokens` of a reply (Anthropic requires one).
+pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// An HTTP request, ready for `fetch`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRequest {
+    /// The full URL.
+    pub url: String,
+    /// Headers in order; user headers come last and replace defaults of the same name.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body.
+    pub body: String,
+}
+
+/// Builds the HTTP request for `req` against the endpoint in `cfg`.
+pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
+    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+    let (url, body) = match cfg.provider {
+        Provider::OpenAi => {
+            if let Some(key) = &cfg.api_key {
+                headers.push(("authorization".into(), format!("Bearer {key}")));
+            }
+            let mut body = json!({
+                "model": cfg.model,
+                "messages": [
+                    {"role": "system", "content": req.system},
+                    {"role": "user", "content": req.prompt},
+                ],
+                "stream": false,
+            });
+            if let Some(t) = cfg.temperature {
+                body["temperature"] = json!(t);
+            }
+            if let Some(m) = cfg.max_tokens {
+                body["max_tokens"] = json!(m);
+            }
+            if cfg.json_mode {
+                body["response_format"] = json!({"type": "json_object"});
+            }
+            (format!("{}/chat/completions", cfg.base_url), body)
+        }
+        Provider::Anthropic => {
+            if let Some(key) = &cfg.api_key {
+                headers.push(("x-api-key".into(), key.clone()));
+            }
+            headers.push(("anthropic-version".into(), ANTHROPIC_VERSION.into()));
+            let mut body = json!({
+                "model": cfg.model,
+                "max_tokens": cfg.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                "system": req.system,
+                "messages": [{"role": "user", "content": req.prompt}],
+            });
+            if let Some(t) = cfg.temperature {
+                body["temperature"] = json!(t);
+            }
+            (format!("{}/messages", cfg.base_url), body)
+        }
+    };
+    for (k, v) in &cfg.headers {
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        headers.push((k.clone(), v.clone()));
+    }
+    HttpRequest { url, headers, body: body.to_string() }
+}
+
+/// Extracts the reply text from a successful (2xx) response body.
+///
+/// OpenAI-compatible: `choices[0].message.content` as a string or a list of parts.
+/// Anthropic: the `text` blocks of `content`. A body without text is `LLM_BAD_OUTPUT`.
+pub fn extract_reply(provider: Provider, body: &str) -> Result<String> {
+    let v: Value = serde_json::from_str(body).map_err(|_| {
+        Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(body)))
+    })?;
+    let text = match provider {
+        Provider::OpenAi => {
+            let msg = v.pointer("/choices/0/message");
+            let text = content_text(msg.and_then(|m| m.get("content")));
+            if text.trim().is_empty() {
+                // Some servers return only `text` (legacy completions) or put the answer in a
+                // reasoning field when the budget ran out; accept the former.
+                content_text(v.pointer("/choices/0/text"))
+            } else {
+                text
+            }
+        }
+        Provider::Anthropic => content_text(v.get("content")),
+    };
+    if text.trim().is_empty() {
+        let why = match v.pointer("/choices/0/finish_reason").or_else(|| v.get("stop_reason")) {
+            Some(Value::String(r)) => format!(" (finish reason: {r})"),
+            _ => String::new(),
+        };
+        return Err(Error::LlmBadOutput(format!("the model returned no text{why}")));
+    }
+    Ok(text)
+}
+
+/// The error for a non-2xx response: the status, the provider's own error message when the
+/// body has one, else a short excerpt. The API key, if echoed back, is masked.
+pub fn http_error(status: u16, body: &str, api_key: Option<&str>) -> Error {
+    let detail = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("error").filter(|e| e.is_string()))
+                .or_else(|| v.get("message"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| snippet(body));
+    let detail = match api_key {
+        Some(k) if k.len() >= 6 => detail.replace(k, "***"),
+        _ => detail,
+    };
+    let hint = match status {
+        401 | 403 => " — check llm.apiKey",
+        404 => " — check llm.baseUrl and llm.model",
+        429 => " — rate limited",
+        _ => "",
+    };
+    Error::LlmHttp { status, message: format!("LLM endpoint answered HTTP {status}{hint}: {detail}") }
+}
+
+/// The first 200 characters of a body, on one line.
+fn snippet(body: &str) -> String {
+    let one_line: String = body.chars().take(200).map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if body.chars().count() > 200 {
+        format!("{one_line}…")
+    } else {
+        one_line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(provider: &str) -> LlmConfig {
+        LlmConfig::from_value(&json!({
+            "provider": provider, "baseUrl": "http://127.0.0.1:9/v1/", "apiKey": "sk-secret-123",
+            "model": "m", "headers": {"X-Extra": "1", "Content-Type": "application/json; charset=utf-8"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn openai_request_has_bearer_key_model_and_both_messages() {
+        let r = build_http_request(&cfg("openai"), &LlmRequest { system: "S".into(), prompt: "P".into() });
+        assert_eq!(r.url, "http://127.0.0.1:9/v1/chat/completions");
+        assert!(r.headers.contains(&("authorization".into(), "Bearer sk-secret-123".into())));
+        assert!(r.headers.contains(&("X-Extra".into(), "1".into())));
+        assert_eq!(r.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case("content-type")).count(), 1);
+        let body: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["messages"][0]["content"], "S");
+        assert_eq!(body["messages"][1]["content"], "P");
+    }
+
+    #[test]
+    fn anthropic_request_uses_x_api_key_version_and_max_tokens() {
+        let r = build_http_request(&cfg("anthropic"), &LlmRequest { system: "S".into(), prompt: "P".into() });
+        assert_eq!(r.url, "http://127.0.0.1:9/v1/messages");
+        assert!(r.headers.contains(&("x-api-key".into(), "sk-secret-123".into())));
+        assert!(r.headers.iter().any(|(k, _)| k == "anthropic-version"));
+        let body: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(body["system"], "S");
+        assert_eq!(body["max_tokens"], 4096);
+    }
+
+    #[test]
+    fn replies_are_extracted_from_strings_and_part_lists() {
+        let openai = r#"{"choices":[{"message":{"content":"hello"}}]}"#;
+        assert_eq!(extract_reply(Provider::OpenAi, openai).unwrap(), "hello");
+        let parts = r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#;
+        assert_eq!(extract_reply(Provider::OpenAi, parts).unwrap(), "a b");
+        let anthropic = r#"{"content":[{"type":"thinking","thinking":"…"},{"type":"text","text":"{}"}]}"#;
+        assert_eq!(extract_reply(Provider::Anthropic, anthropic).unwrap(), "{}");
+        let empty = r#"{"choices":[{"message":{"content":null},"finish_reason":"length"}]}"#;
+        let e = extract_reply(Provider::OpenAi, empty).unwrap_err();
+        assert_eq!(e.code(), "LLM_BAD_OUTPUT");
+        assert!(e.message().contains("length"));
+        assert_eq!(extract_reply(Provider::OpenAi, "<html>").unwrap_err().code(), "LLM_BAD_OUTPUT");
+    }
+
+    #[test]
+    fn http_errors_carry_status_and_provider_message_without_the_key() {
+        let e = http_error(401, r#"{"error":{"message":"Incorrect API key provided: sk-secret-123"}}"#, Some("sk-secret-123"));
+        assert_eq!(e.status(), Some(401));
+        assert!(e.message().contains("Incorrect API key provided: ***"));
+        assert!(!e.message().contains("sk-secret-123"));
+        assert!(e.message().contains("check llm.apiKey"));
+    }
+}
