@@ -1,22 +1,325 @@
-//! Message filtering (SPEC §4). PLACEHOLDER: being written; signatures are the contract.
+//! Message filtering (SPEC §4): what of a conversation is worth remembering.
+//!
+//! Only user messages and final assistant answers survive. Upload notices
+//! (`<uploaded_files>…</uploaded_files>`) are cut out of user messages, and a turn that was
+//! nothing but an upload notice is dropped together with the answer to it. The library's
+//! own `<memory>…</memory>` block is cut out of every message, so injected memory never
+//! feeds back into extraction.
 
-use crate::message::{ChatMessage, InputMessage};
+use crate::message::{ChatMessage, InputMessage, Role};
+
+/// Tag of the upload notices DeerFlow-style front ends put into user messages.
+const UPLOAD_TAG: &str = "uploaded_files";
+/// Tag of the block this library injects.
+const MEMORY_TAG: &str = "memory";
 
 /// Keeps user messages and final assistant answers; see SPEC §4 for every rule.
+///
+/// * user messages lose every `<uploaded_files>` block and every `<memory>` block; a user
+///   message that held only upload blocks is dropped *with the next final answer*
+///   (tool-calling assistant messages in between do not cancel that);
+/// * assistant messages are kept only without tool calls, minus any `<memory>` block;
+/// * tool, system and unknown messages are dropped;
+/// * content is trimmed and messages left empty are dropped.
 pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
-    let _ = messages;
-    Vec::new()
+    let mut out = Vec::new();
+    let mut skip_next_answer = false;
+    for m in messages {
+        match m.role {
+            Role::User => {
+                let (without_uploads, had_upload) = remove_tag_blocks(&m.content, UPLOAD_TAG);
+                let (text, _) = remove_tag_blocks(&without_uploads, MEMORY_TAG);
+                let text = text.trim();
+                if text.is_empty() {
+                    // An upload-only turn: its answer is about the upload, not the user.
+                    skip_next_answer = had_upload;
+                    continue;
+                }
+                skip_next_answer = false;
+                out.push(ChatMessage::user(text));
+            }
+            Role::Assistant if !m.has_tool_calls => {
+                if skip_next_answer {
+                    skip_next_answer = false;
+                    continue;
+                }
+                let (text, _) = remove_tag_blocks(&m.content, MEMORY_TAG);
+                let text = text.trim();
+                if !text.is_empty() {
+                    out.push(ChatMessage::assistant(text));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Whether a filtered conversation is worth queueing: at least one user and one assistant
 /// message.
 pub fn worth_queueing(messages: &[ChatMessage]) -> bool {
-    let _ = messages;
-    false
+    use crate::message::Speaker;
+    messages.iter().any(|m| m.role == Speaker::User)
+        && messages.iter().any(|m| m.role == Speaker::Assistant)
 }
 
 /// The last `n` turns (a turn = one user message and the assistant answers after it).
+///
+/// Assistant messages before the first user message belong to no turn: they are included
+/// only when `n` covers every turn. `n = 0` gives an empty slice.
 pub fn recent_turns(messages: &[ChatMessage], n: usize) -> &[ChatMessage] {
-    let _ = n;
+    use crate::message::Speaker;
+    if n == 0 {
+        return &messages[messages.len()..];
+    }
+    let mut seen = 0;
+    for (i, m) in messages.iter().enumerate().rev() {
+        if m.role == Speaker::User {
+            seen += 1;
+            if seen == n {
+                // Were there more turns before this one? Then cut here.
+                if messages[..i].iter().any(|m| m.role == Speaker::User) {
+                    return &messages[i..];
+                }
+                return messages;
+            }
+        }
+    }
     messages
+}
+
+/// Cuts `text` to at most `max_chars` characters (not bytes), keeping its beginning and end
+/// and marking the cut, e.g. `"first part\n…[1234 characters cut]…\nlast part"`.
+///
+/// Text that fits is returned unchanged. When `max_chars` is too small to hold the marker,
+/// the first `max_chars` characters are returned.
+pub fn truncate_for_prompt(text: &str, max_chars: usize) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text.to_string();
+    }
+    // The marker's length depends on the number it shows: shrink `keep` until it fits
+    // (the number only grows as `keep` shrinks, so this settles in a step or two).
+    let mut keep = max_chars;
+    loop {
+        let marker_chars = format!("\n…[{} characters cut]…\n", total - keep).chars().count();
+        let fits = max_chars.saturating_sub(marker_chars);
+        if fits >= keep {
+            break;
+        }
+        keep = fits;
+    }
+    if keep < 2 {
+        return text.chars().take(max_chars).collect();
+    }
+    let marker = format!("\n…[{} characters cut]…\n", total - keep);
+    let head = keep - keep / 2;
+    let tail = keep / 2;
+    let head_end = byte_offset(text, head);
+    let tail_start = byte_offset(text, total - tail);
+    let mut out = String::with_capacity(head_end + marker.len() + (text.len() - tail_start));
+    out.push_str(&text[..head_end]);
+    out.push_str(&marker);
+    out.push_str(&text[tail_start..]);
+    out
+}
+
+/// Byte offset of the `n`th character (or the end).
+fn byte_offset(text: &str, n: usize) -> usize {
+    text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
+}
+
+/// Removes every `<tag …>…</tag>` block (tag names ASCII case-insensitive, across lines,
+/// non-greedy) together with the line breaks right after it. An opening tag that is never
+/// closed removes everything to the end. Returns the text and whether anything was removed.
+pub(crate) fn remove_tag_blocks(text: &str, tag: &str) -> (String, bool) {
+    let lower = text.to_ascii_lowercase(); // same byte offsets as `text`
+    let open = format!("<{tag}");
+    let close = format!("</{tag}>");
+    let mut out = String::new();
+    let mut pos = 0;
+    let mut removed = false;
+    while let Some(start) = find_open_tag(&lower, &open, pos) {
+        out.push_str(&text[pos..start]);
+        removed = true;
+        match lower[start..].find(&close) {
+            Some(rel) => {
+                pos = start + rel + close.len();
+                pos += text[pos..].len() - text[pos..].trim_start_matches(['\r', '\n']).len();
+            }
+            None => {
+                pos = text.len();
+                break;
+            }
+        }
+    }
+    if !removed {
+        return (text.to_string(), false);
+    }
+    out.push_str(&text[pos..]);
+    (out, true)
+}
+
+/// Position of the next opening tag `open` (`"<name"`) at or after `from`, followed by `>`,
+/// `/` or whitespace (so `<memory>` matches but `<memory_state>` and `<memoryx>` do not).
+pub(crate) fn find_open_tag(lower: &str, open: &str, from: usize) -> Option<usize> {
+    let mut from = from;
+    while let Some(rel) = lower.get(from..)?.find(open) {
+        let at = from + rel;
+        match lower.as_bytes().get(at + open.len()) {
+            Some(b'>' | b'/' | b' ' | b'\t' | b'\r' | b'\n') => return Some(at),
+            _ => from = at + open.len(),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Speaker;
+
+    fn user(s: &str) -> InputMessage {
+        InputMessage::new(Role::User, s)
+    }
+    fn ai(s: &str) -> InputMessage {
+        InputMessage::new(Role::Assistant, s)
+    }
+    fn ai_tools(s: &str) -> InputMessage {
+        InputMessage { role: Role::Assistant, content: s.into(), has_tool_calls: true }
+    }
+
+    #[test]
+    fn keeps_user_messages_and_final_answers_only() {
+        let out = filter_messages(&[
+            InputMessage::new(Role::System, "You are helpful"),
+            user("  I write Go at Acme  "),
+            ai_tools("let me search"),
+            InputMessage::new(Role::Tool, "search results"),
+            ai("Nice, Go is great."),
+            InputMessage::new(Role::Other, "??"),
+        ]);
+        assert_eq!(out, vec![ChatMessage::user("I write Go at Acme"), ChatMessage::assistant("Nice, Go is great.")]);
+    }
+
+    #[test]
+    fn upload_blocks_are_removed_case_insensitively_across_lines() {
+        let out = filter_messages(&[user(
+            "<Uploaded_Files>\n- /mnt/user-data/uploads/a.csv\n</UPLOADED_FILES>\n\nSummarise this please\n<uploaded_files>x</uploaded_files>",
+        )]);
+        assert_eq!(out, vec![ChatMessage::user("Summarise this please")]);
+    }
+
+    #[test]
+    fn unclosed_upload_tag_removes_to_the_end() {
+        let out = filter_messages(&[user("Look at this <uploaded_files>\n/mnt/user-data/uploads/a.pdf")]);
+        assert_eq!(out, vec![ChatMessage::user("Look at this")]);
+    }
+
+    #[test]
+    fn upload_only_turn_drops_its_answer_even_after_tool_calls() {
+        let out = filter_messages(&[
+            user("<uploaded_files>/mnt/user-data/uploads/a.pdf</uploaded_files>"),
+            ai_tools("reading the file"),
+            InputMessage::new(Role::Tool, "file content"),
+            ai("The PDF is a tax form."),
+            ai("Anything else?"),
+            user("I live in Berlin"),
+            ai("Noted."),
+        ]);
+        assert_eq!(
+            out,
+            vec![
+                ChatMessage::assistant("Anything else?"),
+                ChatMessage::user("I live in Berlin"),
+                ChatMessage::assistant("Noted.")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_real_user_message_cancels_the_skip() {
+        let out = filter_messages(&[
+            user("<uploaded_files>a</uploaded_files>"),
+            user("I prefer tabs"),
+            ai("OK"),
+        ]);
+        assert_eq!(out, vec![ChatMessage::user("I prefer tabs"), ChatMessage::assistant("OK")]);
+    }
+
+    #[test]
+    fn empty_user_message_without_upload_keeps_the_answer() {
+        let out = filter_messages(&[user("   "), ai("Here is the image description.")]);
+        assert_eq!(out, vec![ChatMessage::assistant("Here is the image description.")]);
+    }
+
+    #[test]
+    fn memory_block_is_removed_from_user_and_assistant_messages() {
+        let out = filter_messages(&[
+            user("<memory>\nFacts:\n- [knowledge | 0.90] Go\n</memory>\nWhat should I learn next?"),
+            ai("Given <MEMORY>x</Memory> you know Go: try Rust."),
+            ai("<memory>only memory</memory>"),
+        ]);
+        assert_eq!(
+            out,
+            vec![ChatMessage::user("What should I learn next?"), ChatMessage::assistant("Given  you know Go: try Rust.")]
+        );
+    }
+
+    #[test]
+    fn similar_tag_names_are_not_removed() {
+        let out = filter_messages(&[user("keep <memory_state>x</memory_state> and <memoryx>")]);
+        assert_eq!(out[0].content, "keep <memory_state>x</memory_state> and <memoryx>");
+    }
+
+    #[test]
+    fn worth_queueing_needs_both_speakers() {
+        assert!(!worth_queueing(&[]));
+        assert!(!worth_queueing(&[ChatMessage::user("a"), ChatMessage::user("b")]));
+        assert!(!worth_queueing(&[ChatMessage::assistant("a")]));
+        assert!(worth_queueing(&[ChatMessage::assistant("a"), ChatMessage::user("b")]));
+    }
+
+    #[test]
+    fn recent_turns_counts_user_messages_from_the_end() {
+        let msgs = [
+            ChatMessage::assistant("hello"),
+            ChatMessage::user("u1"),
+            ChatMessage::assistant("a1"),
+            ChatMessage::user("u2"),
+            ChatMessage::assistant("a2a"),
+            ChatMessage::assistant("a2b"),
+            ChatMessage::user("u3"),
+        ];
+        assert!(recent_turns(&msgs, 0).is_empty());
+        assert_eq!(recent_turns(&msgs, 1), &msgs[6..]);
+        assert_eq!(recent_turns(&msgs, 2), &msgs[3..]);
+        assert_eq!(recent_turns(&msgs, 3), &msgs[..], "leading greeting included once n covers all turns");
+        assert_eq!(recent_turns(&msgs, 9), &msgs[..]);
+        let only_ai = [ChatMessage::assistant("x")];
+        assert_eq!(recent_turns(&only_ai, 1), &only_ai[..]);
+        assert!(recent_turns(&[], 3).is_empty());
+        assert_eq!(recent_turns(&msgs, 1)[0].role, Speaker::User);
+    }
+
+    #[test]
+    fn truncate_keeps_short_text_and_cuts_long_text_by_chars() {
+        assert_eq!(truncate_for_prompt("short", 1000), "short");
+        let long: String = "a".repeat(600) + &"中".repeat(600) + "END";
+        let cut = truncate_for_prompt(&long, 1000);
+        assert!(cut.chars().count() <= 1000, "{}", cut.chars().count());
+        assert!(cut.starts_with("aaaa") && cut.ends_with("中END"));
+        let kept = cut.chars().count() - cut.split('\n').nth(1).unwrap().chars().count() - 2;
+        assert!(cut.contains(&format!("…[{} characters cut]…", 1203 - kept)), "{cut}");
+    }
+
+    #[test]
+    fn truncate_never_splits_a_char_and_handles_tiny_limits() {
+        let s = "日本語のテキスト".repeat(10);
+        for max in 0..s.chars().count() {
+            let cut = truncate_for_prompt(&s, max);
+            assert!(cut.chars().count() <= max);
+        }
+        assert_eq!(truncate_for_prompt("abcdef", 3), "abc");
+    }
 }

@@ -1,0 +1,225 @@
+//! A small string-aware scanner for model replies: reasoning blocks, balanced JSON objects
+//! and the light repairs that make near-JSON parse. No regex: everything is one linear pass
+//! over bytes (JSON's structural characters are ASCII, so byte offsets stay on UTF-8
+//! character boundaries).
+
+use crate::filter::find_open_tag;
+
+/// Tags whose content is the model's reasoning, not its answer.
+const REASONING_TAGS: [&str; 3] = ["think", "thinking", "reasoning"];
+
+/// Removes `<think>…</think>` (and `<thinking>`, `<reasoning>`) blocks, tag names ASCII
+/// case-insensitive. A closing tag with no opening before it (providers that put the
+/// opening tag in the chat template) drops everything before it. An opening tag that is
+/// never closed is removed alone, and the second value is `true`: what follows is a mix of
+/// reasoning and answer, so the caller prefers the *last* delta in it.
+pub(crate) fn strip_reasoning(text: &str) -> (String, bool) {
+    let mut s = text.to_string();
+    let mut unclosed = false;
+    for tag in REASONING_TAGS {
+        let (stripped, open) = strip_blocks(&s, tag);
+        s = stripped;
+        unclosed |= open;
+    }
+    (s, unclosed)
+}
+
+fn strip_blocks(text: &str, tag: &str) -> (String, bool) {
+    let lower = text.to_ascii_lowercase();
+    let open = format!("<{tag}");
+    let close = format!("</{tag}>");
+    let mut pos = 0;
+    if let Some(c) = lower.find(&close) {
+        if find_open_tag(&lower, &open, 0).map_or(true, |o| c < o) {
+            pos = c + close.len();
+        }
+    }
+    let mut out = String::with_capacity(text.len() - pos);
+    let mut unclosed = false;
+    while let Some(start) = find_open_tag(&lower, &open, pos) {
+        out.push_str(&text[pos..start]);
+        match lower[start..].find(&close) {
+            Some(rel) => pos = start + rel + close.len(),
+            None => {
+                pos = lower[start..].find('>').map_or(text.len(), |r| start + r + 1);
+                unclosed = true;
+                break;
+            }
+        }
+    }
+    out.push_str(&text[pos..]);
+    (out, unclosed)
+}
+
+/// Whether the `{` at `start` could open a JSON object: the next non-blank character is a
+/// `"` or `}` (or `'`, so a Python dict gets a precise error). Skips `{name}` placeholders
+/// and code blocks cheaply.
+pub(crate) fn could_open_object(bytes: &[u8], start: usize) -> bool {
+    bytes[start + 1..]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| matches!(b, b'"' | b'}' | b'\''))
+}
+
+/// The end (exclusive) of the object whose `{` is at `start`: braces are counted outside
+/// JSON strings (which may contain escaped quotes). `None` when it is never closed.
+pub(crate) fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut i = start;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_str {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_str = true,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Light repairs of near-JSON, all outside strings unless noted:
+/// * bare `NaN`, `Infinity`, `-Infinity`, `+Infinity` become the strings `"NaN"` …, which
+///   the fact reader then rejects as "not a finite number";
+/// * trailing commas before `}` or `]` are dropped;
+/// * raw line breaks and tabs *inside* strings are escaped (models often emit them).
+pub(crate) fn repair(json: &str) -> String {
+    let b = json.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len() + 16);
+    let mut in_str = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            match c {
+                b'\\' => {
+                    out.push(c);
+                    if let Some(&n) = b.get(i + 1) {
+                        out.push(n);
+                    }
+                    i += 2;
+                    continue;
+                }
+                b'"' => in_str = false,
+                b'\n' => {
+                    out.extend_from_slice(b"\\n");
+                    i += 1;
+                    continue;
+                }
+                b'\r' => {
+                    out.extend_from_slice(b"\\r");
+                    i += 1;
+                    continue;
+                }
+                b'\t' => {
+                    out.extend_from_slice(b"\\t");
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b',' => {
+                let next = b[i + 1..].iter().position(|x| !x.is_ascii_whitespace()).map(|p| b[i + 1 + p]);
+                if matches!(next, Some(b'}' | b']')) {
+                    i += 1;
+                    continue;
+                }
+            }
+            b'N' | b'I' | b'-' | b'+' => {
+                if let Some(word) = non_finite_at(&b[i..]) {
+                    out.push(b'"');
+                    out.extend_from_slice(word);
+                    out.push(b'"');
+                    i += word.len();
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    // Only ASCII was inserted or removed, at ASCII positions: still valid UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The non-finite literal (`NaN`, `Infinity`, `-Infinity`, `+Infinity`) at the start of
+/// `b`, if it is a whole word.
+fn non_finite_at(b: &[u8]) -> Option<&[u8]> {
+    for word in [&b"NaN"[..], b"Infinity", b"-Infinity", b"+Infinity", b"-NaN"] {
+        if b.starts_with(word) && !b.get(word.len()).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+            return Some(&b[..word.len()]);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn think_blocks_are_removed_including_braces_inside() {
+        let (s, open) = strip_reasoning("<think>draft {\"newFacts\": []}</think>\n{\"a\":1}");
+        assert_eq!((s.trim(), open), ("{\"a\":1}", false));
+        let (s, _) = strip_reasoning("<THINKING>x</Thinking>ok<reasoning>y</reasoning>!");
+        assert_eq!(s, "ok!");
+    }
+
+    #[test]
+    fn orphan_closing_tag_drops_what_comes_before() {
+        let (s, open) = strip_reasoning("reasoning with {\"user\": {}}\n</think>\n\n{\"b\":2}");
+        assert_eq!((s.trim(), open), ("{\"b\":2}", false));
+    }
+
+    #[test]
+    fn unclosed_opening_tag_is_flagged() {
+        let (s, open) = strip_reasoning("<think>\nstill thinking {\"x\":1}");
+        assert_eq!((s.as_str(), open), ("\nstill thinking {\"x\":1}", true));
+    }
+
+    #[test]
+    fn object_end_ignores_braces_in_strings() {
+        let t = br#"{"a": "}{\"}", "b": {"c": 1}} tail"#;
+        assert_eq!(object_end(t, 0), Some(t.len() - 5));
+        assert_eq!(object_end(b"{\"a\": {", 0), None);
+    }
+
+    #[test]
+    fn could_open_object_skips_placeholders() {
+        assert!(could_open_object(b"{  \"a\"", 0));
+        assert!(could_open_object(b"{}", 0));
+        assert!(!could_open_object(b"{name}", 0));
+        assert!(!could_open_object(b"{", 0));
+    }
+
+    #[test]
+    fn repair_fixes_non_finite_trailing_commas_and_raw_newlines() {
+        assert_eq!(repair("{\"c\": NaN, \"d\": -Infinity,\n}"), "{\"c\": \"NaN\", \"d\": \"-Infinity\"\n}");
+        assert_eq!(repair("[1, 2 ,  ]"), "[1, 2   ]");
+        assert_eq!(repair("{\"s\": \"a,}\nNaN\"}"), "{\"s\": \"a,}\\nNaN\"}");
+        assert_eq!(repair("{\"NaNa\": NaNa}"), "{\"NaNa\": NaNa}");
+        assert_eq!(repair("{\"e\": \"q\\\"\",}"), "{\"e\": \"q\\\"\"}");
+    }
+}

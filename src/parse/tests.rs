@@ -1,0 +1,211 @@
+use super::*;
+
+fn ok(text: &str) -> Delta {
+    parse_reply(text).unwrap_or_else(|e| panic!("{e}\n--- reply:\n{text}"))
+}
+
+fn err(text: &str) -> String {
+    match parse_reply(text) {
+        Ok(d) => panic!("expected an error, got {d:?}"),
+        Err(e) => {
+            assert_eq!(e.code(), "LLM_BAD_OUTPUT");
+            e.message()
+        }
+    }
+}
+
+const FULL: &str = r#"{
+  "user": {
+    "workContext": {"summary": "Backend engineer at Acme.", "shouldUpdate": true},
+    "personalContext": {"summary": "", "shouldUpdate": false},
+    "topOfMind": {"summary": "Migrating to Rust.", "shouldUpdate": true}
+  },
+  "history": {
+    "recentMonths": {"summary": "", "shouldUpdate": false},
+    "earlierContext": {"summary": "", "shouldUpdate": false},
+    "longTermBackground": {"summary": "", "shouldUpdate": false}
+  },
+  "newFacts": [{"content": "Uses Rust 1.80", "category": "knowledge", "confidence": 0.9}],
+  "factsToRemove": ["fact_3f9a1c2e"]
+}"#;
+
+#[test]
+fn clean_json_gives_every_part() {
+    let d = ok(FULL);
+    assert_eq!(d.section(SectionId::WorkContext).unwrap().summary, "Backend engineer at Acme.");
+    assert!(d.section(SectionId::TopOfMind).unwrap().should_update);
+    assert!(!d.section(SectionId::PersonalContext).unwrap().should_update);
+    assert_eq!(d.new_facts, vec![NewFact { content: "Uses Rust 1.80".into(), category: "knowledge".into(), confidence: 0.9 }]);
+    assert_eq!(d.facts_to_remove, vec!["fact_3f9a1c2e"]);
+    assert!(d.skipped.is_empty());
+}
+
+#[test]
+fn fences_and_prose_around_the_json_are_ignored() {
+    let reply = format!("Sure! Here is the update:\n\n```json\n{FULL}\n```\n\nLet me know {{if}} you need more.");
+    assert_eq!(ok(&reply), ok(FULL));
+}
+
+#[test]
+fn think_blocks_with_decoy_deltas_are_skipped() {
+    let reply = format!(
+        "<think>Maybe {{\"newFacts\": [{{\"content\": \"WRONG\", \"confidence\": 1}}]}} … no.</think>\n{FULL}"
+    );
+    assert_eq!(ok(&reply).new_facts[0].content, "Uses Rust 1.80");
+}
+
+#[test]
+fn unclosed_think_prefers_the_last_delta() {
+    let reply = format!("<think>Draft: {{\"newFacts\": [{{\"content\": \"draft\"}}]}}\nFinal answer:\n{FULL}");
+    assert_eq!(ok(&reply).new_facts[0].content, "Uses Rust 1.80");
+}
+
+#[test]
+fn decoy_objects_before_the_delta_are_passed_over() {
+    let reply = format!("Example config: {{\"name\": \"demo\", \"nested\": {{\"x\": 1}}}}\nAnd {{\"bad json\n{FULL}");
+    assert_eq!(ok(&reply).facts_to_remove, vec!["fact_3f9a1c2e"]);
+}
+
+#[test]
+fn a_nested_delta_counts() {
+    let d = ok(r#"{"result": {"newFacts": [{"content": "Likes Vim", "category": "preference", "confidence": 0.8}]}}"#);
+    assert_eq!(d.new_facts[0].category, "preference");
+}
+
+#[test]
+fn nan_and_infinity_invalidate_only_their_fact() {
+    let d = ok(r#"{"newFacts": [
+        {"content": "a", "confidence": NaN},
+        {"content": "b", "confidence": Infinity},
+        {"content": "c", "confidence": -Infinity},
+        {"content": "d", "confidence": 0.8},
+    ],}"#);
+    assert_eq!(d.new_facts.len(), 1);
+    assert_eq!(d.new_facts[0].content, "d");
+    assert_eq!(d.skipped.len(), 3);
+    assert_eq!(d.skipped[0].path, "newFacts[0]");
+    assert!(d.skipped[0].reason.contains("finite"), "{}", d.skipped[0].reason);
+}
+
+#[test]
+fn confidences_are_read_leniently_and_clamped() {
+    let d = ok(r#"{"newFacts": [
+        {"content": "a", "confidence": "0.9"},
+        {"content": "b", "confidence": 1.7},
+        {"content": "c", "confidence": -3},
+        {"content": "d"},
+        {"content": "e", "confidence": "high"}
+    ]}"#);
+    let c: Vec<f64> = d.new_facts.iter().map(|f| f.confidence).collect();
+    assert_eq!(c, vec![0.9, 1.0, 0.0, 0.5]);
+    assert_eq!(d.skipped[0].path, "newFacts[4]");
+}
+
+#[test]
+fn invalid_facts_are_skipped_with_reasons() {
+    let d = ok(r#"{"newFacts": [
+        "just a string",
+        {"content": 42},
+        {"content": "   "},
+        {"category": "goal"},
+        {"content": "ok", "category": 7},
+        {"content": "  Keeps me  ", "category": " Preference "},
+        {"content": "x", "category": "hobby"},
+        {"content": "y", "category": ""}
+    ]}"#);
+    let reasons: Vec<&str> = d.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(d.skipped.len(), 5, "{reasons:?}");
+    assert!(reasons[0].contains("must be an object") && reasons[1].contains("must be a string"));
+    assert!(reasons[2].contains("empty") && reasons[3].contains("missing") && reasons[4].contains("category"));
+    assert_eq!(d.new_facts[0].content, "Keeps me");
+    assert_eq!(d.new_facts[0].category, "preference");
+    assert_eq!(d.new_facts[1].category, "hobby");
+    assert_eq!(d.new_facts[2].category, "context");
+}
+
+#[test]
+fn bad_sections_are_skipped_not_fatal() {
+    let d = ok(r#"{"user": {
+        "workContext": "Engineer",
+        "personalContext": {"summary": 5, "shouldUpdate": true},
+        "topOfMind": {"summary": "Focus", "shouldUpdate": "TRUE"}
+      },
+      "history": {"recentMonths": {"shouldUpdate": false}, "earlierContext": {"shouldUpdate": true},
+                  "longTermBackground": {"summary": "x", "shouldUpdate": "false"}, "other": 1},
+      "newFacts": []}"#);
+    let paths: Vec<&str> = d.skipped.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, vec!["user.workContext", "user.personalContext", "history.earlierContext"]);
+    assert!(d.section(SectionId::TopOfMind).unwrap().should_update);
+    assert!(d.section(SectionId::RecentMonths).is_none());
+    assert!(!d.section(SectionId::LongTermBackground).unwrap().should_update);
+}
+
+#[test]
+fn facts_to_remove_keeps_string_ids_only() {
+    let d = ok(r#"{"factsToRemove": ["fact_1", 7, {"id": "fact_2"}, " fact_3 ", "fact_1", ""]}"#);
+    assert_eq!(d.facts_to_remove, vec!["fact_1", "fact_3"]);
+    assert_eq!(d.skipped.len(), 2);
+    assert_eq!(ok(r#"{"factsToRemove": "fact_9"}"#).facts_to_remove, vec!["fact_9"]);
+    let d = ok(r#"{"newFacts": []}"#);
+    assert!(d.facts_to_remove.is_empty() && d.is_noop());
+}
+
+#[test]
+fn structural_garbage_is_an_error_naming_the_problem() {
+    assert!(err(r#"{"newFacts": "Likes Go"}"#).contains("`newFacts` must be an array, found a string"));
+    assert!(err(r#"{"user": ["x"]}"#).contains("`user` must be an object"));
+    assert!(err(r#"{"factsToRemove": 3}"#).contains("factsToRemove"));
+    assert!(err("I could not find anything to remember.").contains("no JSON object"));
+    assert!(err("").contains("empty"));
+    assert!(err("<think>hmm {\"newFacts\": []}</think>  ").contains("reasoning"));
+}
+
+#[test]
+fn truncated_and_invalid_json_are_explained() {
+    let cut = &FULL[..FULL.len() / 2];
+    assert!(err(cut).contains("cut off"), "{}", err(cut));
+    let py = "{'newFacts': [{'content': 'x'}], \"user\": {}}";
+    assert!(err(py).contains("not valid JSON"), "{}", err(py));
+}
+
+#[test]
+fn error_excerpts_are_short() {
+    let long = "prose ".repeat(500);
+    let msg = err(&long);
+    let quoted = msg.split("starts: \"").nth(1).unwrap();
+    assert!(quoted.chars().count() <= EXCERPT_CHARS + 1, "{}", quoted.chars().count());
+}
+
+#[test]
+fn raw_newlines_in_strings_and_crlf_are_fine() {
+    let reply = "{\r\n\"newFacts\": [{\"content\": \"line one\nline two\", \"confidence\": 0.9}]\r\n}\r\n";
+    assert_eq!(ok(reply).new_facts[0].content, "line one\nline two");
+}
+
+#[test]
+fn bom_and_unicode_survive() {
+    let d = ok("\u{feff}{\"newFacts\": [{\"content\": \"在字节跳动工作，使用 LangGraph\", \"confidence\": 0.95}]}");
+    assert_eq!(d.new_facts[0].content, "在字节跳动工作，使用 LangGraph");
+}
+
+#[test]
+fn huge_inputs_are_bounded() {
+    let mut s = String::from("{\"a\": ");
+    s.push_str(&"{ \"b\": ".repeat(200_000));
+    let start = std::time::Instant::now();
+    let _ = parse_reply(&s);
+    let _ = parse_reply(&"{\"".repeat(600_000));
+    let _ = parse_reply(&format!("{}{FULL}", " ".repeat(3_000_000)));
+    assert!(start.elapsed().as_secs() < 20);
+    // The delta after 1 MB of whitespace is beyond what is considered … after trimming it is not.
+    let padded = format!("{FULL}{}", "\n".repeat(2_000_000));
+    assert_eq!(ok(&padded).new_facts.len(), 1);
+}
+
+#[test]
+fn deep_nesting_does_not_overflow() {
+    let s = "[".repeat(100_000) + "{\"newFacts\": []}" + &"]".repeat(100_000);
+    assert!(parse_reply(&s).is_ok());
+    let s = "{\"a\":".repeat(50_000) + "{\"newFacts\": []}" + &"}".repeat(50_000);
+    let _ = parse_reply(&s);
+}
