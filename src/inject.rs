@@ -1,9 +1,40 @@
-//! Rendering the `<memory>` block and selecting facts (SPEC §8). PLACEHOLDER: being written.
+//! Selecting facts and rendering the `<memory>` block (SPEC §8, §11 Injection).
+//!
+//! ```text
+//! <memory>
+//! User Context:
+//! - Work: …
+//!
+//! History:
+//! - Recent: …
+//!
+//! Facts:
+//! - [knowledge | 0.90] Writes Go microservices
+//! </memory>
+//! ```
+//!
+//! * Lines with an empty summary are left out, a header when all its lines are; groups are
+//!   separated by one blank line. Every value is escaped (`&`, `<`, `>`) and its whitespace
+//!   (newlines included) collapsed to single spaces, so memory cannot close the block or
+//!   forge tags.
+//! * Ranking: `score = similarity_weight × similarity + confidence_weight × confidence`, the
+//!   similarity from [`FactIndex::similarities`] (BM25 divided by the query's best score,
+//!   in `[0, 1]`). The query is the text of the last `recent_turns` turns. Ties: higher
+//!   confidence, then newer `createdAt`, then later position. Without messages (or when no
+//!   query term occurs in any fact) all similarities are 0: confidence order.
+//! * Budget: the tags, headers and blank lines count. The summaries are placed first, in
+//!   document order; if one does not fit, its value is cut to the longest prefix (in
+//!   characters, marked with `…`) that fits and the summaries after it are left out. Then the
+//!   top `top_facts` facts are tried in score order: one that does not fit is skipped and the
+//!   smaller ones after it are still tried. The block never exceeds `max_tokens` as measured
+//!   by the counter on the whole block; `""` when not even the tags and one line fit.
 
-use crate::document::Document;
-use crate::message::ChatMessage;
+use crate::document::{Document, SectionId};
+use crate::filter::recent_turns;
+use crate::message::{ChatMessage, Speaker};
 use crate::relevance::FactIndex;
 use crate::tokens::TokenCounter;
+use std::cmp::Ordering;
 
 /// Injection settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,17 +58,19 @@ pub struct InjectOptions {
 pub struct FactExplanation {
     /// The fact id.
     pub id: String,
-    /// Similarity to the query (see README for its meaning).
+    /// Similarity to the query in `[0, 1]`: BM25 divided by the best BM25 of this query
+    /// (see [`FactIndex::similarities`]); 0 without a query.
     pub similarity: f64,
     /// The fact's confidence.
     pub confidence: f64,
     /// `similarity_weight × similarity + confidence_weight × confidence`.
     pub score: f64,
-    /// Tokens of the rendered fact line.
+    /// Tokens of the rendered fact line (with its line break).
     pub tokens: usize,
     /// Whether the fact is in the block.
     pub included: bool,
-    /// Why (`"selected"`, `"below top facts"`, `"over token budget"` …).
+    /// Why: `"selected"`, `"not in top N"`, `"over token budget"`, `"empty content"` or
+    /// `"injection disabled"`.
     pub reason: String,
 }
 
@@ -48,11 +81,16 @@ pub struct Explanation {
     pub block: String,
     /// Tokens of the block.
     pub tokens: usize,
+    /// The query text the facts were ranked against (the recent turns, one per line).
+    pub query: String,
     /// One entry per fact, in score order.
     pub facts: Vec<FactExplanation>,
 }
 
-/// Selects facts and renders the block.
+/// Selects facts and renders the block, explaining every fact's score and fate.
+///
+/// `index` should have been [`FactIndex::sync`]ed with `doc.facts`; if it visibly was not
+/// (other ids), a temporary index is built for this call.
 pub fn explain(
     doc: &Document,
     index: &FactIndex,
@@ -60,6 +98,340 @@ pub fn explain(
     opts: &InjectOptions,
     counter: &dyn TokenCounter,
 ) -> Explanation {
-    let _ = (doc, index, messages, opts, counter);
-    Explanation::default()
+    run(doc, index, messages, opts, counter, true)
+}
+
+/// The `<memory>…</memory>` block for the next model call, or `""` (disabled, empty memory,
+/// or a budget too small for anything). Same rules as [`explain`], without the per-fact
+/// report.
+pub fn inject(
+    doc: &Document,
+    index: &FactIndex,
+    messages: &[ChatMessage],
+    opts: &InjectOptions,
+    counter: &dyn TokenCounter,
+) -> String {
+    run(doc, index, messages, opts, counter, false).block
+}
+
+/// A ranked fact: position in `doc.facts` and its numbers.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    pos: usize,
+    sim: f64,
+    conf: f64,
+    score: f64,
+    created: u64,
+}
+
+/// Score order: score, then confidence, then newer, then later position (best first).
+fn better(a: &Ranked, b: &Ranked) -> Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then(b.conf.total_cmp(&a.conf))
+        .then(b.created.cmp(&a.created))
+        .then(b.pos.cmp(&a.pos))
+}
+
+fn run(
+    doc: &Document,
+    index: &FactIndex,
+    messages: &[ChatMessage],
+    opts: &InjectOptions,
+    counter: &dyn TokenCounter,
+    full: bool,
+) -> Explanation {
+    let mut out = Explanation::default();
+    if doc.is_empty() || (!opts.enabled && !full) {
+        return out;
+    }
+    let temp;
+    let index = if index.is_synced_with(&doc.facts) {
+        index
+    } else {
+        temp = {
+            let mut t = FactIndex::with_params(index.params());
+            t.sync(&doc.facts);
+            t
+        };
+        &temp
+    };
+
+    // The query: the recent turns, the last user message weighted by the index's params.
+    let recent = recent_turns(messages, opts.recent_turns);
+    let last_user = recent.iter().rposition(|m| m.role == Speaker::User);
+    let w = index.params().last_user_weight;
+    let parts: Vec<(&str, f32)> = recent
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.content.as_str(), if Some(i) == last_user { w } else { 1.0 }))
+        .collect();
+    if full {
+        out.query = recent.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+    }
+    let sims = index.similarities(&parts);
+    let rank = |pos: usize| {
+        let sim = f64::from(sims[pos]);
+        let conf = doc.facts[pos].confidence;
+        let score = opts.similarity_weight * sim + opts.confidence_weight * conf;
+        Ranked { pos, sim, conf, score, created: index.created_ms(pos) }
+    };
+    let usable = |pos: usize| !doc.facts[pos].content.trim().is_empty();
+
+    // `ranked` holds every fact for `explain`, only the best `top_facts` for `inject`.
+    let n = doc.facts.len();
+    let ranked: Vec<Ranked> = if full || opts.top_facts.saturating_mul(4) >= n {
+        let mut all: Vec<Ranked> = (0..n).map(rank).collect();
+        all.sort_by(better);
+        all
+    } else {
+        top_k((0..n).filter(|&p| usable(p)).map(rank), opts.top_facts)
+    };
+    let top: Vec<usize> =
+        (0..ranked.len()).filter(|&i| usable(ranked[i].pos)).take(opts.top_facts).collect();
+
+    let lines: Vec<String> = top.iter().map(|&i| fact_line(doc, ranked[i].pos)).collect();
+    let costs: Vec<usize> = lines.iter().map(|l| counter.count(l)).collect();
+    let mut chosen = vec![false; top.len()];
+    if opts.enabled {
+        let mut budget = opts.max_tokens;
+        loop {
+            let (block, picked) = fit(doc, &lines, &costs, budget, counter);
+            let tokens = counter.count(&block);
+            if tokens <= opts.max_tokens || block.is_empty() {
+                (out.block, out.tokens, chosen) = (block, tokens, picked);
+                break;
+            }
+            // The counter is not additive on this text: shrink the budget by the overshoot.
+            budget = budget.saturating_sub(tokens - opts.max_tokens);
+        }
+    }
+
+    if full {
+        let mut slot = vec![usize::MAX; ranked.len()];
+        for (k, &i) in top.iter().enumerate() {
+            slot[i] = k;
+        }
+        out.facts = ranked
+            .iter()
+            .zip(slot)
+            .map(|(r, k)| {
+                let (tokens, included, reason) = if !usable(r.pos) {
+                    (0, false, "empty content".to_string())
+                } else if k == usize::MAX {
+                    let t = counter.count(&fact_line(doc, r.pos));
+                    (t, false, format!("not in top {}", opts.top_facts))
+                } else {
+                    (costs[k], chosen[k], if chosen[k] { "selected" } else { "over token budget" }.into())
+                };
+                let reason = if opts.enabled { reason } else { "injection disabled".into() };
+                FactExplanation {
+                    id: doc.facts[r.pos].id.clone(),
+                    similarity: r.sim,
+                    confidence: r.conf,
+                    score: r.score,
+                    tokens,
+                    included,
+                    reason,
+                }
+            })
+            .collect();
+    }
+    out
+}
+
+/// The best `k` of `items` in [`better`] order, keeping only `k` at a time.
+fn top_k(items: impl Iterator<Item = Ranked>, k: usize) -> Vec<Ranked> {
+    let mut top: Vec<Ranked> = Vec::with_capacity(k + 1);
+    if k == 0 {
+        return top;
+    }
+    for r in items {
+        if top.len() == k && better(&r, &top[k - 1]) != Ordering::Less {
+            continue;
+        }
+        let at = top.partition_point(|x| better(x, &r) == Ordering::Less);
+        top.insert(at, r);
+        top.truncate(k);
+    }
+    top
+}
+
+const OPEN: &str = "<memory>\n";
+const CLOSE: &str = "</memory>";
+const SEPARATOR: &str = "\n";
+const FACTS_HEADER: &str = "Facts:\n";
+
+/// The two summary groups: header and sections.
+const GROUPS: [(&str, [SectionId; 3]); 2] = [
+    ("User Context:\n", [SectionId::WorkContext, SectionId::PersonalContext, SectionId::TopOfMind]),
+    ("History:\n", [SectionId::RecentMonths, SectionId::EarlierContext, SectionId::LongTermBackground]),
+];
+
+/// Lays out the block within `budget` (counted piece by piece). Returns the block (or `""`)
+/// and which of the candidate fact lines it holds.
+fn fit(
+    doc: &Document,
+    lines: &[String],
+    costs: &[usize],
+    budget: usize,
+    counter: &dyn TokenCounter,
+) -> (String, Vec<bool>) {
+    let mut chosen = vec![false; lines.len()];
+    let mut used = counter.count(OPEN) + counter.count(CLOSE);
+    if used > budget {
+        return (String::new(), chosen);
+    }
+    let mut body = String::new();
+    let mut cut = false;
+    for (header, sections) in GROUPS {
+        let mut started = false;
+        for id in sections {
+            let value = collapse(&doc.section(id).summary);
+            if value.is_empty() || cut {
+                continue;
+            }
+            let lead = if started {
+                String::new()
+            } else {
+                format!("{}{header}", if body.is_empty() { "" } else { SEPARATOR })
+            };
+            let lead_cost = if lead.is_empty() { 0 } else { counter.count(&lead) };
+            let line = summary_line(id.label(), &value, None);
+            let cost = counter.count(&line);
+            if used + lead_cost + cost <= budget {
+                used += lead_cost + cost;
+                body.push_str(&lead);
+                body.push_str(&line);
+                started = true;
+                continue;
+            }
+            // Cut this summary to what fits and leave the rest out.
+            cut = true;
+            let room = budget.saturating_sub(used + lead_cost);
+            let chars: Vec<(usize, char)> = value.char_indices().collect();
+            let (mut lo, mut hi) = (0usize, chars.len().saturating_sub(1));
+            while lo < hi {
+                let mid = (lo + hi + 1) / 2;
+                let l = summary_line(id.label(), &value[..chars[mid].0], Some('…'));
+                if counter.count(&l) <= room {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            if lo > 0 {
+                let l = summary_line(id.label(), &value[..chars[lo].0], Some('…'));
+                used += lead_cost + counter.count(&l);
+                body.push_str(&lead);
+                body.push_str(&l);
+            }
+        }
+    }
+    let lead = format!("{}{FACTS_HEADER}", if body.is_empty() { "" } else { SEPARATOR });
+    let lead_cost = counter.count(&lead);
+    let mut facts = String::new();
+    for (k, line) in lines.iter().enumerate() {
+        let extra = if facts.is_empty() { lead_cost } else { 0 };
+        if used + extra + costs[k] <= budget {
+            used += extra + costs[k];
+            facts.push_str(line);
+            chosen[k] = true;
+        }
+    }
+    if body.is_empty() && facts.is_empty() {
+        return (String::new(), chosen);
+    }
+    let mut block = String::with_capacity(OPEN.len() + body.len() + lead.len() + facts.len() + CLOSE.len());
+    block.push_str(OPEN);
+    block.push_str(&body);
+    if !facts.is_empty() {
+        block.push_str(&lead);
+        block.push_str(&facts);
+    }
+    block.push_str(CLOSE);
+    (block, chosen)
+}
+
+/// `- Label: value\n` with the value escaped (and a cut mark if given).
+fn summary_line(label: &str, value: &str, mark: Option<char>) -> String {
+    let mut s = String::with_capacity(value.len() + label.len() + 8);
+    s.push_str("- ");
+    s.push_str(label);
+    s.push_str(": ");
+    push_escaped(&mut s, value);
+    s.extend(mark);
+    s.push('\n');
+    s
+}
+
+/// `- [category | 0.90] content\n`.
+fn fact_line(doc: &Document, pos: usize) -> String {
+    let f = &doc.facts[pos];
+    let mut s = String::with_capacity(f.content.len() + f.category.len() + 16);
+    s.push_str("- [");
+    let category = collapse(&f.category);
+    push_escaped(&mut s, if category.is_empty() { crate::document::DEFAULT_CATEGORY } else { &category });
+    s.push_str(" | ");
+    push_confidence(&mut s, f.confidence);
+    s.push_str("] ");
+    push_escaped(&mut s, &collapse(&f.content));
+    s.push('\n');
+    s
+}
+
+/// Trims and collapses every whitespace run (newlines included) to one space.
+fn collapse(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// Appends `s` with `&`, `<`, `>` escaped.
+fn push_escaped(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Appends a confidence in `[0, 1]` with two decimals, by integer arithmetic (float
+/// formatting would add its tables to the wasm).
+fn push_confidence(out: &mut String, c: f64) {
+    let c = if c.is_finite() { c.clamp(0.0, 1.0) } else { 0.0 };
+    let n = (c * 100.0 + 0.5) as u32;
+    out.push(char::from(b'0' + (n / 100) as u8));
+    out.push('.');
+    out.push(char::from(b'0' + (n / 10 % 10) as u8));
+    out.push(char::from(b'0' + (n % 10) as u8));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confidence_has_two_decimals() {
+        for (c, s) in [(0.9, "0.90"), (1.0, "1.00"), (0.0, "0.00"), (0.755, "0.76"), (0.07, "0.07"), (f64::NAN, "0.00")] {
+            let mut out = String::new();
+            push_confidence(&mut out, c);
+            assert_eq!(out, s, "{c}");
+        }
+    }
+
+    #[test]
+    fn values_are_escaped_and_collapsed() {
+        let mut out = String::new();
+        push_escaped(&mut out, &collapse("  a <b>\n & </memory>\r\n c "));
+        assert_eq!(out, "a &lt;b&gt; &amp; &lt;/memory&gt; c");
+    }
 }
