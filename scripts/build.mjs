@@ -1,0 +1,96 @@
+// Builds the npm package into pkg/:
+//   cargo build (wasm32, release, size profile) → wasm-bindgen --target web → wasm-opt -Oz
+//   (binaryen from npm; Debian's wasm-opt 108 breaks wasm-bindgen's output) → copy the JS
+//   entries → size report (raw and gzip) → pkg/size.json.
+//
+//   node scripts/build.mjs              build
+//   node scripts/build.mjs --if-stale   build only if a source is newer than pkg/
+//   node scripts/build.mjs --check-size fail if wasm + glue gzipped exceed the budget
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const pkg = join(root, "pkg");
+const args = new Set(process.argv.slice(2));
+/** Budget for wasm + JS glue, gzipped (DEVELOPERS.md: ≤ 150 KB, aim 100 KB). */
+export const BUDGET_GZIP_BYTES = 150 * 1024;
+
+function newest(dir) {
+  let t = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    t = Math.max(t, entry.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+function stale() {
+  const stamp = join(pkg, "size.json");
+  if (!existsSync(stamp)) return true;
+  const built = statSync(stamp).mtimeMs;
+  const sources = Math.max(newest(join(root, "src")), newest(join(root, "js")), statSync(join(root, "Cargo.toml")).mtimeMs, statSync(join(root, "Cargo.lock")).mtimeMs);
+  return sources > built;
+}
+
+function run(cmd, argv, opts = {}) {
+  execFileSync(cmd, argv, { cwd: root, stdio: "inherit", ...opts });
+}
+
+export function sizeReport() {
+  const file = (name) => {
+    const bytes = readFileSync(join(pkg, name));
+    return { file: name, raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+  };
+  const wasm = file("wasm/user_memory_bg.wasm");
+  const glue = file("wasm/user_memory.js");
+  const entries = ["browser.js", "node.js", "workers.js"].map(file);
+  const total = { raw: wasm.raw + glue.raw, gzip: wasm.gzip + glue.gzip };
+  return { wasm, glue, entries, total, budgetGzip: BUDGET_GZIP_BYTES };
+}
+
+function printReport(r) {
+  const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
+  console.log("\nsize report (gzip -9):");
+  for (const f of [r.wasm, r.glue, ...r.entries]) {
+    console.log(`  ${f.file.padEnd(28)} ${kb(f.raw).padStart(10)} raw ${kb(f.gzip).padStart(10)} gzip`);
+  }
+  console.log(`  ${"wasm + glue".padEnd(28)} ${kb(r.total.raw).padStart(10)} raw ${kb(r.total.gzip).padStart(10)} gzip   (budget ${kb(r.budgetGzip)})`);
+}
+
+if (args.has("--if-stale") && !stale()) {
+  console.log("pkg/ is up to date");
+} else {
+  const t0 = Date.now();
+  run("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown"]);
+  rmSync(join(pkg, "wasm"), { recursive: true, force: true });
+  mkdirSync(join(pkg, "wasm"), { recursive: true });
+  run("wasm-bindgen", [
+    "--target", "web",
+    "--out-dir", join(pkg, "wasm"),
+    "--out-name", "user_memory",
+    "--remove-name-section",
+    "--remove-producers-section",
+    join(root, "target/wasm32-unknown-unknown/release/user_memory.wasm"),
+  ]);
+  const wasm = join(pkg, "wasm/user_memory_bg.wasm");
+  run(process.execPath, [join(root, "node_modules/binaryen/bin/wasm-opt"), "-Oz", "--strip-debug", wasm, "-o", wasm]);
+  for (const f of ["browser.js", "node.js", "workers.js", "index.d.ts"]) {
+    copyFileSync(join(root, "js", f), join(pkg, f));
+  }
+  const report = sizeReport();
+  writeFileSync(join(pkg, "size.json"), JSON.stringify(report, null, 2) + "\n");
+  printReport(report);
+  console.log(`built pkg/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+if (args.has("--check-size")) {
+  const r = sizeReport();
+  if (r.total.gzip > r.budgetGzip) {
+    console.error(`size budget exceeded: wasm + glue = ${r.total.gzip} bytes gzipped > ${r.budgetGzip}`);
+    process.exit(1);
+  }
+  console.log(`size budget ok: ${r.total.gzip} ≤ ${r.budgetGzip} bytes gzipped`);
+}

@@ -1,0 +1,134 @@
+//! Events the engine emits: `update`, `error`, `queued` (SPEC §9, §11).
+
+use crate::delta::Skipped;
+use crate::document::{Document, Fact, SectionId};
+use crate::error::Error;
+use crate::time::Millis;
+
+/// Why memory changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateReason {
+    /// An LLM extraction of a queued thread was applied.
+    Extraction,
+    /// `addFact`.
+    AddFact,
+    /// `updateFact`.
+    UpdateFact,
+    /// `removeFact`.
+    RemoveFact,
+    /// `clear`.
+    Clear,
+    /// `import`.
+    Import,
+    /// Another tab, worker or process changed the stored memory.
+    Remote,
+}
+
+impl UpdateReason {
+    /// The name used in JS events, e.g. `"extraction"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpdateReason::Extraction => "extraction",
+            UpdateReason::AddFact => "addFact",
+            UpdateReason::UpdateFact => "updateFact",
+            UpdateReason::RemoveFact => "removeFact",
+            UpdateReason::Clear => "clear",
+            UpdateReason::Import => "import",
+            UpdateReason::Remote => "remote",
+        }
+    }
+}
+
+/// What changed in memory: the payload of `update`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateEvent {
+    /// Why.
+    pub reason: UpdateReason,
+    /// The thread whose conversation was extracted (for [`UpdateReason::Extraction`]).
+    pub thread_id: Option<String>,
+    /// The stored revision after the change.
+    pub revision: u64,
+    /// Facts that are new.
+    pub added: Vec<Fact>,
+    /// Ids of facts that are gone.
+    pub removed: Vec<String>,
+    /// Facts whose content, category or confidence changed.
+    pub changed: Vec<Fact>,
+    /// Sections whose summary changed.
+    pub sections: Vec<SectionId>,
+    /// Parts of the model's reply that were invalid and skipped.
+    pub skipped: Vec<Skipped>,
+}
+
+impl UpdateEvent {
+    /// The difference between two versions of the document.
+    pub fn diff(reason: UpdateReason, before: &Document, after: &Document, revision: u64) -> UpdateEvent {
+        let mut ev = UpdateEvent {
+            reason,
+            thread_id: None,
+            revision,
+            added: Vec::new(),
+            removed: Vec::new(),
+            changed: Vec::new(),
+            sections: Vec::new(),
+            skipped: Vec::new(),
+        };
+        for f in &after.facts {
+            match before.fact(&f.id) {
+                None => ev.added.push(f.clone()),
+                Some(old) if old != f => ev.changed.push(f.clone()),
+                Some(_) => {}
+            }
+        }
+        ev.removed = before.facts.iter().filter(|f| after.fact(&f.id).is_none()).map(|f| f.id.clone()).collect();
+        ev.sections = SectionId::ALL
+            .into_iter()
+            .filter(|s| before.section(*s).summary != after.section(*s).summary)
+            .collect();
+        ev
+    }
+}
+
+/// A failure reported as an event: the payload of `error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorEvent {
+    /// The error (its `code` is the stable code).
+    pub error: Error,
+    /// The queued thread concerned, if any.
+    pub thread_id: Option<String>,
+    /// Which attempt of that thread failed (1-based), if any.
+    pub attempt: Option<u32>,
+}
+
+/// A conversation was queued: the payload of `queued`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedEvent {
+    /// The thread.
+    pub thread_id: String,
+    /// When the queue is due to be processed (epoch ms), if scheduled.
+    pub due_at: Option<Millis>,
+    /// Entries waiting in this instance's view of the queue.
+    pub pending: usize,
+}
+
+/// Everything the engine reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Memory changed.
+    Update(UpdateEvent),
+    /// Something failed in the background (or a queued entry was dropped).
+    Error(ErrorEvent),
+    /// A conversation was queued.
+    Queued(QueuedEvent),
+}
+
+impl Event {
+    /// `"update"`, `"error"` or `"queued"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Update(_) => "update",
+            Event::Error(_) => "error",
+            Event::Queued(_) => "queued",
+        }
+    }
+}

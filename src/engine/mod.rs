@@ -1,0 +1,441 @@
+//! The engine: the whole pipeline over platform traits, with no JS in it.
+//!
+//! [`Engine`] owns the cached document and its relevance index, this instance's view of the
+//! persisted queue, and the handles to storage, the LLM, the clock and the timer. It is a
+//! cheap `Rc` handle: every async method clones what it needs before its first `.await`, so
+//! JS can call any method while another one is still running (no `RefCell` borrow is ever
+//! held across an `.await`).
+//!
+//! Concurrency inside one instance is serialised by two [`AsyncLock`]s: `store_lock` around
+//! every storage read-modify-write, `process_lock` around a processing batch (one batch at a
+//! time, SPEC §5). Across instances (tabs, processes) the storage revisions and the queue
+//! claims do the work.
+
+mod events;
+mod process;
+mod store_ops;
+
+pub use events::{ErrorEvent, Event, QueuedEvent, UpdateEvent, UpdateReason};
+pub use process::RunReport;
+
+use crate::config::Config;
+use crate::document::Document;
+use crate::edit::{self, NewManualFact};
+use crate::error::{Error, Result};
+use crate::filter;
+use crate::ids::IdSource;
+use crate::inject::{self, Explanation};
+use crate::llm::Llm;
+use crate::message::{ChatMessage, InputMessage};
+use crate::queue::QueueFile;
+use crate::relevance::FactIndex;
+use crate::storage::Store;
+use crate::sync::AsyncLock;
+use crate::time::{Clock, Millis};
+use crate::tokens::TokenCounter;
+use crate::Fact;
+use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+
+/// Arms the one queue timer. The platform calls [`Engine::process_due`] when it fires.
+pub trait Scheduler {
+    /// Fire at `at` (epoch ms; now if in the past), replacing any earlier arming; `None`
+    /// cancels.
+    fn arm(&self, at: Option<Millis>);
+}
+
+/// A scheduler that never fires: for `autoProcess: false` and for tests that drive time.
+#[derive(Debug, Default)]
+pub struct ManualScheduler {
+    armed: Cell<Option<Millis>>,
+}
+
+impl ManualScheduler {
+    /// The time last armed, if any.
+    pub fn armed(&self) -> Option<Millis> {
+        self.armed.get()
+    }
+}
+
+impl Scheduler for ManualScheduler {
+    fn arm(&self, at: Option<Millis>) {
+        self.armed.set(at);
+    }
+}
+
+/// Receives the engine's events.
+pub trait EventSink {
+    /// Delivers one event. Must not panic; should not block.
+    fn emit(&self, event: Event);
+}
+
+/// Everything an engine is built from.
+pub struct Parts {
+    /// Validated options.
+    pub config: Config,
+    /// Storage of this agent.
+    pub store: Rc<dyn Store>,
+    /// The extraction LLM.
+    pub llm: Rc<dyn Llm>,
+    /// Current time.
+    pub clock: Rc<dyn Clock>,
+    /// Fresh fact ids.
+    pub ids: Rc<dyn IdSource>,
+    /// Token counting for the injection budget.
+    pub counter: Rc<dyn TokenCounter>,
+    /// The queue timer.
+    pub scheduler: Rc<dyn Scheduler>,
+    /// Where events go.
+    pub events: Rc<dyn EventSink>,
+    /// Unique id of this instance (claims in the shared queue).
+    pub instance_id: String,
+    /// How long a claim on a queue entry lasts: longer than one attempt can take.
+    pub lease_ms: u64,
+}
+
+/// A queued observation not yet written to storage.
+#[derive(Debug, Clone)]
+struct PendingObserve {
+    thread_id: String,
+    messages: Vec<ChatMessage>,
+    at: Millis,
+    version: String,
+}
+
+struct State {
+    doc: Document,
+    revision: u64,
+    index: FactIndex,
+    queue: QueueFile,
+    pending: Vec<PendingObserve>,
+    deferred: Vec<Event>,
+    seq: u64,
+    closed: bool,
+    processing: bool,
+}
+
+struct Inner {
+    parts: Parts,
+    state: RefCell<State>,
+    store_lock: AsyncLock,
+    process_lock: AsyncLock,
+}
+
+/// The memory of one agent: observe, process, inject, edit. See the module docs.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Rc<Inner>,
+}
+
+/// A handle that does not keep the engine alive (for timers).
+#[derive(Clone)]
+pub struct WeakEngine(std::rc::Weak<Inner>);
+
+impl WeakEngine {
+    /// The engine, if it still exists.
+    pub fn upgrade(&self) -> Option<Engine> {
+        self.0.upgrade().map(|inner| Engine { inner })
+    }
+}
+
+/// A snapshot of the queue for status displays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueStatus {
+    /// Thread ids waiting (in this instance's view).
+    pub pending: Vec<String>,
+    /// When the queue is next due, if ever.
+    pub next_due_at: Option<Millis>,
+    /// Whether this instance is processing a batch right now.
+    pub processing: bool,
+}
+
+impl Engine {
+    /// Opens memory: removes crash leftovers, reads the document and the queue, and arms
+    /// the timer for any pending entries (so a reload or restart loses nothing).
+    ///
+    /// Stored data that cannot be read is `CORRUPT_MEMORY` and is left untouched.
+    pub async fn open(parts: Parts) -> Result<Engine> {
+        let _ = parts.store.cleanup().await;
+        let (doc, revision) = store_ops::read_document(&*parts.store, &*parts.ids).await?;
+        let mut index = FactIndex::new();
+        index.sync(&doc.facts);
+        // Problems with the queue never prevent opening: they are reported as `error`
+        // events once someone can listen (at the first queue write).
+        let (queue, problems) = match store_ops::read_queue(&*parts.store).await {
+            Ok(read) => (read.file, Vec::new()),
+            Err(e) => (QueueFile::default(), vec![e]),
+        };
+        let deferred = problems.into_iter().map(|e| Event::Error(ErrorEvent { error: e, thread_id: None, attempt: None })).collect();
+        let engine = Engine {
+            inner: Rc::new(Inner {
+                parts,
+                state: RefCell::new(State {
+                    doc,
+                    revision,
+                    index,
+                    queue,
+                    pending: Vec::new(),
+                    deferred,
+                    seq: 0,
+                    closed: false,
+                    processing: false,
+                }),
+                store_lock: AsyncLock::new(),
+                process_lock: AsyncLock::new(),
+            }),
+        };
+        engine.rearm();
+        Ok(engine)
+    }
+
+    /// A handle that does not keep the engine alive.
+    pub fn downgrade(&self) -> WeakEngine {
+        WeakEngine(Rc::downgrade(&self.inner))
+    }
+
+    fn parts(&self) -> &Parts {
+        &self.inner.parts
+    }
+
+    fn config(&self) -> &Config {
+        &self.inner.parts.config
+    }
+
+    fn now(&self) -> Millis {
+        self.inner.parts.clock.now_ms()
+    }
+
+    fn emit(&self, event: Event) {
+        self.inner.parts.events.emit(event);
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.state.borrow().closed {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether [`close`](Engine::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.state.borrow().closed
+    }
+
+    /// Filters `messages` and queues them for thread `thread_id`; returns `None` when there
+    /// was nothing worth remembering (or learning is disabled), else a future that resolves
+    /// once the entry is persisted. The queue timer is armed before this returns, so the
+    /// future may be dropped: the entry is still processed.
+    pub fn observe(&self, thread_id: &str, messages: &[InputMessage]) -> Result<Option<impl Future<Output = Result<()>> + 'static>> {
+        self.check_open()?;
+        if thread_id.is_empty() || thread_id.chars().count() > 256 {
+            return Err(Error::invalid("`threadId` must be a string of 1 to 256 characters"));
+        }
+        if !self.config().enabled {
+            return Ok(None);
+        }
+        let kept = filter::filter_messages(messages);
+        if !filter::worth_queueing(&kept) {
+            return Ok(None);
+        }
+        let now = self.now();
+        let pending_count = {
+            let mut st = self.inner.state.borrow_mut();
+            st.seq += 1;
+            let version = format!("{}:{}", self.parts().instance_id, st.seq);
+            st.queue.observe(thread_id, kept.clone(), now, version.clone());
+            st.pending.push(PendingObserve { thread_id: thread_id.to_string(), messages: kept, at: now, version });
+            st.queue.entries.len()
+        };
+        let due_at = self.rearm();
+        self.emit(Event::Queued(QueuedEvent { thread_id: thread_id.to_string(), due_at, pending: pending_count }));
+        let me = self.clone();
+        Ok(Some(async move { me.persist_pending().await }))
+    }
+
+    /// Writes queued observations to storage (merging with what other instances queued).
+    pub async fn persist_pending(&self) -> Result<()> {
+        let result = self.update_queue(|_| ()).await;
+        if let Err(e) = &result {
+            self.emit(Event::Error(ErrorEvent { error: e.clone(), thread_id: None, attempt: None }));
+        }
+        result
+    }
+
+    /// Arms the scheduler for the next due time and returns it.
+    fn rearm(&self) -> Option<Millis> {
+        let now = self.now();
+        let next = {
+            let st = self.inner.state.borrow();
+            if st.closed {
+                None
+            } else {
+                st.queue.next_due(&self.config().queue, &self.parts().instance_id, now)
+            }
+        };
+        if self.config().auto_process || next.is_none() {
+            self.parts().scheduler.arm(next);
+        }
+        next
+    }
+
+    /// When the queue is next due (epoch ms), or `None` if nothing is pending.
+    pub fn next_due_at(&self) -> Option<Millis> {
+        let st = self.inner.state.borrow();
+        if st.closed {
+            return None;
+        }
+        st.queue.next_due(&self.config().queue, &self.parts().instance_id, self.now())
+    }
+
+    /// The queue as this instance sees it.
+    pub fn queue_status(&self) -> QueueStatus {
+        let st = self.inner.state.borrow();
+        QueueStatus {
+            pending: st.queue.entries.iter().map(|e| e.thread_id.clone()).collect(),
+            next_due_at: if st.closed { None } else { st.queue.next_due(&self.config().queue, &self.parts().instance_id, self.now()) },
+            processing: st.processing,
+        }
+    }
+
+    /// The `<memory>` block for the next model call (from the cached document).
+    pub fn inject(&self, messages: &[InputMessage]) -> String {
+        let kept = filter::filter_messages(messages);
+        let st = self.inner.state.borrow();
+        inject::explain(&st.doc, &st.index, &kept, &self.config().inject, &*self.parts().counter).block
+    }
+
+    /// Per-fact scores and the reasons for the selection.
+    pub fn explain(&self, messages: &[InputMessage]) -> Explanation {
+        let kept = filter::filter_messages(messages);
+        let st = self.inner.state.borrow();
+        inject::explain(&st.doc, &st.index, &kept, &self.config().inject, &*self.parts().counter)
+    }
+
+    /// The cached document (no storage read).
+    pub fn cached(&self) -> Document {
+        self.inner.state.borrow().doc.clone()
+    }
+
+    /// The cached revision.
+    pub fn revision(&self) -> u64 {
+        self.inner.state.borrow().revision
+    }
+
+    /// Re-reads the document from storage; if another instance changed it, updates the
+    /// cache and emits `update` with reason `remote`. Returns the current document.
+    pub async fn refresh(&self) -> Result<Document> {
+        let (doc, revision) = store_ops::read_document(&*self.parts().store, &*self.parts().ids).await?;
+        if let Some(ev) = self.adopt(doc.clone(), revision, UpdateReason::Remote, None) {
+            self.emit_update(ev);
+        }
+        Ok(doc)
+    }
+
+    /// Replaces the cached document if `revision` is newer, emitting `update`.
+    fn adopt(&self, doc: Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
+        let event = {
+            let mut st = self.inner.state.borrow_mut();
+            if revision <= st.revision && reason == UpdateReason::Remote {
+                return None;
+            }
+            let mut ev = UpdateEvent::diff(reason, &st.doc, &doc, revision);
+            ev.thread_id = thread_id.map(str::to_string);
+            st.index.sync(&doc.facts);
+            st.doc = doc;
+            st.revision = revision;
+            ev
+        };
+        Some(event)
+    }
+
+    /// The stored document, freshly read.
+    pub async fn get(&self) -> Result<Document> {
+        self.refresh().await
+    }
+
+    /// Replaces the whole memory with `doc` (a JSON object or string), after validating it.
+    pub async fn import(&self, doc: &Value) -> Result<Document> {
+        self.check_open()?;
+        let parsed = match doc {
+            Value::String(s) => Document::from_json(s, &*self.parts().ids),
+            other => Document::from_value(other, &*self.parts().ids),
+        }
+        .map_err(|e| Error::invalid(format!("cannot import: {e}")))?;
+        let (_, doc) = self.commit_with(UpdateReason::Import, None, false, |d| {
+            *d = parsed.clone();
+            Ok(())
+        })
+        .await?;
+        Ok(doc)
+    }
+
+    /// Adds a hand-written fact; returns it (or the existing fact with the same content).
+    pub async fn add_fact(&self, fact: &Value) -> Result<Fact> {
+        self.check_open()?;
+        let nf = NewManualFact::from_value(fact)?;
+        let ids = self.parts().ids.clone();
+        let now = crate::time::iso_from_millis(self.now());
+        let (fact, _) = self.commit_with(UpdateReason::AddFact, None, true, |d| Ok(edit::add_fact(d, &nf, &now, &*ids).0)).await?;
+        Ok(fact)
+    }
+
+    /// Patches fact `id`; `NOT_FOUND` if there is none.
+    pub async fn update_fact(&self, id: &str, patch: &Value) -> Result<Fact> {
+        self.check_open()?;
+        let (fact, _) = self.commit_with(UpdateReason::UpdateFact, None, true, |d| edit::update_fact(d, id, patch)).await?;
+        Ok(fact)
+    }
+
+    /// Removes fact `id`; `NOT_FOUND` if there is none.
+    pub async fn remove_fact(&self, id: &str) -> Result<Fact> {
+        self.check_open()?;
+        let (fact, _) = self.commit_with(UpdateReason::RemoveFact, None, true, |d| edit::remove_fact(d, id)).await?;
+        Ok(fact)
+    }
+
+    /// Empties all sections and facts.
+    pub async fn clear(&self) -> Result<()> {
+        self.check_open()?;
+        self.commit_with(UpdateReason::Clear, None, true, |d| {
+            edit::clear(d);
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Processes every entry not claimed by another instance, now. Resolves when all were
+    /// tried; fails with the first failure's error (the others were still tried).
+    pub async fn flush(&self) -> Result<RunReport> {
+        self.check_open()?;
+        let report = self.run(process::Mode::Flush).await?;
+        match &report.first_error {
+            Some(e) => Err(e.clone()),
+            None => Ok(report),
+        }
+    }
+
+    /// Processes the entries that are due now (for schedulers and Durable Object alarms).
+    /// Failures are reported through `error` events and in the report, not as an `Err`.
+    pub async fn process_due(&self) -> Result<RunReport> {
+        self.check_open()?;
+        self.run(process::Mode::Due).await
+    }
+
+    /// Stops the timer, writes pending observations, and gives up this instance's claims.
+    /// Pending entries stay persisted for the next `open()`.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.state.borrow().closed {
+            return Ok(());
+        }
+        self.inner.state.borrow_mut().closed = true;
+        self.parts().scheduler.arm(None);
+        let me = self.parts().instance_id.clone();
+        let result = self.update_queue(move |q| q.release(&me)).await;
+        self.parts().scheduler.arm(None);
+        result
+    }
+}

@@ -1,0 +1,127 @@
+//! Processing queued threads: claim → prompt → LLM → parse → apply → commit → settle.
+
+use super::{Engine, ErrorEvent, Event, UpdateReason};
+use crate::apply::{apply_delta, ApplyContext};
+use crate::error::{Error, Result};
+use crate::parse::parse_reply;
+use crate::prompt::build_request;
+use crate::queue::{Entry, FailureOutcome};
+use crate::time::iso_from_millis;
+
+/// Which entries a run takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Those due now (timer, `processDue()`).
+    Due,
+    /// Every entry not claimed elsewhere (`flush()`).
+    Flush,
+}
+
+/// What a processing run did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunReport {
+    /// Threads whose update was applied.
+    pub processed: Vec<String>,
+    /// Threads whose attempt failed (still queued unless abandoned).
+    pub failed: Vec<String>,
+    /// The first failure, if any.
+    pub first_error: Option<Error>,
+}
+
+impl Engine {
+    /// One batch: claims the entries (`mode`), processes them one at a time, settles each in
+    /// the queue, and re-arms the timer.
+    pub(super) async fn run(&self, mode: Mode) -> Result<RunReport> {
+        let _batch = self.inner.process_lock.lock().await;
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        self.inner.state.borrow_mut().processing = true;
+        let result = self.run_locked(mode).await;
+        self.inner.state.borrow_mut().processing = false;
+        let next = self.rearm();
+        // A due time in the past with nothing claimable would make the timer spin: if the
+        // run took nothing, look again a little later rather than at once.
+        if let (Ok(r), Some(at)) = (&result, next) {
+            if r.processed.is_empty() && r.failed.is_empty() && at <= self.now() && mode == Mode::Due {
+                self.parts().scheduler.arm(Some(self.now() + 1_000));
+            }
+        }
+        result
+    }
+
+    async fn run_locked(&self, mode: Mode) -> Result<RunReport> {
+        let me = self.parts().instance_id.clone();
+        let cfg = self.config().queue;
+        let lease = self.parts().lease_ms;
+        let now = self.now();
+        let claimed = self
+            .update_queue(|q| {
+                let threads = match mode {
+                    Mode::Due => q.due(&cfg, &me, now),
+                    Mode::Flush => q.claimable(&me, now),
+                };
+                let claimed = q.claim(&threads, &me, now, lease);
+                claimed
+                    .into_iter()
+                    .filter_map(|(thread, version)| q.entry(&thread).cloned().map(|e| (e, version)))
+                    .collect::<Vec<_>>()
+            })
+            .await?;
+        let mut report = RunReport::default();
+        for (entry, version) in claimed {
+            let outcome = self.process_entry(&entry).await;
+            let now = self.now();
+            match outcome {
+                Ok(()) => {
+                    self.update_queue(|q| q.succeed(&entry.thread_id, &version, now)).await?;
+                    report.processed.push(entry.thread_id.clone());
+                }
+                Err(error) => {
+                    let code = error.code();
+                    let settled = self.update_queue(|q| q.fail(&entry.thread_id, &version, code, now, &cfg)).await;
+                    let attempt = match settled {
+                        Ok(FailureOutcome::Retry { attempt, .. }) | Ok(FailureOutcome::Abandoned { attempt }) => Some(attempt),
+                        _ => None,
+                    };
+                    self.emit(Event::Error(ErrorEvent { error: error.clone(), thread_id: Some(entry.thread_id.clone()), attempt }));
+                    if let Ok(FailureOutcome::Abandoned { attempt }) = settled {
+                        self.emit(Event::Error(ErrorEvent {
+                            error: Error::Abandoned(format!(
+                                "the update of thread \"{}\" failed {attempt} times and was dropped; last error: {}",
+                                entry.thread_id, error
+                            )),
+                            thread_id: Some(entry.thread_id.clone()),
+                            attempt: Some(attempt),
+                        }));
+                    }
+                    report.failed.push(entry.thread_id.clone());
+                    report.first_error.get_or_insert(error);
+                    settled?;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Extracts one entry and commits the result. Memory is untouched unless everything up
+    /// to a valid delta succeeded.
+    async fn process_entry(&self, entry: &Entry) -> Result<()> {
+        // The prompt shows the newest memory, including other instances' changes.
+        let current = self.refresh().await?;
+        let request = build_request(&current, &entry.messages, &self.config().prompt);
+        let reply = self.parts().llm.complete(&request).await?;
+        let delta = parse_reply(&reply)?;
+        let cfg = self.config().apply;
+        let ids = self.parts().ids.clone();
+        let now_iso = iso_from_millis(self.now());
+        let thread = entry.thread_id.clone();
+        let (_, _) = self
+            .commit_with(UpdateReason::Extraction, Some(&thread), true, |doc| {
+                let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids };
+                Ok(apply_delta(doc, &delta, &cfg, &ctx))
+            })
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! Storage read-modify-write loops: the document commit with replay on conflict, and the
+//! queue update that also writes pending observations.
+
+use super::{Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
+use crate::document::Document;
+use crate::error::{Error, Result};
+use crate::ids::IdSource;
+use crate::queue::QueueFile;
+use crate::storage::{Commit, Slot, Store};
+use crate::time::iso_from_millis;
+
+/// How often a commit is replayed on a newer revision before giving up with `CONFLICT`.
+pub(super) const MAX_REPLAYS: usize = 16;
+
+/// Reads and validates the stored document (`(empty, 0)` when none was stored yet).
+pub(super) async fn read_document(store: &dyn Store, ids: &dyn IdSource) -> Result<(Document, u64)> {
+    match store.load(Slot::Document).await? {
+        None => Ok((Document::empty(), 0)),
+        Some(v) => match Document::from_json(&v.value, ids) {
+            Ok(doc) => Ok((doc, v.revision)),
+            Err(why) => Err(Error::corrupt(format!(
+                "the memory stored in {} (revision {}) is not valid memory: {why}. It was left as it \
+                 is: export it with UserMemory.inspect() and reset explicitly with UserMemory.reset()",
+                store.describe(),
+                v.revision
+            ))),
+        },
+    }
+}
+
+/// The queue as read from storage.
+pub(super) struct QueueRead {
+    pub(super) file: QueueFile,
+    pub(super) revision: u64,
+    /// Entries (or the whole slot) that could not be read and were dropped.
+    pub(super) dropped: Vec<Error>,
+    /// The slot itself is unreadable and must be discarded before the next commit.
+    pub(super) corrupt_slot: bool,
+}
+
+/// Reads the persisted queue; unreadable entries are dropped (and reported), an unreadable
+/// slot counts as empty (and reported). Only storage failures are errors.
+pub(super) async fn read_queue(store: &dyn Store) -> Result<QueueRead> {
+    match store.load(Slot::Queue).await {
+        Ok(None) => Ok(QueueRead { file: QueueFile::default(), revision: 0, dropped: Vec::new(), corrupt_slot: false }),
+        Ok(Some(v)) => {
+            let (file, dropped) = QueueFile::from_json(&v.value);
+            let dropped = dropped
+                .into_iter()
+                .map(|d| Error::corrupt(format!("a queued update could not be read and was dropped: {d}")))
+                .collect();
+            Ok(QueueRead { file, revision: v.revision, dropped, corrupt_slot: false })
+        }
+        Err(e @ Error::CorruptMemory(_)) => Ok(QueueRead {
+            file: QueueFile::default(),
+            revision: 0,
+            dropped: vec![Error::corrupt(format!("the update queue was unreadable and was dropped: {}", e.message()))],
+            corrupt_slot: true,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+impl Engine {
+    /// Read-modify-write of the persisted queue: re-reads it, merges this instance's pending
+    /// observations, applies `f`, and commits (replaying on conflict). The result becomes
+    /// this instance's view of the queue, and the timer is re-armed.
+    pub(super) async fn update_queue<R>(&self, mut f: impl FnMut(&mut QueueFile) -> R) -> Result<R> {
+        let _guard = self.inner.store_lock.lock().await;
+        let store = self.parts().store.clone();
+        for _ in 0..MAX_REPLAYS {
+            let read = read_queue(&*store).await?;
+            let deferred: Vec<Event> = std::mem::take(&mut self.inner.state.borrow_mut().deferred);
+            for ev in deferred {
+                self.emit(ev);
+            }
+            for error in read.dropped.iter().cloned() {
+                self.emit(Event::Error(ErrorEvent { error, thread_id: None, attempt: None }));
+            }
+            if read.corrupt_slot {
+                store.discard(Slot::Queue).await?;
+            }
+            let mut file = read.file.clone();
+            let pending = self.inner.state.borrow().pending.clone();
+            for p in &pending {
+                // Skip observations another write of ours already persisted.
+                if file.entry(&p.thread_id).is_some_and(|e| e.version == p.version) {
+                    continue;
+                }
+                file.observe(&p.thread_id, p.messages.clone(), p.at, p.version.clone());
+            }
+            let result = f(&mut file);
+            let unchanged = file == read.file && read.dropped.is_empty();
+            let revision = if unchanged {
+                Some(read.revision)
+            } else {
+                match store.commit(Slot::Queue, read.revision, file.to_json()).await? {
+                    Commit::Committed(rev) => Some(rev),
+                    Commit::Conflict => None,
+                }
+            };
+            if revision.is_some() {
+                {
+                    let mut st = self.inner.state.borrow_mut();
+                    let written = pending.len();
+                    st.pending.drain(..written);
+                    // Observations made while we were writing are not in `file` yet: keep
+                    // them visible in this instance's view.
+                    let mut view = file;
+                    for p in &st.pending {
+                        view.observe(&p.thread_id, p.messages.clone(), p.at, p.version.clone());
+                    }
+                    st.queue = view;
+                }
+                self.rearm();
+                return Ok(result);
+            }
+        }
+        Err(Error::Conflict("the update queue kept changing under concurrent writers; try again".into()))
+    }
+
+    /// Read-modify-write of the document: reads the newest revision, applies `f`, commits;
+    /// on a conflict re-reads and applies `f` again (no second LLM call). On success the
+    /// cache is updated and `update` is emitted. `touch` sets `lastUpdated` to now.
+    pub(super) async fn commit_with<R>(
+        &self,
+        reason: UpdateReason,
+        thread_id: Option<&str>,
+        touch: bool,
+        mut f: impl FnMut(&mut Document) -> Result<R>,
+    ) -> Result<(R, Document)> {
+        let _guard = self.inner.store_lock.lock().await;
+        let store = self.parts().store.clone();
+        let ids = self.parts().ids.clone();
+        for _ in 0..MAX_REPLAYS {
+            let (base, revision) = read_document(&*store, &*ids).await?;
+            // Someone else's newer document: show it to listeners as such first.
+            if let Some(ev) = self.adopt(base.clone(), revision, UpdateReason::Remote, None) {
+                self.emit_update(ev);
+            }
+            let mut doc = base.clone();
+            let result = f(&mut doc)?;
+            if doc == base {
+                return Ok((result, doc));
+            }
+            if touch {
+                doc.last_updated = iso_from_millis(self.now());
+            }
+            match store.commit(Slot::Document, revision, doc.to_json()).await? {
+                Commit::Committed(rev) => {
+                    if let Some(ev) = self.adopt(doc.clone(), rev, reason, thread_id) {
+                        self.emit_update(ev);
+                    }
+                    return Ok((result, doc));
+                }
+                Commit::Conflict => continue,
+            }
+        }
+        Err(Error::Conflict(format!(
+            "memory in {} kept changing under concurrent writers ({MAX_REPLAYS} replays); nothing was lost, try again",
+            store.describe()
+        )))
+    }
+
+    pub(super) fn emit_update(&self, ev: UpdateEvent) {
+        if ev.reason == UpdateReason::Remote && ev.added.is_empty() && ev.removed.is_empty() && ev.changed.is_empty() && ev.sections.is_empty() {
+            return;
+        }
+        self.emit(Event::Update(ev));
+    }
+}

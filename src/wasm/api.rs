@@ -1,0 +1,331 @@
+//! The exported `UserMemory` class (SPEC §9).
+//!
+//! Every async method clones the engine handle and returns a `Promise` built from an
+//! `async move` block, so no borrow of `self` lives across an `.await`: JS may call any
+//! method while another is still running on the same instance.
+
+use super::convert::{from_json, messages, set, to_json};
+use super::error::{to_js, IntoJsResult};
+use super::options;
+use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
+use super::stores::open_store;
+use crate::engine::{Engine, Parts, RunReport};
+use crate::error::{Error, Result};
+use crate::ids::{IdSource, RandomIds};
+use crate::inject::Explanation;
+use crate::storage::Slot;
+use crate::tokens::{Estimate, TokenCounter};
+use crate::Document;
+use js_sys::{Function, Promise};
+use serde_json::{json, Value};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+/// Long-term memory of one agent: call `observe()` after each turn and `inject()` before
+/// each model call.
+///
+/// ```ts
+/// const memory = await UserMemory.open({ agent: "default", llm: { baseUrl, apiKey, model } });
+/// memory.observe(threadId, messages);
+/// const block = await memory.inject(messages);
+/// ```
+#[wasm_bindgen]
+pub struct UserMemory {
+    engine: Engine,
+    events: Rc<JsEvents>,
+}
+
+thread_local! {
+    /// One shared do-nothing rejection handler.
+    static NOOP: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
+}
+
+fn promise<T, F>(f: F) -> Promise
+where
+    F: std::future::Future<Output = Result<T>> + 'static,
+    T: Into<JsValue>,
+{
+    future_to_promise(async move { f.await.map(Into::into).js() })
+}
+
+fn doc_js(doc: &Document) -> JsValue {
+    from_json(&doc.to_value())
+}
+
+fn report_js(r: &RunReport) -> JsValue {
+    from_json(&json!({ "processed": r.processed, "failed": r.failed }))
+}
+
+fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
+    let facts: Vec<Value> = e
+        .facts
+        .iter()
+        .map(|f| {
+            let fact = doc.fact(&f.id);
+            json!({
+                "id": f.id,
+                "content": fact.map(|x| x.content.as_str()),
+                "category": fact.map(|x| x.category.as_str()),
+                "similarity": f.similarity,
+                "confidence": f.confidence,
+                "score": f.score,
+                "tokens": f.tokens,
+                "included": f.included,
+                "reason": f.reason,
+            })
+        })
+        .collect();
+    from_json(&json!({ "block": e.block, "tokens": e.tokens, "facts": facts }))
+}
+
+#[wasm_bindgen]
+impl UserMemory {
+    /// Opens the memory of `options.agent` in `options.storage`, resuming any updates that
+    /// were still queued when the last instance stopped.
+    #[wasm_bindgen(unchecked_return_type = "Promise<UserMemory>")]
+    pub fn open(#[wasm_bindgen(unchecked_param_type = "UserMemoryOptions")] options: JsValue) -> Promise {
+        future_to_promise(async move { Self::open_inner(options).await.map(JsValue::from).js() })
+    }
+
+    /// Queues the conversation of thread `threadId` for extraction (debounced). Returns at
+    /// once; the promise resolves to `true` once the entry is persisted, or `false` when
+    /// there was nothing worth remembering. Throws `INVALID_INPUT` or `CLOSED` synchronously.
+    /// Ignoring the promise is fine: a storage failure is also an `error` event, and the
+    /// promise never becomes an unhandled rejection.
+    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
+    pub fn observe(
+        &self,
+        #[wasm_bindgen(js_name = threadId)] thread_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue,
+    ) -> std::result::Result<Promise, JsValue> {
+        let thread = thread_id.as_string().ok_or_else(|| to_js(&Error::invalid("`threadId` must be a string")))?;
+        let msgs = messages(&messages_).js()?;
+        let pending = self.engine.observe(&thread, &msgs).js()?;
+        let p = match pending {
+            None => Promise::resolve(&JsValue::FALSE),
+            Some(fut) => future_to_promise(async move { fut.await.map(|_| JsValue::TRUE).js() }),
+        };
+        // Mark the promise as handled: callers that ignore it never see an unhandled
+        // rejection; callers that await it still get the error.
+        NOOP.with(|noop| {
+            let _ = p.catch(noop);
+        });
+        Ok(p)
+    }
+
+    /// The `<memory>…</memory>` block for the next model call, or `""`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<string>")]
+    pub fn inject(&self, #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue) -> Promise {
+        match messages(&messages_) {
+            Ok(m) => Promise::resolve(&JsValue::from_str(&self.engine.inject(&m))),
+            Err(e) => Promise::reject(&to_js(&e)),
+        }
+    }
+
+    /// Per fact: similarity, confidence, score, token cost, whether it was injected and why.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Explanation>")]
+    pub fn explain(&self, #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue) -> Promise {
+        match messages(&messages_) {
+            Ok(m) => {
+                let e = self.engine.explain(&m);
+                Promise::resolve(&explanation_js(&self.engine.cached(), &e))
+            }
+            Err(e) => Promise::reject(&to_js(&e)),
+        }
+    }
+
+    /// Processes every queued conversation now; resolves when all were applied, rejects
+    /// with the first failure's error after trying the rest.
+    #[wasm_bindgen(unchecked_return_type = "Promise<RunReport>")]
+    pub fn flush(&self) -> Promise {
+        let e = self.engine.clone();
+        promise(async move { e.flush().await.map(|r| report_js(&r)) })
+    }
+
+    /// Processes the entries that are due now (for Durable Object alarms and other
+    /// schedulers). Failures are reported as `error` events and in the report.
+    #[wasm_bindgen(js_name = processDue, unchecked_return_type = "Promise<RunReport>")]
+    pub fn process_due(&self) -> Promise {
+        let e = self.engine.clone();
+        promise(async move { e.process_due().await.map(|r| report_js(&r)) })
+    }
+
+    /// When the queue is next due (epoch ms), or `null`.
+    #[wasm_bindgen(js_name = nextDueAt)]
+    pub fn next_due_at(&self) -> Option<f64> {
+        self.engine.next_due_at().map(|t| t as f64)
+    }
+
+    /// The queue as this instance sees it: pending thread ids, next due time, whether a
+    /// batch is running, and the stored revision of memory.
+    #[wasm_bindgen(unchecked_return_type = "QueueStatus")]
+    pub fn status(&self) -> JsValue {
+        let s = self.engine.queue_status();
+        from_json(&json!({
+            "pending": s.pending,
+            "nextDueAt": s.next_due_at,
+            "processing": s.processing,
+            "revision": self.engine.revision(),
+        }))
+    }
+
+    /// The memory document (a fresh copy, read from storage).
+    #[wasm_bindgen(unchecked_return_type = "Promise<MemoryDocument>")]
+    pub fn get(&self) -> Promise {
+        let e = self.engine.clone();
+        promise(async move { e.get().await.map(|d| doc_js(&d)) })
+    }
+
+    /// The memory document as DeerFlow-compatible JSON (same as `get()`).
+    #[wasm_bindgen(js_name = export, unchecked_return_type = "Promise<MemoryDocument>")]
+    pub fn export_doc(&self) -> Promise {
+        self.get()
+    }
+
+    /// Replaces the whole memory with `doc` (an object or a JSON string) after validating it.
+    #[wasm_bindgen(js_name = import, unchecked_return_type = "Promise<MemoryDocument>")]
+    pub fn import_doc(&self, #[wasm_bindgen(unchecked_param_type = "MemoryDocument | string")] doc: JsValue) -> Promise {
+        let e = self.engine.clone();
+        promise(async move {
+            let v = match doc.as_string() {
+                Some(s) => Value::String(s),
+                None => to_json(&doc, "the imported memory")?,
+            };
+            e.import(&v).await.map(|d| doc_js(&d))
+        })
+    }
+
+    /// Adds a fact by hand (`source: "manual"`, default confidence 0.9); resolves to the
+    /// fact (the existing one if a fact with the same content exists).
+    #[wasm_bindgen(js_name = addFact, unchecked_return_type = "Promise<Fact>")]
+    pub fn add_fact(&self, #[wasm_bindgen(unchecked_param_type = "NewFact")] fact: JsValue) -> Promise {
+        let e = self.engine.clone();
+        promise(async move {
+            let v = to_json(&fact, "the fact")?;
+            e.add_fact(&v).await.map(|f| from_json(&f.to_value()))
+        })
+    }
+
+    /// Changes `content`, `category`, `confidence` (or other fields) of fact `id`.
+    #[wasm_bindgen(js_name = updateFact, unchecked_return_type = "Promise<Fact>")]
+    pub fn update_fact(&self, id: String, #[wasm_bindgen(unchecked_param_type = "FactPatch")] patch: JsValue) -> Promise {
+        let e = self.engine.clone();
+        promise(async move {
+            let v = to_json(&patch, "the patch")?;
+            e.update_fact(&id, &v).await.map(|f| from_json(&f.to_value()))
+        })
+    }
+
+    /// Removes fact `id`; resolves to the removed fact.
+    #[wasm_bindgen(js_name = removeFact, unchecked_return_type = "Promise<Fact>")]
+    pub fn remove_fact(&self, id: String) -> Promise {
+        let e = self.engine.clone();
+        promise(async move { e.remove_fact(&id).await.map(|f| from_json(&f.to_value())) })
+    }
+
+    /// Empties every section and removes every fact.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn clear(&self) -> Promise {
+        let e = self.engine.clone();
+        promise(async move { e.clear().await.map(|_| JsValue::UNDEFINED) })
+    }
+
+    /// Subscribes to `"update"`, `"error"` or `"queued"`; returns the unsubscribe function.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn on(&self, event: String, listener: Function) -> std::result::Result<JsValue, JsValue> {
+        if !matches!(event.as_str(), "update" | "error" | "queued") {
+            return Err(to_js(&Error::invalid(format!("unknown event \"{event}\" (use \"update\", \"error\" or \"queued\")"))));
+        }
+        let id = self.events.add(&event, listener);
+        let events = self.events.clone();
+        Ok(Closure::<dyn Fn()>::new(move || events.remove(id)).into_js_value())
+    }
+
+    /// Cancels the timer, writes pending observations and releases claims. Queued entries
+    /// stay persisted for the next `open()`. Later calls to `observe()`/`flush()` throw
+    /// `CLOSED`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn close(&self) -> Promise {
+        let e = self.engine.clone();
+        let events = self.events.clone();
+        promise(async move {
+            let r = e.close().await;
+            events.clear();
+            r.map(|_| JsValue::UNDEFINED)
+        })
+    }
+
+    /// Reads what is stored for an agent without validating it, for recovery from
+    /// `CORRUPT_MEMORY`: `{ document, queue }` as raw strings (or `null`).
+    #[wasm_bindgen(unchecked_return_type = "Promise<StoredData>")]
+    pub fn inspect(#[wasm_bindgen(unchecked_param_type = "StorageOptions")] options: JsValue) -> Promise {
+        promise(async move {
+            let (store, _) = Self::storage_for(&options).await?;
+            let doc = store.load(Slot::Document).await;
+            let queue = store.load(Slot::Queue).await;
+            let out = js_sys::Object::new();
+            for (key, r) in [("document", doc), ("queue", queue)] {
+                let v = match r {
+                    Ok(Some(v)) => JsValue::from_str(&v.value),
+                    Ok(None) => JsValue::NULL,
+                    Err(e) => {
+                        set(&out, &format!("{key}Error"), &to_js(&e));
+                        JsValue::NULL
+                    }
+                };
+                set(&out, key, &v);
+            }
+            Ok(JsValue::from(out))
+        })
+    }
+
+    /// Deletes everything stored for an agent (memory and queue): the explicit reset after
+    /// `CORRUPT_MEMORY`, once whatever was readable has been exported with `inspect()`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn reset(#[wasm_bindgen(unchecked_param_type = "StorageOptions")] options: JsValue) -> Promise {
+        promise(async move {
+            let (store, _) = Self::storage_for(&options).await?;
+            store.discard(Slot::Document).await?;
+            store.discard(Slot::Queue).await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}
+
+impl UserMemory {
+    async fn open_inner(options: JsValue) -> Result<UserMemory> {
+        let opts = options::read(&options)?;
+        let store = open_store(&opts.storage, &opts.config.agent).await?;
+        let counter: Rc<dyn TokenCounter> = match opts.count_tokens {
+            Some(f) => Rc::new(JsCounter { f }),
+            None => Rc::new(Estimate),
+        };
+        let events = Rc::new(JsEvents::default());
+        let scheduler = Rc::new(TimerScheduler::default());
+        let ids = Rc::new(RandomIds);
+        let instance_id = format!("{:08x}{:08x}", ids.random_u32(), ids.random_u32());
+        let engine = Engine::open(Parts {
+            config: opts.config,
+            store,
+            llm: opts.llm,
+            clock: Rc::new(JsClock),
+            ids,
+            counter,
+            scheduler: scheduler.clone(),
+            events: events.clone(),
+            instance_id,
+            lease_ms: opts.lease_ms,
+        })
+        .await?;
+        scheduler.set_target(engine.downgrade());
+        Ok(UserMemory { engine, events })
+    }
+
+    async fn storage_for(options: &JsValue) -> Result<(Rc<dyn crate::storage::Store>, String)> {
+        let agent = super::convert::prop(options, "agent").as_string().unwrap_or_else(|| "default".into());
+        crate::config::validate_agent(&agent)?;
+        let store = open_store(&super::convert::prop(options, "storage"), &agent).await?;
+        Ok((store, agent))
+    }
+}

@@ -1,0 +1,91 @@
+//! Errors across the boundary: Rust [`Error`] → a real JS `Error` with `name` and `code`,
+//! and whatever JS throws → a Rust [`Error`].
+
+use crate::error::Error;
+use js_sys::Reflect;
+use wasm_bindgen::{JsCast, JsValue};
+
+/// The `name` of every error this library throws.
+pub(crate) const ERROR_NAME: &str = "UserMemoryError";
+
+/// Builds `new Error(message)` with `name = "UserMemoryError"`, `code`, and `status` for
+/// HTTP errors. Nothing ever throws a string.
+pub(crate) fn to_js(e: &Error) -> JsValue {
+    let err = js_sys::Error::new(&e.message());
+    err.set_name(ERROR_NAME);
+    let _ = Reflect::set(&err, &"code".into(), &e.code().into());
+    if let Some(status) = e.status() {
+        let _ = Reflect::set(&err, &"status".into(), &status.into());
+    }
+    err.into()
+}
+
+/// `Result<T, Error>` → `Result<T, JsValue>` for exported functions.
+pub(crate) trait IntoJsResult<T> {
+    /// Converts the error side into a JS `Error`.
+    fn js(self) -> Result<T, JsValue>;
+}
+
+impl<T> IntoJsResult<T> for Result<T, Error> {
+    fn js(self) -> Result<T, JsValue> {
+        self.map_err(|e| to_js(&e))
+    }
+}
+
+/// The message of a thrown JS value (an `Error`'s `message`, else its string form).
+pub(crate) fn js_message(v: &JsValue) -> String {
+    if let Some(e) = v.dyn_ref::<js_sys::Error>() {
+        return String::from(e.message());
+    }
+    if let Some(s) = v.as_string() {
+        return s;
+    }
+    Reflect::get(v, &"message".into())
+        .ok()
+        .and_then(|m| m.as_string())
+        .unwrap_or_else(|| String::from(js_sys::JSON::stringify(v).map(String::from).unwrap_or_else(|_| "unknown error".into())))
+}
+
+fn js_str_prop(v: &JsValue, key: &str) -> Option<String> {
+    if !v.is_object() {
+        return None;
+    }
+    Reflect::get(v, &key.into()).ok().and_then(|x| x.as_string())
+}
+
+/// Maps a value thrown by storage (an adapter, localStorage, IndexedDB) to an [`Error`]:
+/// quota errors become `STORAGE_QUOTA`, one of our own codes is kept, Node's `ENOENT`,
+/// `EACCES`, `EROFS`, `ENOTDIR` become `STORAGE_UNAVAILABLE`, `ENOSPC`/`EDQUOT`
+/// `STORAGE_QUOTA`; anything else is `STORAGE_FAILED`. `what` says which operation.
+pub(crate) fn storage_error(v: &JsValue, what: &str) -> Error {
+    let message = format!("{what}: {}", js_message(v));
+    let name = js_str_prop(v, "name").unwrap_or_default();
+    let code = js_str_prop(v, "code").unwrap_or_default();
+    if name == "QuotaExceededError" || name == "NS_ERROR_DOM_QUOTA_REACHED" || code == "ENOSPC" || code == "EDQUOT" {
+        return Error::StorageQuota(format!("{message} (storage is full; the previous data is intact)"));
+    }
+    match code.as_str() {
+        "STORAGE_QUOTA" => Error::StorageQuota(message),
+        "STORAGE_UNAVAILABLE" | "ENOENT" | "EACCES" | "EPERM" | "EROFS" | "ENOTDIR" => Error::StorageUnavailable(message),
+        "CORRUPT_MEMORY" => Error::CorruptMemory(message),
+        "INVALID_INPUT" => Error::InvalidInput(message),
+        _ if name == "SecurityError" || name == "InvalidStateError" => Error::StorageUnavailable(message),
+        _ => Error::StorageFailed(message),
+    }
+}
+
+/// Maps a value thrown by a user's LLM function to an [`Error`]: one of our LLM codes is
+/// kept, anything else is `LLM_FAILED`.
+pub(crate) fn llm_function_error(v: &JsValue) -> Error {
+    let message = format!("the llm function failed: {}", js_message(v));
+    match js_str_prop(v, "code").as_deref() {
+        Some("LLM_TIMEOUT") => Error::LlmTimeout(message),
+        Some("LLM_NETWORK") => Error::LlmNetwork(message),
+        Some("LLM_BAD_OUTPUT") => Error::LlmBadOutput(message),
+        Some("LLM_HTTP") => {
+            let status = Reflect::get(v, &"status".into()).ok().and_then(|s| s.as_f64()).unwrap_or(0.0) as u16;
+            Error::LlmHttp { status, message }
+        }
+        _ => Error::LlmFailed(message),
+    }
+}

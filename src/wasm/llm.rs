@@ -1,0 +1,161 @@
+//! LLM transports: `fetch` to an OpenAI-compatible or Anthropic endpoint, and a plain JS
+//! function `async ({ system, prompt }) => string`.
+
+use super::convert::{prop, set, to_json};
+use super::error::{js_message, llm_function_error};
+use crate::error::{Error, Result};
+use crate::llm::protocol::{build_http_request, extract_reply, http_error, HttpRequest};
+use crate::llm::retry::{delay_ms, is_retryable, parse_retry_after};
+use crate::llm::{Llm, LlmConfig, LlmRequest};
+use crate::message::content_text;
+use crate::sync::LocalFuture;
+use js_sys::{Function, Object, Promise};
+use std::cell::Cell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, Headers, Request, RequestInit, Response};
+
+#[wasm_bindgen]
+extern "C" {
+    /// `globalThis`: a window, a worker, Node or workerd.
+    type GlobalScope;
+    /// `globalThis.fetch(request)`, called as a method so `this` is the global (workerd
+    /// throws "Illegal invocation" otherwise).
+    #[wasm_bindgen(method, catch, js_name = fetch)]
+    fn fetch_with_request(this: &GlobalScope, input: &Request) -> std::result::Result<Promise, JsValue>;
+}
+
+/// Sleeps without blocking the event loop.
+pub(crate) async fn sleep(ms: u64) {
+    gloo_timers::future::TimeoutFuture::new(ms.min(u32::MAX as u64) as u32).await;
+}
+
+/// An HTTP endpoint reached with `fetch`, with timeout and retries.
+pub(crate) struct FetchLlm {
+    cfg: LlmConfig,
+}
+
+impl FetchLlm {
+    pub(crate) fn new(cfg: LlmConfig) -> FetchLlm {
+        FetchLlm { cfg }
+    }
+
+    /// One HTTP try: the reply body, or the error plus the server's `Retry-After` (ms).
+    async fn try_once(&self, http: &HttpRequest) -> std::result::Result<String, (Error, Option<u64>)> {
+        let no_wait = |e: Error| (e, None);
+        let init = RequestInit::new();
+        init.set_method("POST");
+        let headers = Headers::new().map_err(|e| no_wait(Error::LlmFailed(js_message(&e))))?;
+        for (k, v) in &http.headers {
+            headers
+                .set(k, v)
+                .map_err(|e| no_wait(Error::invalid(format!("invalid llm header `{k}`: {}", js_message(&e)))))?;
+        }
+        init.set_headers(&headers);
+        init.set_body(&JsValue::from_str(&http.body));
+        let controller = AbortController::new().map_err(|e| no_wait(Error::LlmFailed(js_message(&e))))?;
+        init.set_signal(Some(&controller.signal()));
+        let request = Request::new_with_str_and_init(&http.url, &init)
+            .map_err(|e| no_wait(Error::invalid(format!("invalid llm.baseUrl \"{}\": {}", self.cfg.base_url, js_message(&e)))))?;
+
+        let timed_out = Rc::new(Cell::new(false));
+        let flag = timed_out.clone();
+        let ms = self.cfg.timeout_ms.min(u32::MAX as u64) as u32;
+        // Dropping the timer (end of this function) cancels it.
+        let _timer = gloo_timers::callback::Timeout::new(ms, move || {
+            flag.set(true);
+            controller.abort();
+        });
+        let fail = |e: JsValue| {
+            if timed_out.get() {
+                Error::LlmTimeout(format!("no answer from {} within {} ms (llm.timeoutMs)", http.url, self.cfg.timeout_ms))
+            } else {
+                let cause = prop(&e, "cause");
+                let detail = if cause.is_undefined() { js_message(&e) } else { format!("{} ({})", js_message(&e), js_message(&cause)) };
+                Error::LlmNetwork(format!("could not reach {}: {detail}", http.url))
+            }
+        };
+        let global: GlobalScope = js_sys::global().unchecked_into();
+        let promise = global.fetch_with_request(&request).map_err(|e| no_wait(fail(e)))?;
+        let response: Response = JsFuture::from(promise).await.map_err(|e| no_wait(fail(e)))?.unchecked_into();
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .ok()
+            .flatten()
+            .and_then(|v| parse_retry_after(&v, js_sys::Date::now() as u64));
+        let text_promise = response.text().map_err(|e| no_wait(fail(e)))?;
+        let body: String = JsFuture::from(text_promise).await.map_err(|e| no_wait(fail(e)))?.as_string().unwrap_or_default();
+        if (200..300).contains(&status) {
+            Ok(body)
+        } else {
+            Err((http_error(status, &body, self.cfg.api_key.as_deref()), retry_after))
+        }
+    }
+}
+
+impl Llm for FetchLlm {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+        Box::pin(async move {
+            let http = build_http_request(&self.cfg, request);
+            let mut retry = 0;
+            loop {
+                match self.try_once(&http).await {
+                    Ok(body) => return extract_reply(self.cfg.provider, &body),
+                    Err((e, retry_after)) if retry < self.cfg.max_retries && is_retryable(&e) => {
+                        sleep(delay_ms(retry, retry_after)).await;
+                        retry += 1;
+                    }
+                    Err((e, _)) => return Err(e),
+                }
+            }
+        })
+    }
+}
+
+/// A JS function `async ({ system, prompt }) => string` as the LLM.
+pub(crate) struct JsFunctionLlm {
+    f: Function,
+}
+
+impl JsFunctionLlm {
+    pub(crate) fn new(f: Function) -> JsFunctionLlm {
+        JsFunctionLlm { f }
+    }
+}
+
+impl Llm for JsFunctionLlm {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+        Box::pin(async move {
+            let arg = Object::new();
+            set(&arg, "system", &JsValue::from_str(&request.system));
+            set(&arg, "prompt", &JsValue::from_str(&request.prompt));
+            let ret = self.f.call1(&JsValue::NULL, &arg).map_err(|e| llm_function_error(&e))?;
+            let v = JsFuture::from(Promise::resolve(&ret)).await.map_err(|e| llm_function_error(&e))?;
+            reply_text(&v)
+        })
+    }
+}
+
+/// Accepts a string, a list of content parts, `{ text }` (AI SDK results) or `{ content }`.
+fn reply_text(v: &JsValue) -> Result<String> {
+    if let Some(s) = v.as_string() {
+        return Ok(s);
+    }
+    if let Some(s) = prop(v, "text").as_string() {
+        return Ok(s);
+    }
+    let json = to_json(v, "the llm function's result").unwrap_or_default();
+    let text = match &json {
+        serde_json::Value::Array(_) => content_text(Some(&json)),
+        serde_json::Value::Object(o) => content_text(o.get("content")),
+        _ => String::new(),
+    };
+    if text.is_empty() {
+        return Err(Error::LlmBadOutput("the llm function must resolve to a string (the model's reply)".into()));
+    }
+    Ok(text)
+}

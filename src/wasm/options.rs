@@ -1,0 +1,87 @@
+//! Reading the `open()` options object: JSON-like options go to [`Config`]; `llm`,
+//! `storage` and `countTokens` may be functions or objects and are taken apart here.
+
+use super::convert::{prop, to_json};
+use super::llm::{FetchLlm, JsFunctionLlm};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::llm::retry::delay_ms;
+use crate::llm::{Llm, LlmConfig};
+use js_sys::{Function, Object};
+use serde_json::{Map, Value};
+use std::rc::Rc;
+use wasm_bindgen::{JsCast, JsValue};
+
+/// The options, validated and split by kind.
+pub(crate) struct Options {
+    pub(crate) config: Config,
+    pub(crate) llm: Rc<dyn Llm>,
+    pub(crate) lease_ms: u64,
+    pub(crate) storage: JsValue,
+    pub(crate) count_tokens: Option<Function>,
+}
+
+/// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
+/// because `JSON.stringify` would silently turn them into `null` (= "use the default").
+fn check_finite(v: &JsValue, path: &str) -> Result<()> {
+    if let Some(x) = v.as_f64() {
+        if !x.is_finite() {
+            return Err(Error::invalid(format!("`{path}` must be a finite number")));
+        }
+    } else if v.is_object() && !v.is_function() && !js_sys::Array::is_array(v) {
+        for k in Object::keys(v.unchecked_ref::<Object>()).iter() {
+            let k = k.as_string().unwrap_or_default();
+            check_finite(&prop(v, &k), &format!("{path}.{k}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Splits and validates the options object.
+pub(crate) fn read(options: &JsValue) -> Result<Options> {
+    if !options.is_object() {
+        return Err(Error::invalid("UserMemory.open() needs an options object with at least `llm`"));
+    }
+    let mut json = Map::new();
+    let mut llm = JsValue::UNDEFINED;
+    let mut storage = JsValue::UNDEFINED;
+    let mut count_tokens = None;
+    for key in Object::keys(options.unchecked_ref::<Object>()).iter() {
+        let key = key.as_string().unwrap_or_default();
+        let value = prop(options, &key);
+        match key.as_str() {
+            "llm" => llm = value,
+            "storage" => storage = value,
+            "countTokens" => {
+                if value.is_undefined() || value.is_null() {
+                    continue;
+                }
+                count_tokens = Some(value.dyn_into::<Function>().map_err(|_| Error::invalid("`countTokens` must be a function (text) => number"))?);
+            }
+            _ => {
+                if value.is_function() {
+                    return Err(Error::invalid(format!("`{key}` must not be a function")));
+                }
+                check_finite(&value, &key)?;
+                json.insert(key.clone(), to_json(&value, &format!("`{key}`"))?);
+            }
+        }
+    }
+    let config = Config::from_value(&Value::Object(json))?;
+    let (llm, lease_ms): (Rc<dyn Llm>, u64) = if let Some(f) = llm.dyn_ref::<Function>() {
+        // A user function has no timeout of ours: give a claim ten minutes.
+        (Rc::new(JsFunctionLlm::new(f.clone())), 600_000)
+    } else if llm.is_object() {
+        check_finite(&llm, "llm")?;
+        let cfg = LlmConfig::from_value(&to_json(&llm, "`llm`")?)?;
+        // A claim must outlast one attempt: every try timing out plus the waits between.
+        let waits: u64 = (0..cfg.max_retries).map(|r| delay_ms(r, None)).sum();
+        let lease = cfg.timeout_ms.saturating_mul(u64::from(cfg.max_retries) + 1) + waits + 60_000;
+        (Rc::new(FetchLlm::new(cfg)), lease)
+    } else {
+        return Err(Error::invalid(
+            "`llm` is required: { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt }) => string",
+        ));
+    };
+    Ok(Options { config, llm, lease_ms, storage, count_tokens })
+}

@@ -1,0 +1,151 @@
+//! Platform services for the engine: clock, timer, token counter, event listeners.
+
+use super::convert::{from_json, set};
+use super::error::{js_message, to_js};
+use crate::engine::{Event, Scheduler, WeakEngine};
+use crate::time::{Clock, Millis};
+use crate::tokens::{Estimate, TokenCounter};
+use js_sys::Function;
+use serde_json::{json, Value};
+use std::cell::{Cell, RefCell};
+use wasm_bindgen::JsValue;
+
+/// `Date.now()`.
+pub(crate) struct JsClock;
+
+impl Clock for JsClock {
+    fn now_ms(&self) -> Millis {
+        js_sys::Date::now() as Millis
+    }
+}
+
+/// The queue timer on `setTimeout` (gloo-timers); calls `processDue()` when it fires.
+#[derive(Default)]
+pub(crate) struct TimerScheduler {
+    timer: RefCell<Option<gloo_timers::callback::Timeout>>,
+    target: RefCell<Option<WeakEngine>>,
+}
+
+impl TimerScheduler {
+    /// The engine to drive (set once it is open).
+    pub(crate) fn set_target(&self, engine: WeakEngine) {
+        *self.target.borrow_mut() = Some(engine);
+    }
+}
+
+impl Scheduler for TimerScheduler {
+    fn arm(&self, at: Option<Millis>) {
+        // Dropping a gloo Timeout cancels it.
+        drop(self.timer.borrow_mut().take());
+        let Some(at) = at else { return };
+        let delay = at.saturating_sub(js_sys::Date::now() as Millis).min(i32::MAX as u64) as u32;
+        let target = self.target.borrow().clone();
+        let timeout = gloo_timers::callback::Timeout::new(delay, move || {
+            if let Some(engine) = target.as_ref().and_then(WeakEngine::upgrade) {
+                wasm_bindgen_futures::spawn_local(async move {
+                    // Failures are reported as `error` events by the engine.
+                    let _ = engine.process_due().await;
+                });
+            }
+        });
+        *self.timer.borrow_mut() = Some(timeout);
+    }
+}
+
+/// A `countTokens` JS function; falls back to the built-in estimate if it throws or
+/// returns something other than a finite number ≥ 0.
+pub(crate) struct JsCounter {
+    pub(crate) f: Function,
+}
+
+impl TokenCounter for JsCounter {
+    fn count(&self, text: &str) -> usize {
+        match self.f.call1(&JsValue::NULL, &JsValue::from_str(text)).ok().and_then(|v| v.as_f64()) {
+            Some(n) if n.is_finite() && n >= 0.0 => n.ceil() as usize,
+            _ => Estimate.count(text),
+        }
+    }
+}
+
+struct Listener {
+    id: u32,
+    kind: String,
+    f: Function,
+}
+
+/// Registered `on(event, listener)` functions.
+#[derive(Default)]
+pub(crate) struct JsEvents {
+    listeners: RefCell<Vec<Listener>>,
+    next_id: Cell<u32>,
+}
+
+impl JsEvents {
+    /// Adds a listener; returns its id for [`JsEvents::remove`].
+    pub(crate) fn add(&self, kind: &str, f: Function) -> u32 {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        self.listeners.borrow_mut().push(Listener { id, kind: kind.to_string(), f });
+        id
+    }
+
+    /// Removes a listener (idempotent).
+    pub(crate) fn remove(&self, id: u32) {
+        self.listeners.borrow_mut().retain(|l| l.id != id);
+    }
+
+    /// Removes all listeners.
+    pub(crate) fn clear(&self) {
+        self.listeners.borrow_mut().clear();
+    }
+}
+
+impl crate::engine::EventSink for JsEvents {
+    fn emit(&self, event: Event) {
+        let name = event.name();
+        let targets: Vec<Function> = self.listeners.borrow().iter().filter(|l| l.kind == name).map(|l| l.f.clone()).collect();
+        if targets.is_empty() {
+            return; // an error nobody listens to is dropped, never an unhandled rejection
+        }
+        let payload = event_to_js(&event);
+        for f in targets {
+            if let Err(e) = f.call1(&JsValue::NULL, &payload) {
+                web_sys::console::error_2(&JsValue::from_str("user-memory: an event listener threw:"), &JsValue::from_str(&js_message(&e)));
+            }
+        }
+    }
+}
+
+fn event_to_js(event: &Event) -> JsValue {
+    match event {
+        Event::Update(u) => from_json(&json!({
+            "type": "update",
+            "reason": u.reason.as_str(),
+            "threadId": u.thread_id,
+            "revision": u.revision,
+            "added": u.added.iter().map(|f| f.to_value()).collect::<Vec<Value>>(),
+            "removed": u.removed,
+            "changed": u.changed.iter().map(|f| f.to_value()).collect::<Vec<Value>>(),
+            "sections": u.sections.iter().map(|s| s.key()).collect::<Vec<_>>(),
+            "skipped": u.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason})).collect::<Vec<_>>(),
+        })),
+        Event::Error(e) => {
+            let obj = from_json(&json!({
+                "type": "error",
+                "code": e.error.code(),
+                "message": e.error.message(),
+                "threadId": e.thread_id,
+                "attempt": e.attempt,
+            }));
+            set(&obj, "error", &to_js(&e.error));
+            obj
+        }
+        Event::Queued(q) => from_json(&json!({
+            "type": "queued",
+            "threadId": q.thread_id,
+            "dueAt": q.due_at,
+            "pending": q.pending,
+        })),
+    }
+}
+

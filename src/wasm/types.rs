@@ -1,0 +1,273 @@
+//! The TypeScript shapes shared by the exported API. wasm-bindgen copies this section into
+//! the generated `.d.ts`; the exported functions refer to these names through
+//! `unchecked_param_type` / `unchecked_return_type`, so the published types come straight
+//! from the Rust signatures, with no patching afterwards.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** A chat message, OpenAI style (`role`) or LangChain/DeerFlow style (`type`). */
+export interface Message {
+  role?: "user" | "assistant" | "system" | "tool" | "developer" | (string & {});
+  type?: "human" | "ai" | "system" | "tool" | (string & {});
+  /** A string, or a list of parts of which the `{ type: "text", text }` ones are read. */
+  content?: string | ContentPart[] | null;
+  /** Assistant messages with tool calls are intermediate steps and are not remembered. */
+  tool_calls?: unknown[] | null;
+  [key: string]: unknown;
+}
+
+/** One part of a list-shaped message content. */
+export interface ContentPart {
+  type: string;
+  text?: string;
+  [key: string]: unknown;
+}
+
+/** The built-in categories; other strings are kept as given. */
+export type FactCategory =
+  | "preference" | "knowledge" | "context" | "behavior" | "goal" | "correction" | (string & {});
+
+/** A summary section. Unknown fields are kept. */
+export interface Section {
+  summary: string;
+  /** ISO-8601 UTC (`…Z`), or `""` if never updated. */
+  updatedAt: string;
+  [key: string]: unknown;
+}
+
+/** A fact about the user. Unknown fields are kept. */
+export interface Fact {
+  /** `fact_` + 8 lowercase hex characters. */
+  id: string;
+  content: string;
+  category: FactCategory;
+  /** Within [0, 1]. */
+  confidence: number;
+  /** ISO-8601 UTC (`…Z`). */
+  createdAt: string;
+  /** The thread it came from, or `"manual"`. */
+  source: string;
+  [key: string]: unknown;
+}
+
+/** The memory document, DeerFlow `memory.json` version "1.0". Unknown fields are kept. */
+export interface MemoryDocument {
+  version: string;
+  lastUpdated: string;
+  user: { workContext: Section; personalContext: Section; topOfMind: Section; [key: string]: unknown };
+  history: { recentMonths: Section; earlierContext: Section; longTermBackground: Section; [key: string]: unknown };
+  facts: Fact[];
+  [key: string]: unknown;
+}
+
+/** The names of the six sections, as in `UpdateEvent.sections`. */
+export type SectionName =
+  | "workContext" | "personalContext" | "topOfMind" | "recentMonths" | "earlierContext" | "longTermBackground";
+
+/** Argument of `addFact`. */
+export interface NewFact {
+  content: string;
+  /** Default `"context"`. */
+  category?: FactCategory;
+  /** Default 0.9 (stated by the user). */
+  confidence?: number;
+  [key: string]: unknown;
+}
+
+/** Argument of `updateFact`: the fields to change (`null` removes an unknown field). */
+export interface FactPatch {
+  content?: string;
+  category?: FactCategory;
+  confidence?: number;
+  [key: string]: unknown;
+}
+
+/** An HTTP LLM endpoint. */
+export interface LlmEndpoint {
+  /** Default `"openai"` (any OpenAI-compatible server: OpenAI, Ollama, vLLM, LM Studio, DeepSeek, OpenRouter …). */
+  provider?: "openai" | "anthropic";
+  /** API root, e.g. `http://127.0.0.1:11434/v1`; a trailing `/` is fine. */
+  baseUrl?: string;
+  apiKey?: string;
+  model: string;
+  headers?: Record<string, string>;
+  /** Default 60 000. */
+  timeoutMs?: number;
+  /** Retries within one attempt on 429, 5xx, timeouts and network errors. Default 2. */
+  maxRetries?: number;
+  /** Default 0. */
+  temperature?: number;
+  /** Reply budget; default 4096 for Anthropic, unset for OpenAI. */
+  maxTokens?: number;
+  /** Send `response_format: { type: "json_object" }`. Default false. */
+  jsonMode?: boolean;
+}
+
+/** Any LLM as a function: an SDK, a server proxy, Workers AI … */
+export type LlmFunction = (request: { system: string; prompt: string }) => string | Promise<string>;
+
+/** A string key-value store: files, Durable Object storage, KV, anything. */
+export interface StorageAdapter {
+  get(key: string): Promise<string | null | undefined> | string | null | undefined;
+  set(key: string, value: string): Promise<void> | void;
+  delete(key: string): Promise<unknown> | unknown;
+  /** Keys starting with `prefix`; lets the library remove leftovers of crashed commits. */
+  keys?(prefix: string): Promise<string[]> | string[];
+  /** Set only if the current value is `expected` (`null` = absent); with it concurrent writers never lose an update. */
+  compareAndSet?(key: string, expected: string | null, value: string): Promise<boolean> | boolean;
+  /** Shown in error messages. */
+  name?: string;
+}
+
+/** Options of `UserMemory.open()`. Everything but `llm` is optional. */
+export interface UserMemoryOptions {
+  /** Memory namespace (1–64 characters, case-sensitive). Default `"default"`. */
+  agent?: string;
+  /** Default `"indexeddb"` where it exists, else `"memory"`. */
+  storage?: "indexeddb" | "localstorage" | "memory" | StorageAdapter;
+  llm: LlmEndpoint | LlmFunction;
+  /** Quiet time after the last `observe()` before extraction. Default 30 000. */
+  debounceMs?: number;
+  /** Longest wait of a queued conversation under a continuous stream. Default 300 000. */
+  maxWaitMs?: number;
+  /** Failed attempts before a queued conversation is dropped (with an `ABANDONED` error event). Default 5. */
+  maxAttempts?: number;
+  /** Default 100. */
+  maxFacts?: number;
+  /** New facts need at least this confidence. Default 0.7. */
+  factConfidenceThreshold?: number;
+  /** Budget of the injected block, tags and headers included. Default 2000. */
+  maxInjectionTokens?: number;
+  /** Default 15. */
+  topFacts?: number;
+  /** Turns of the conversation used as the relevance query. Default 3. */
+  recentTurns?: number;
+  /** Default 0.6. */
+  similarityWeight?: number;
+  /** Default 0.4. */
+  confidenceWeight?: number;
+  /** Token counter for the budget (e.g. a tiktoken port). Default: a built-in CJK-aware estimate. */
+  countTokens?: (text: string) => number;
+  /** `false`: `inject()` returns `""`. Default true. */
+  injectionEnabled?: boolean;
+  /** `false`: `observe()` queues nothing (pause learning). Default true. */
+  enabled?: boolean;
+  /** `false`: no timers; call `processDue()` yourself (Workers, alarms). Default true. */
+  autoProcess?: boolean;
+  /** Replace (`instructions`) or extend (`append`) the extraction prompt. */
+  prompt?: { instructions?: string; append?: string };
+}
+
+/** Where to find stored memory, for `UserMemory.inspect()` and `UserMemory.reset()`. */
+export interface StorageOptions {
+  agent?: string;
+  storage?: "indexeddb" | "localstorage" | "memory" | StorageAdapter;
+}
+
+/** Raw stored data, for recovery. */
+export interface StoredData {
+  document: string | null;
+  queue: string | null;
+  documentError?: UserMemoryError;
+  queueError?: UserMemoryError;
+}
+
+/** Why one fact was or was not injected. */
+export interface FactExplanation {
+  id: string;
+  content: string;
+  category: FactCategory;
+  /** Relevance to the recent turns (see README: similarity). */
+  similarity: number;
+  confidence: number;
+  /** `similarityWeight × similarity + confidenceWeight × confidence`. */
+  score: number;
+  /** Tokens of the rendered fact line. */
+  tokens: number;
+  included: boolean;
+  reason: string;
+}
+
+/** The result of `explain()`: the block `inject()` would return and every fact's numbers, in score order. */
+export interface Explanation {
+  block: string;
+  tokens: number;
+  facts: FactExplanation[];
+}
+
+/** What `flush()` / `processDue()` did. */
+export interface RunReport {
+  processed: string[];
+  failed: string[];
+}
+
+/** The queue as one instance sees it. */
+export interface QueueStatus {
+  pending: string[];
+  nextDueAt: number | null;
+  processing: boolean;
+  revision: number;
+}
+
+/** Stable error codes. */
+export type ErrorCode =
+  | "INVALID_INPUT" | "STORAGE_QUOTA" | "STORAGE_UNAVAILABLE" | "STORAGE_FAILED" | "CORRUPT_MEMORY"
+  | "LLM_HTTP" | "LLM_TIMEOUT" | "LLM_NETWORK" | "LLM_FAILED" | "LLM_BAD_OUTPUT"
+  | "CONFLICT" | "NOT_FOUND" | "CLOSED" | "ABANDONED";
+
+/** Every error thrown or reported is an `Error` with `name: "UserMemoryError"` and a stable `code`. */
+export interface UserMemoryError extends Error {
+  name: "UserMemoryError";
+  code: ErrorCode;
+  /** HTTP status, for `LLM_HTTP`. */
+  status?: number;
+}
+
+/** Memory changed (here or in another tab/process). */
+export interface UpdateEvent {
+  type: "update";
+  reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "clear" | "import" | "remote";
+  threadId: string | null;
+  revision: number;
+  added: Fact[];
+  removed: string[];
+  changed: Fact[];
+  sections: SectionName[];
+  /** Parts of the model's reply that were invalid and skipped. */
+  skipped: { path: string; reason: string }[];
+}
+
+/** Something failed in the background. */
+export interface ErrorEvent {
+  type: "error";
+  code: ErrorCode;
+  message: string;
+  threadId: string | null;
+  /** Which attempt of that thread failed (1-based). */
+  attempt: number | null;
+  error: UserMemoryError;
+}
+
+/** A conversation was queued. */
+export interface QueuedEvent {
+  type: "queued";
+  threadId: string;
+  /** When the queue is due (epoch ms). */
+  dueAt: number | null;
+  pending: number;
+}
+
+/** Event names and their payloads. */
+export interface MemoryEvents {
+  update: UpdateEvent;
+  error: ErrorEvent;
+  queued: QueuedEvent;
+}
+
+export interface UserMemory {
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<K extends keyof MemoryEvents>(event: K, listener: (event: MemoryEvents[K]) => void): () => void;
+}
+"#;
