@@ -99,8 +99,15 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
             continue;
         }
         let category = nf.category.trim();
+        // Never reuse the id of a fact this update removed: clients may still hold it.
+        let id = loop {
+            let id = doc.fresh_id(ctx.ids);
+            if !before_ids.contains(&id) {
+                break id;
+            }
+        };
         let fact = Fact {
-            id: doc.fresh_id(ctx.ids),
+            id,
             content: content.to_string(),
             category: if category.is_empty() { crate::document::DEFAULT_CATEGORY } else { category }.to_string(),
             confidence: confidence.clamp(0.0, 1.0),
@@ -214,7 +221,8 @@ mod tests {
     #[test]
     fn removal_runs_before_addition_and_ignores_unknown_ids() {
         let mut doc = Document::empty();
-        doc.facts = vec![fact("fact_00000001", "Uses Python 3.11", 0.9, NOW), fact("fact_00000002", "Likes tea", 0.8, NOW)];
+        doc.facts =
+            vec![fact("fact_00000001", "Uses Python 3.11", 0.9, NOW), fact("fact_00000002", "Likes tea", 0.8, NOW)];
         let delta = Delta {
             facts_to_remove: vec!["fact_00000001".into(), "fact_ffffffff".into()],
             new_facts: vec![nf("Uses Python 3.12", 0.95), nf("uses  python 3.11", 0.9)],
@@ -244,7 +252,10 @@ mod tests {
         let report = run(&mut doc, &delta, &CFG);
         assert_eq!(report.added.len(), 1);
         let f = doc.facts.last().unwrap();
-        assert_eq!((f.content.as_str(), f.created_at.as_str(), f.source.as_str()), ("Lives in Berlin", NOW, "thread-1"));
+        assert_eq!(
+            (f.content.as_str(), f.created_at.as_str(), f.source.as_str()),
+            ("Lives in Berlin", NOW, "thread-1")
+        );
         assert_eq!(f.confidence, 0.7);
         assert_eq!(doc.facts.len(), 2);
     }
@@ -298,7 +309,8 @@ mod tests {
     #[test]
     fn scrubbing_an_old_summary_reports_the_section() {
         let mut doc = Document::empty();
-        doc.section_mut(SectionId::EarlierContext).summary = "Did X. Uploaded files at /mnt/user-data/uploads/a.".into();
+        doc.section_mut(SectionId::EarlierContext).summary =
+            "Did X. Uploaded files at /mnt/user-data/uploads/a.".into();
         let report = run(&mut doc, &Delta::default(), &CFG);
         assert_eq!(report.updated_sections, vec![SectionId::EarlierContext]);
         assert_eq!(doc.section(SectionId::EarlierContext).summary, "Did X.");
@@ -319,6 +331,17 @@ mod tests {
         let r2 = run(&mut d2, &delta, &CFG);
         assert_eq!((d1, r1), (d2, r2));
         assert_eq!(delta, copy);
+    }
+
+    #[test]
+    fn ids_of_removed_facts_are_not_reused() {
+        let mut doc = Document::empty();
+        doc.facts = vec![fact("fact_000000a0", "x", 0.9, NOW)];
+        let delta =
+            Delta { new_facts: vec![nf("y", 0.9)], facts_to_remove: vec!["fact_000000a0".into()], ..Delta::default() };
+        let report = run(&mut doc, &delta, &CFG);
+        assert_eq!(report.added, vec!["fact_000000a1"]);
+        assert_eq!(report.removed, vec!["fact_000000a0"]);
     }
 
     #[test]

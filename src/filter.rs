@@ -59,8 +59,7 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
 /// message.
 pub fn worth_queueing(messages: &[ChatMessage]) -> bool {
     use crate::message::Speaker;
-    messages.iter().any(|m| m.role == Speaker::User)
-        && messages.iter().any(|m| m.role == Speaker::Assistant)
+    messages.iter().any(|m| m.role == Speaker::User) && messages.iter().any(|m| m.role == Speaker::Assistant)
 }
 
 /// The last `n` turns (a turn = one user message and the assistant answers after it).
@@ -239,11 +238,7 @@ mod tests {
 
     #[test]
     fn a_real_user_message_cancels_the_skip() {
-        let out = filter_messages(&[
-            user("<uploaded_files>a</uploaded_files>"),
-            user("I prefer tabs"),
-            ai("OK"),
-        ]);
+        let out = filter_messages(&[user("<uploaded_files>a</uploaded_files>"), user("I prefer tabs"), ai("OK")]);
         assert_eq!(out, vec![ChatMessage::user("I prefer tabs"), ChatMessage::assistant("OK")]);
     }
 
@@ -262,7 +257,10 @@ mod tests {
         ]);
         assert_eq!(
             out,
-            vec![ChatMessage::user("What should I learn next?"), ChatMessage::assistant("Given  you know Go: try Rust.")]
+            vec![
+                ChatMessage::user("What should I learn next?"),
+                ChatMessage::assistant("Given  you know Go: try Rust.")
+            ]
         );
     }
 

@@ -184,7 +184,8 @@ mod tests {
 
     #[test]
     fn scrub_text_removes_only_matching_sentences() {
-        let s = "Works on Acme's billing service. The user uploaded a file named q3.xlsx for review! Prefers PDF export.";
+        let s =
+            "Works on Acme's billing service. The user uploaded a file named q3.xlsx for review! Prefers PDF export.";
         assert_eq!(scrub_text(s), "Works on Acme's billing service. Prefers PDF export.");
         assert_eq!(scrub_text("用户是后端工程师。用户上传了文件。喜欢Rust。"), "用户是后端工程师。喜欢Rust。");
         assert_eq!(scrub_text("a  b.   Uploaded files!  c"), "a b. c");

@@ -219,9 +219,7 @@ fn delta_from_object(obj: &Map<String, Value>) -> Result<Delta, String> {
                 }
             }
         }
-        Some(other) => {
-            return Err(format!("`factsToRemove` must be an array of fact ids, found {}", type_name(other)))
-        }
+        Some(other) => return Err(format!("`factsToRemove` must be an array of fact ids, found {}", type_name(other))),
     }
     Ok(delta)
 }
@@ -274,7 +272,12 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
 fn read_fact(v: &Value) -> Result<NewFact, String> {
     let obj = match v {
         Value::Object(o) => o,
-        other => return Err(format!("a fact must be an object {{content, category, confidence}}, found {}", type_name(other))),
+        other => {
+            return Err(format!(
+                "a fact must be an object {{content, category, confidence}}, found {}",
+                type_name(other)
+            ))
+        }
     };
     let content = match obj.get("content") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
@@ -300,10 +303,7 @@ fn normalize_category(s: &str) -> String {
     if s.is_empty() {
         return DEFAULT_CATEGORY.to_string();
     }
-    KNOWN_CATEGORIES
-        .iter()
-        .find(|k| k.eq_ignore_ascii_case(s))
-        .map_or_else(|| s.to_string(), |k| k.to_string())
+    KNOWN_CATEGORIES.iter().find(|k| k.eq_ignore_ascii_case(s)).map_or_else(|| s.to_string(), |k| k.to_string())
 }
 
 #[cfg(test)]

@@ -51,14 +51,14 @@ fn strip_blocks(text: &str, tag: &str) -> (String, bool) {
     (out, unclosed)
 }
 
-/// Whether the `{` at `start` could open a JSON object: the next non-blank character is a
-/// `"` or `}` (or `'`, so a Python dict gets a precise error). Skips `{name}` placeholders
-/// and code blocks cheaply.
+/// Whether the `{` at `start` could open a JSON object: the next non-blank character is
+/// `"`, `}`, `/` (a comment) or `'` (so a Python dict gets a precise error). Skips
+/// `{name}` placeholders and code blocks cheaply.
 pub(crate) fn could_open_object(bytes: &[u8], start: usize) -> bool {
     bytes[start + 1..]
         .iter()
         .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| matches!(b, b'"' | b'}' | b'\''))
+        .is_some_and(|&b| matches!(b, b'"' | b'}' | b'\'' | b'/'))
 }
 
 /// The end (exclusive) of the object whose `{` is at `start`: braces are counted outside
@@ -97,6 +97,7 @@ pub(crate) fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
 /// * bare `NaN`, `Infinity`, `-Infinity`, `+Infinity` become the strings `"NaN"` …, which
 ///   the fact reader then rejects as "not a finite number";
 /// * trailing commas before `}` or `]` are dropped;
+/// * `// line` and `/* block */` comments are dropped;
 /// * raw line breaks and tabs *inside* strings are escaped (models often emit them).
 pub(crate) fn repair(json: &str) -> String {
     let b = json.as_bytes();
@@ -139,6 +140,14 @@ pub(crate) fn repair(json: &str) -> String {
         }
         match c {
             b'"' => in_str = true,
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i += b[i..].iter().position(|&x| x == b'\n').unwrap_or(b.len() - i);
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += b[i + 2..].windows(2).position(|w| w == b"*/").map_or(b.len() - i, |p| p + 4);
+                continue;
+            }
             b',' => {
                 let next = b[i + 1..].iter().position(|x| !x.is_ascii_whitespace()).map(|p| b[i + 1 + p]);
                 if matches!(next, Some(b'}' | b']')) {
@@ -221,5 +230,9 @@ mod tests {
         assert_eq!(repair("{\"s\": \"a,}\nNaN\"}"), "{\"s\": \"a,}\\nNaN\"}");
         assert_eq!(repair("{\"NaNa\": NaNa}"), "{\"NaNa\": NaNa}");
         assert_eq!(repair("{\"e\": \"q\\\"\",}"), "{\"e\": \"q\\\"\"}");
+        assert_eq!(
+            repair("{\"u\": \"http://x\", // note\n /* c */\"v\": 1 /* open"),
+            "{\"u\": \"http://x\", \n \"v\": 1 "
+        );
     }
 }

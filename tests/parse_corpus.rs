@@ -1,0 +1,136 @@
+//! The reply corpus: real-looking model output (`tests/fixtures/replies/`), each file with
+//! its expected outcome in `manifest.json`:
+//!
+//! ```json
+//! "file.txt": { "ok": true, "newFacts": 3, "factsToRemove": 1,
+//!               "sectionsToUpdate": ["workContext"], "skipped": 1,
+//!               "firstContent": "…", "firstCategory": "…", "firstConfidence": 0.5 }
+//! "bad.txt":  { "ok": false, "error": "substring of the message" }
+//! ```
+//!
+//! `sectionsToUpdate` lists the sections that would be replaced (shouldUpdate true and a
+//! non-blank summary). The `first*` keys are optional checks on the first new fact.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use user_memory::parse::parse_reply;
+use user_memory::SectionId;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/replies");
+
+fn manifest() -> serde_json::Map<String, Value> {
+    let text = std::fs::read_to_string(Path::new(DIR).join("manifest.json")).expect("manifest.json");
+    match serde_json::from_str(&text).expect("manifest is JSON") {
+        Value::Object(m) => m,
+        _ => panic!("manifest must be an object"),
+    }
+}
+
+fn read_reply(name: &str) -> String {
+    let bytes = std::fs::read(Path::new(DIR).join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Checks one fixture; returns a description of every mismatch.
+fn check(name: &str, expect: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut differ = |what: &str, want: &dyn std::fmt::Debug, got: &dyn std::fmt::Debug| {
+        problems.push(format!("{name}: {what}: expected {want:?}, got {got:?}"));
+    };
+    let reply = read_reply(name);
+    let result = parse_reply(&reply);
+    let want_ok = expect["ok"].as_bool().expect("`ok` is a boolean");
+    match (want_ok, result) {
+        (true, Err(e)) => differ("outcome", &"ok", &e.to_string()),
+        (false, Ok(d)) => differ("outcome", &"error", &d),
+        (false, Err(e)) => {
+            assert_eq!(e.code(), "LLM_BAD_OUTPUT", "{name}");
+            let want = expect["error"].as_str().unwrap_or("");
+            if !e.message().contains(want) {
+                differ("error message", &want, &e.message());
+            }
+            if let Some(quoted) = e.message().split("the reply starts: \"").nth(1) {
+                if quoted.chars().count() > 201 {
+                    differ("excerpt length", &"≤ 200", &quoted.chars().count());
+                }
+            }
+        }
+        (true, Ok(d)) => {
+            let count = |key: &str| expect.get(key).and_then(Value::as_u64).unwrap_or(0) as usize;
+            if d.new_facts.len() != count("newFacts") {
+                differ("newFacts", &count("newFacts"), &d.new_facts);
+            }
+            if d.facts_to_remove.len() != count("factsToRemove") {
+                differ("factsToRemove", &count("factsToRemove"), &d.facts_to_remove);
+            }
+            if d.skipped.len() != count("skipped") {
+                differ("skipped", &count("skipped"), &d.skipped);
+            }
+            let want: BTreeSet<&str> = expect
+                .get("sectionsToUpdate")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let got: BTreeSet<&str> = SectionId::ALL
+                .into_iter()
+                .filter(|s| d.section(*s).is_some_and(|u| u.should_update && !u.summary.trim().is_empty()))
+                .map(SectionId::key)
+                .collect();
+            if want != got {
+                differ("sectionsToUpdate", &want, &got);
+            }
+            for f in &d.new_facts {
+                assert!(f.confidence.is_finite() && (0.0..=1.0).contains(&f.confidence), "{name}: {f:?}");
+                assert!(!f.content.trim().is_empty() && !f.category.is_empty(), "{name}: {f:?}");
+            }
+            let first = d.new_facts.first();
+            if let Some(c) = expect.get("firstContent").and_then(Value::as_str) {
+                if first.map(|f| f.content.as_str()) != Some(c) {
+                    differ("first content", &c, &first);
+                }
+            }
+            if let Some(c) = expect.get("firstCategory").and_then(Value::as_str) {
+                if first.map(|f| f.category.as_str()) != Some(c) {
+                    differ("first category", &c, &first);
+                }
+            }
+            if let Some(c) = expect.get("firstConfidence").and_then(Value::as_f64) {
+                if first.map(|f| f.confidence) != Some(c) {
+                    differ("first confidence", &c, &first);
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_fixture_parses_as_its_manifest_says() {
+    let manifest = manifest();
+    let problems: Vec<String> = manifest.iter().flat_map(|(name, expect)| check(name, expect)).collect();
+    assert!(problems.is_empty(), "{} of {} fixtures differ:\n{}", problems.len(), manifest.len(), problems.join("\n"));
+}
+
+#[test]
+fn the_corpus_is_large_and_the_manifest_complete() {
+    let manifest = manifest();
+    let files: BTreeSet<String> = std::fs::read_dir(DIR)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "manifest.json")
+        .collect();
+    let listed: BTreeSet<String> = manifest.keys().cloned().collect();
+    assert_eq!(files, listed, "every reply file needs a manifest entry and vice versa");
+    assert!(files.len() >= 60, "only {} fixtures", files.len());
+    let failing = manifest.values().filter(|v| v["ok"] == Value::Bool(false)).count();
+    assert!(failing >= 15 && manifest.len() - failing >= 40, "keep a mix of good and malformed replies");
+}
+
+#[test]
+fn parsing_is_deterministic() {
+    for name in manifest().keys() {
+        let reply = read_reply(name);
+        assert_eq!(parse_reply(&reply), parse_reply(&reply), "{name}");
+    }
+}
