@@ -320,7 +320,7 @@ proptest! {
 
         let ids: HashSet<&str> = after.facts.iter().map(|f| f.id.as_str()).collect();
         prop_assert_eq!(ids.len(), after.facts.len(), "ids are unique");
-        prop_assert!(after.facts.len() <= max_facts.max(0));
+        prop_assert!(after.facts.len() <= max_facts);
         for f in &after.facts {
             prop_assert!(f.confidence.is_finite() && (0.0..=1.0).contains(&f.confidence));
             prop_assert!(!mentions_upload(&f.content), "upload facts are scrubbed: {}", f.content);

@@ -5,9 +5,9 @@
 //! numbers. The parser:
 //!
 //! 1. looks at the first 1 MB of the trimmed reply and removes reasoning blocks;
-//! 2. tries each `{` that could open an object (at most [`MAX_CANDIDATES`]), finds its
-//!    balanced end with a string-aware scan, repairs near-JSON and parses it with
-//!    `serde_json`;
+//! 2. tries each `{` that could open an object, finds its balanced end with a
+//!    string-aware scan, repairs near-JSON and parses it with `serde_json` (valid decoys
+//!    are skipped whole; at most [`MAX_CANDIDATES`] dead ends are retried from inside);
 //! 3. takes the first object (the outer one or one nested in it) that has any of `user`,
 //!    `history`, `newFacts`, `factsToRemove` — the *last* one when an unclosed `<think>`
 //!    mixes reasoning and answer;
@@ -26,7 +26,8 @@ use serde_json::{Map, Value};
 
 /// Only this many bytes of a reply are considered.
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
-/// At most this many `{` positions are tried as the start of the delta.
+/// At most this many `{` positions that lead nowhere (never closed, or invalid JSON that
+/// mentions a delta key) are tried; only these rescan text, so the search stays linear.
 pub const MAX_CANDIDATES: usize = 64;
 /// The keys that make an object the delta.
 pub const DELTA_KEYS: [&str; 4] = ["user", "history", "newFacts", "factsToRemove"];
@@ -110,11 +111,13 @@ fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map<String, Value
         if !scan::could_open_object(bytes, start) {
             continue;
         }
-        tried += 1;
+        // A delta needs one of its keys inside it: with none left in the text, stop.
+        if !mentions_delta_key(&keys, start, text.len()) {
+            break;
+        }
         let Some(end) = scan::object_end(bytes, start) else {
-            if diag.unclosed.is_none() && mentions_delta_key(&keys, start, text.len()) {
-                diag.unclosed = Some(start);
-            }
+            diag.unclosed.get_or_insert(start);
+            tried += 1;
             continue;
         };
         let slice = &text[start..end];
@@ -129,8 +132,12 @@ fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map<String, Value
                 from = end;
             }
             Err(e) => {
-                if diag.invalid.is_none() && mentions_delta_key(&keys, start, end) {
-                    diag.invalid = Some((e.to_string(), start));
+                if mentions_delta_key(&keys, start, end) {
+                    // An object nested inside may still be the delta: try the next `{`.
+                    diag.invalid.get_or_insert_with(|| (e.to_string(), start));
+                    tried += 1;
+                } else {
+                    from = end;
                 }
             }
         }

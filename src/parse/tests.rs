@@ -211,3 +211,16 @@ fn deep_nesting_does_not_overflow() {
     let s = "{\"a\":".repeat(50_000) + "{\"newFacts\": []}" + &"}".repeat(50_000);
     let _ = parse_reply(&s);
 }
+
+#[test]
+fn many_decoys_before_the_delta_are_fine() {
+    let decoys = "{\"step\": 1, \"ok\": true} ".repeat(500);
+    assert_eq!(ok(&format!("{decoys}\n{FULL}")).new_facts.len(), 1);
+}
+
+#[test]
+fn dead_ends_are_capped() {
+    // Each `{"newFacts": [` never closes; the search gives up after MAX_CANDIDATES of them.
+    let s = "{\"newFacts\": [ ".repeat(MAX_CANDIDATES * 4) + FULL;
+    assert!(err(&s).contains("cut off"));
+}
