@@ -188,23 +188,23 @@ fn plain_bm25(sim_w: f64, conf_w: f64) -> impl Fn(&Document, &Case) -> (Vec<usiz
         let mut index = FactIndex::with_params(plain_params());
         index.sync(&doc.facts);
         let q = query_text(case);
-        let sims = index.similarities(&[(q.as_str(), 1.0)]);
+        let sims = index.similarities(&q);
         let scores: Vec<f64> =
             sims.iter().zip(&doc.facts).map(|(s, f)| sim_w * f64::from(*s) + conf_w * f.confidence).collect();
         by_scores(&scores)
     }
 }
 
-/// Standard BM25 (k1 1.2, b 0.75), every token weighted 1, no English normalisation.
+/// Standard BM25 (k1 1.2, b 0.75), every token weighted 1, no English normalisation, no
+/// lexicon.
 fn plain_params() -> Params {
     Params {
         k1: 1.2,
         b: 0.75,
         unigram_weight: 1.0,
         bigram_weight: 1.0,
-        last_user_weight: 1.0,
-        tokenizer: TokenizerOptions { stopwords: false, stem: false },
-        ..Params::default()
+        concept_weight: 0.0,
+        tokenizer: TokenizerOptions { stopwords: false, stem: false, lexicon: false },
     }
 }
 
@@ -271,6 +271,19 @@ fn main() {
             }
             continue;
         }
+        if args.iter().any(|a| a == "--cases") {
+            let r = library(Params::default(), defaults);
+            for p in &sets {
+                for (i, c) in p.cases.iter().enumerate() {
+                    let (order, injected) = r(&p.doc, c);
+                    let m = metrics(&order, &injected, &p.doc, &c.relevant);
+                    let ranks: Vec<usize> = c.relevant.iter().map(|id| order.iter().position(|&x| p.doc.facts[x].id == *id).unwrap() + 1).collect();
+                    let top: Vec<&str> = order.iter().take(3).map(|&x| p.doc.facts[x].content.as_str()).collect();
+                    println!("case {i:2} {:<6} {:<12} ndcg {:.2} ranks {ranks:?} | {} | top: {top:?}", c.lang, c.kind, m[2], c.messages.last().unwrap().content);
+                }
+            }
+            continue;
+        }
         let rankers: Vec<(&str, Box<Ranker>)> = vec![
             ("library (explain, defaults)", Box::new(library(Params::default(), defaults))),
             ("seed TF-IDF (sklearn), 0.6/0.4", Box::new(seed_tfidf)),
@@ -293,33 +306,41 @@ fn main() {
     }
 }
 
-/// The parameter variations measured by `--sweep` (one change from the defaults at a time,
-/// plus the plain BM25 starting point).
+/// The parameter variations measured by `--sweep`: one change from the defaults at a time,
+/// plus the plain BM25 starting point.
 fn sweep_grid(defaults: InjectOptions) -> Vec<(String, Params, InjectOptions)> {
     let d = Params::default();
+    let t = d.tokenizer;
     let mut v = vec![("defaults".to_string(), d, defaults), ("plain BM25 params".to_string(), plain_params(), defaults)];
     for k1 in [0.6, 0.9, 1.5, 2.0] {
         v.push((format!("k1 {k1}"), Params { k1, ..d }, defaults));
     }
-    for b in [0.0, 0.3, 0.5, 0.9] {
+    for b in [0.0, 0.3, 0.5, 0.9, 1.0] {
         v.push((format!("b {b}"), Params { b, ..d }, defaults));
     }
-    for u in [0.25, 0.5, 0.75, 1.0] {
+    for u in [0.25, 0.75, 1.0] {
         v.push((format!("unigram weight {u}"), Params { unigram_weight: u, ..d }, defaults));
     }
     for bw in [0.5, 1.5, 2.0] {
         v.push((format!("bigram weight {bw}"), Params { bigram_weight: bw, ..d }, defaults));
     }
-    for w in [1.0, 1.5, 2.0, 3.0] {
-        v.push((format!("last user weight {w}"), Params { last_user_weight: w, ..d }, defaults));
+    for cw in [0.5, 1.5] {
+        v.push((format!("concept weight {cw}"), Params { concept_weight: cw, ..d }, defaults));
     }
-    for (stopwords, stem) in [(false, false), (true, false), (false, true), (true, true)] {
-        let tokenizer = TokenizerOptions { stopwords, stem };
-        v.push((format!("stopwords {stopwords} stem {stem}"), Params { tokenizer, ..d }, defaults));
+    for (name, tokenizer) in [
+        ("no stopwords", TokenizerOptions { stopwords: false, ..t }),
+        ("no stemming", TokenizerOptions { stem: false, ..t }),
+        ("no stopwords, no stemming", TokenizerOptions { stopwords: false, stem: false, ..t }),
+        ("no lexicon", TokenizerOptions { lexicon: false, ..t }),
+    ] {
+        v.push((name.to_string(), Params { tokenizer, ..d }, defaults));
     }
-    for (s, c) in [(0.6, 0.4), (0.7, 0.3), (0.8, 0.2), (0.5, 0.5)] {
+    for (s, c) in [(0.7, 0.3), (0.8, 0.2), (0.5, 0.5), (1.0, 0.0)] {
         let o = InjectOptions { similarity_weight: s, confidence_weight: c, ..defaults };
         v.push((format!("weights {s}/{c}"), d, o));
+    }
+    for r in [1, 2] {
+        v.push((format!("recent turns {r}"), d, InjectOptions { recent_turns: r, ..defaults }));
     }
     v
 }

@@ -31,7 +31,7 @@
 
 use crate::document::{Document, SectionId};
 use crate::filter::recent_turns;
-use crate::message::{ChatMessage, Speaker};
+use crate::message::ChatMessage;
 use crate::relevance::FactIndex;
 use crate::tokens::TokenCounter;
 use std::cmp::Ordering;
@@ -157,19 +157,16 @@ fn run(
         &temp
     };
 
-    // The query: the recent turns, the last user message weighted by the index's params.
-    let recent = recent_turns(messages, opts.recent_turns);
-    let last_user = recent.iter().rposition(|m| m.role == Speaker::User);
-    let w = index.params().last_user_weight;
-    let parts: Vec<(&str, f32)> = recent
+    // The query: the text of the recent turns.
+    let query = recent_turns(messages, opts.recent_turns)
         .iter()
-        .enumerate()
-        .map(|(i, m)| (m.content.as_str(), if Some(i) == last_user { w } else { 1.0 }))
-        .collect();
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let sims = index.similarities(&query);
     if full {
-        out.query = recent.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+        out.query = query;
     }
-    let sims = index.similarities(&parts);
     let rank = |pos: usize| {
         let sim = f64::from(sims[pos]);
         let conf = doc.facts[pos].confidence;
@@ -312,7 +309,7 @@ fn fit(
             let chars: Vec<(usize, char)> = value.char_indices().collect();
             let (mut lo, mut hi) = (0usize, chars.len().saturating_sub(1));
             while lo < hi {
-                let mid = (lo + hi + 1) / 2;
+                let mid = (lo + hi).div_ceil(2);
                 let l = summary_line(id.label(), &value[..chars[mid].0], Some('…'));
                 if counter.count(&l) <= room {
                     lo = mid;

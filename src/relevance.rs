@@ -6,32 +6,32 @@
 //! are interned to `u32` ids and document frequencies are the lengths of the posting lists,
 //! so they stay correct after every sync without a rebuild.
 //!
-//! Scoring is Okapi BM25 over the tokens of [`crate::tokenize`], with the query built from
-//! weighted parts (the last user message can count more than older turns) and CJK unigrams
-//! weighted below words and bigrams. See [`FactIndex::similarities`] for what the returned
-//! number means.
+//! Scoring is Okapi BM25 over the terms of [`crate::tokenize::for_each_term`] (words, CJK
+//! unigrams and bigrams, bilingual lexicon concepts), CJK unigrams weighted below words and
+//! bigrams in the query. See [`FactIndex::similarities`] for what the returned number means
+//! and `docs/relevance.md` for the measurements behind every choice.
 
 use crate::document::Fact;
 use crate::time::millis_from_iso;
-use crate::tokenize::{for_each_token, TokenKind, TokenizerOptions};
+use crate::tokenize::{for_each_term, Term, TokenKind, TokenizerOptions};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Tuning of tokenisation and BM25. [`Params::default`] is what was measured best on the
+/// Tuning of tokenisation and BM25. [`Params::default`] is what measured best on the
 /// development set (`docs/relevance.md`); the evaluation example varies the fields.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
-    /// BM25 term-frequency saturation `k1`.
+    /// BM25 term-frequency saturation `k1` (default 1.2).
     pub k1: f32,
-    /// BM25 length normalisation `b` (0 = none, 1 = full).
+    /// BM25 length normalisation `b`, 0 = none, 1 = full (default 0.75).
     pub b: f32,
-    /// Query weight of a CJK unigram occurrence (words count 1).
+    /// Query weight of a CJK unigram occurrence; words count 1 (default 0.5).
     pub unigram_weight: f32,
-    /// Query weight of a CJK bigram occurrence.
+    /// Query weight of a CJK bigram occurrence (default 1).
     pub bigram_weight: f32,
-    /// Query weight multiplier of the last user message (older text counts 1).
-    pub last_user_weight: f32,
-    /// Light English normalisation.
+    /// Query weight of a lexicon concept occurrence (default 1).
+    pub concept_weight: f32,
+    /// Stopwords, stemming and the bilingual lexicon (all on by default).
     pub tokenizer: TokenizerOptions,
 }
 
@@ -40,10 +40,10 @@ impl Default for Params {
         Params {
             k1: 1.2,
             b: 0.75,
-            unigram_weight: 1.0,
+            unigram_weight: 0.5,
             bigram_weight: 1.0,
-            last_user_weight: 1.0,
-            tokenizer: TokenizerOptions { stopwords: false, stem: false },
+            concept_weight: 1.0,
+            tokenizer: TokenizerOptions::default(),
         }
     }
 }
@@ -115,6 +115,10 @@ pub struct FactIndex {
     order: Vec<u32>,
     total_len: f64,
     generation: u32,
+    /// Terms with a non-empty posting list.
+    live_terms: usize,
+    /// Facts tokenised since creation.
+    tokenised: u64,
 }
 
 impl FactIndex {
@@ -136,6 +140,17 @@ impl FactIndex {
     /// Number of facts indexed.
     pub fn len(&self) -> usize {
         self.order.len()
+    }
+
+    /// How many facts were tokenised since the index was created (diagnostics and tests:
+    /// a sync after editing one fact tokenises one fact).
+    pub fn tokenised(&self) -> u64 {
+        self.tokenised
+    }
+
+    /// Number of interned terms, live or dead (diagnostics and tests).
+    pub fn vocabulary_len(&self) -> usize {
+        self.vocab.len()
     }
 
     /// Whether no fact is indexed.
@@ -229,6 +244,13 @@ impl FactIndex {
                 self.free.push(s);
             }
         }
+        // Terms of edited and removed facts stay interned; rebuild once they dominate.
+        if self.vocab.len() > 4 * self.live_terms + 4096 {
+            let tokenised = self.tokenised;
+            *self = FactIndex::with_params(self.params);
+            self.sync(facts);
+            self.tokenised += tokenised;
+        }
     }
 
     /// Tokenises `content` into slot `s` and adds its postings.
@@ -236,25 +258,26 @@ impl FactIndex {
         let mut tf: Vec<(u32, f32)> = Vec::new();
         let mut len = 0.0f32;
         let (vocab, postings) = (&mut self.vocab, &mut self.postings);
-        for_each_token(content, self.params.tokenizer, |t, kind| {
-            if kind != TokenKind::CjkBigram {
-                len += 1.0;
-            }
-            let id = match vocab.get(t) {
-                Some(&id) => id,
-                None => {
-                    let id = postings.len() as u32;
-                    postings.push(Vec::new());
-                    vocab.insert(t.into(), id);
-                    id
+        for_each_term(content, self.params.tokenizer, |term| {
+            let id = match term {
+                Term::Token(t, kind) => {
+                    len += if kind == TokenKind::CjkBigram { 0.0 } else { 1.0 };
+                    intern(vocab, postings, t)
+                }
+                Term::Concept { id, word } => {
+                    len += if word { 1.0 } else { 0.0 };
+                    intern(vocab, postings, &concept_key(id))
                 }
             };
             tf.push((id, 1.0));
         });
         merge(&mut tf);
         for &(id, n) in &tf {
-            self.postings[id as usize].push(Posting { slot: s, tf: n });
+            let p = &mut self.postings[id as usize];
+            self.live_terms += usize::from(p.is_empty());
+            p.push(Posting { slot: s, tf: n });
         }
+        self.tokenised += 1;
         let e = &mut self.entries[s as usize];
         e.content = content.into();
         e.terms = tf.into_iter().map(|(id, _)| id).collect();
@@ -269,6 +292,7 @@ impl FactIndex {
             let p = &mut self.postings[t as usize];
             if let Some(i) = p.iter().position(|x| x.slot == s) {
                 p.swap_remove(i);
+                self.live_terms -= usize::from(p.is_empty());
             }
         }
         self.total_len -= f64::from(e.len);
@@ -276,42 +300,48 @@ impl FactIndex {
         e.len = 0.0;
     }
 
-    /// Builds the weighted query from its parts (`(text, weight)`): the weight of a term is
-    /// the sum over its occurrences of part weight × kind weight.
-    fn query_terms(&self, parts: &[(&str, f32)]) -> Vec<(u32, f32)> {
+    /// The query's known terms with their weights: the sum over occurrences of the kind
+    /// weight (word 1, CJK unigram, CJK bigram, concept as in [`Params`]).
+    fn query_terms(&self, query: &str) -> Vec<(u32, f32)> {
         let p = &self.params;
         let mut q: Vec<(u32, f32)> = Vec::new();
-        for &(text, weight) in parts {
-            for_each_token(text, p.tokenizer, |t, kind| {
-                let Some(&id) = self.vocab.get(t) else { return };
-                let w = weight
-                    * match kind {
+        for_each_term(query, p.tokenizer, |term| {
+            let (id, w) = match term {
+                Term::Token(t, kind) => (
+                    self.vocab.get(t),
+                    match kind {
                         TokenKind::Word => 1.0,
                         TokenKind::CjkUnigram => p.unigram_weight,
                         TokenKind::CjkBigram => p.bigram_weight,
-                    };
+                    },
+                ),
+                Term::Concept { id, .. } => (self.vocab.get(concept_key(id).as_str()), p.concept_weight),
+            };
+            if let Some(&id) = id {
                 q.push((id, w));
-            });
-        }
+            }
+        });
         merge(&mut q);
         q
     }
 
-    /// Similarity of every fact (in the order of the last [`sync`]) to a query made of
-    /// weighted text parts, e.g. `[(older_turns, 1.0), (last_user_message, 2.0)]`.
+    /// Similarity of every fact (in the order of the last [`sync`]) to `query`.
     ///
-    /// The raw score of a fact is BM25:
+    /// The raw score of a fact is Okapi BM25:
     /// `Σ_t q(t) · idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))` over the query terms
-    /// `t` it contains, with `idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))` and `q(t)` the
-    /// query weight of the term. Raw scores depend on query length, so they are **divided by
-    /// the best score of this query**: the returned similarity is in `[0, 1]`, the best
-    /// matching fact has exactly 1, a fact sharing no term has 0, and all are 0 when nothing
-    /// matches (then ranking falls back to confidence).
+    /// `t` it contains, with `idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))`, `q(t)` the query
+    /// weight of the term and `len` the fact's length in words and CJK characters. Raw scores
+    /// grow with the query's length, so they are **divided by the best score of this query**:
+    /// the returned similarity is in `[0, 1]`, the best matching fact has exactly 1, a fact
+    /// sharing no term has 0, and all are 0 when no query term occurs in any fact.
+    ///
+    /// Cost: one pass over the postings of the query's terms plus one `f32` per fact; facts
+    /// are never re-tokenised here.
     ///
     /// [`sync`]: FactIndex::sync
-    pub fn similarities(&self, parts: &[(&str, f32)]) -> Vec<f32> {
+    pub fn similarities(&self, query: &str) -> Vec<f32> {
         let mut out = vec![0.0f32; self.order.len()];
-        let q = self.query_terms(parts);
+        let q = self.query_terms(query);
         let n = self.order.len() as f32;
         if q.is_empty() || n == 0.0 {
             return out;
@@ -339,6 +369,22 @@ impl FactIndex {
         }
         out
     }
+}
+
+/// The term id of token `t`, interning it if new.
+fn intern(vocab: &mut FxMap<Box<str>, u32>, postings: &mut Vec<Vec<Posting>>, t: &str) -> u32 {
+    if let Some(&id) = vocab.get(t) {
+        return id;
+    }
+    let id = postings.len() as u32;
+    postings.push(Vec::new());
+    vocab.insert(t.into(), id);
+    id
+}
+
+/// The vocabulary key of lexicon concept `c` (no real token contains `\0`).
+fn concept_key(c: u32) -> String {
+    format!("\u{0}{c}")
 }
 
 /// Whether an entry key belongs to `id` (duplicate ids are suffixed with `\0n`).

@@ -7,9 +7,14 @@
 //!   bigram, also when the run is glued to Latin text: `用Redis做缓存` gives `用`, `redis`,
 //!   `做`, `缓`, `存`, `做缓`, `缓存`. A pair never spans a non-CJK character.
 //!
-//! Optional light English normalisation ([`TokenizerOptions`]): a small stopword list and a
-//! conservative suffix stripper (plural `-s`/`-es`/`-ies`, `-ing`, `-ed`). Whether they are on
-//! by default was decided by measurement (see `docs/relevance.md`).
+//! [`TokenizerOptions`] adds, each measured to help (`docs/relevance.md`): a small English
+//! stopword list, a conservative English suffix stripper (plural `-s`/`-es`/`-ies`, `-ing`,
+//! `-ed`), and a small built-in bilingual concept lexicon (`lexicon.txt`, about 240
+//! everyday concepts in English, Chinese and Japanese: `back 腰`, `spicy 辣`, `cat 猫` …) so
+//! that `"my lower back hurts"` can meet `"久坐导致腰不太好"`. See [`for_each_term`].
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// What a token is, so scoring can weight the kinds differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,13 +27,36 @@ pub enum TokenKind {
     CjkBigram,
 }
 
-/// Light English normalisation switches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A unit of relevance scoring: a token, or a concept of the lexicon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Term<'a> {
+    /// A word or a CJK gram.
+    Token(&'a str, TokenKind),
+    /// A lexicon concept. `word` is true when it stands for an English word, which is then
+    /// not also given as a token (synonyms become one term); CJK terms keep their grams.
+    Concept {
+        /// The concept (line of the lexicon).
+        id: u32,
+        /// Whether it replaces an English word.
+        word: bool,
+    },
+}
+
+/// Tokenisation switches; [`TokenizerOptions::default`] is what relevance scoring uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TokenizerOptions {
     /// Drop a tiny list of English function words and single ASCII letters.
     pub stopwords: bool,
     /// Strip plural and `-ing` / `-ed` suffixes from ASCII words.
     pub stem: bool,
+    /// Recognise the concepts of the built-in bilingual lexicon ([`for_each_term`]).
+    pub lexicon: bool,
+}
+
+impl Default for TokenizerOptions {
+    fn default() -> Self {
+        TokenizerOptions { stopwords: true, stem: true, lexicon: true }
+    }
 }
 
 /// Whether `c` is a Han ideograph, a kana or a Hangul character.
@@ -99,7 +127,8 @@ fn undouble(w: &mut String) {
     }
 }
 
-/// Calls `f` once per token of `text`, in order. Allocation-free apart from one word buffer.
+/// Calls `f` once per token of `text`, in order (the lexicon option is ignored here).
+/// Allocation-free apart from one word buffer.
 pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str, TokenKind)) {
     let mut word = String::new();
     let mut prev: Option<char> = None;
@@ -148,6 +177,64 @@ pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str
     flush(&mut word, &mut f);
 }
 
+/// The built-in bilingual concept lexicon: one concept per line, its English words and its
+/// Chinese (simplified and traditional) and Japanese terms separated by spaces.
+const LEXICON: &str = include_str!("lexicon.txt");
+
+/// The parsed lexicon: English word (as is and stemmed) → concept; first character →
+/// `(CJK term, concept)`.
+struct Lexicon {
+    words: HashMap<String, u32>,
+    cjk: HashMap<char, Vec<(&'static str, u32)>>,
+}
+
+fn lexicon() -> &'static Lexicon {
+    static LEX: OnceLock<Lexicon> = OnceLock::new();
+    LEX.get_or_init(|| {
+        let mut lex = Lexicon { words: HashMap::new(), cjk: HashMap::new() };
+        for (id, line) in LEXICON.lines().enumerate() {
+            for term in line.split_whitespace() {
+                let first = term.chars().next().unwrap_or(' ');
+                if is_cjk(first) {
+                    lex.cjk.entry(first).or_default().push((term, id as u32));
+                    continue;
+                }
+                let mut stemmed = term.to_string();
+                stem(&mut stemmed);
+                lex.words.entry(stemmed).or_insert(id as u32);
+                lex.words.entry(term.to_string()).or_insert(id as u32);
+            }
+        }
+        lex
+    })
+}
+
+/// Calls `f` for every term of `text`: the tokens of [`for_each_token`] and, with
+/// [`TokenizerOptions::lexicon`], the lexicon concepts it mentions — an English word of the
+/// lexicon (after stopwords and stemming) is given as its concept instead of as a token; a
+/// CJK term (found as a substring) is given as its concept after the grams.
+pub fn for_each_term(text: &str, opts: TokenizerOptions, mut f: impl FnMut(Term)) {
+    if !opts.lexicon {
+        for_each_token(text, opts, |t, kind| f(Term::Token(t, kind)));
+        return;
+    }
+    let lex = lexicon();
+    for_each_token(text, opts, |t, kind| match lex.words.get(t) {
+        Some(&id) if kind == TokenKind::Word => f(Term::Concept { id, word: true }),
+        _ => f(Term::Token(t, kind)),
+    });
+    for (i, c) in text.char_indices() {
+        if !is_cjk(c) {
+            continue;
+        }
+        for &(term, id) in lex.cjk.get(&c).into_iter().flatten() {
+            if text[i..].starts_with(term) {
+                f(Term::Concept { id, word: false });
+            }
+        }
+    }
+}
+
 /// The tokens of `text` as owned strings (convenience for tests and tools).
 pub fn tokens(text: &str, opts: TokenizerOptions) -> Vec<String> {
     let mut out = Vec::new();
@@ -159,7 +246,7 @@ pub fn tokens(text: &str, opts: TokenizerOptions) -> Vec<String> {
 mod tests {
     use super::*;
 
-    const PLAIN: TokenizerOptions = TokenizerOptions { stopwords: false, stem: false };
+    const PLAIN: TokenizerOptions = TokenizerOptions { stopwords: false, stem: false, lexicon: false };
 
     #[test]
     fn stopwords_are_sorted_for_binary_search() {
@@ -183,11 +270,51 @@ mod tests {
 
     #[test]
     fn light_english_normalisation() {
-        let o = TokenizerOptions { stopwords: true, stem: true };
+        let o = TokenizerOptions { stopwords: true, stem: true, lexicon: false };
         assert_eq!(
             tokens("The user's wishlists and running shoes; climbed peaks, studies", o),
             ["user", "wishlist", "run", "shoe", "climb", "peak", "study"]
         );
         assert_eq!(tokens("class pass bus analysis", o), ["class", "pass", "bus", "analysis"]);
+    }
+
+    #[test]
+    fn lexicon_concepts_replace_english_words_and_follow_cjk_grams() {
+        let terms = |text: &str| {
+            let mut out = Vec::new();
+            for_each_term(text, TokenizerOptions::default(), |t| out.push(t.to_string_for_test()));
+            out
+        };
+        let en = terms("My lower back hurts");
+        let zh = terms("久坐导致腰不太好");
+        let back = en.iter().find(|t| t.starts_with('#') && zh.contains(t));
+        assert!(back.is_some(), "{en:?} / {zh:?}");
+        assert!(!en.contains(&"back".to_string()), "a lexicon word is replaced by its concept");
+        assert!(zh.contains(&"腰".to_string()), "CJK grams stay");
+        let spicy = terms("Nothing too spicy");
+        assert!(spicy.iter().any(|t| terms("不太能吃辣").contains(t) && t.starts_with('#')));
+        assert_eq!(terms("Godot"), ["godot"]);
+    }
+
+    #[test]
+    fn lexicon_lines_are_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for line in LEXICON.lines() {
+            assert!(line.split_whitespace().count() >= 2, "a concept needs two terms: {line}");
+            for t in line.split_whitespace() {
+                assert!(seen.insert(t), "term {t} is in two concepts");
+                let first = t.chars().next().unwrap();
+                assert!(is_cjk(first) || t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()), "{t}");
+            }
+        }
+    }
+
+    impl Term<'_> {
+        fn to_string_for_test(self) -> String {
+            match self {
+                Term::Token(t, _) => t.to_string(),
+                Term::Concept { id, .. } => format!("#{id}"),
+            }
+        }
     }
 }
