@@ -187,13 +187,66 @@ pub(crate) fn read_confidence(v: Option<&Value>) -> Result<Option<f64>, &'static
     let x = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Number(n)) => n.as_f64().ok_or("is not a finite number")?,
-        Some(Value::String(s)) => s.trim().parse::<f64>().map_err(|_| "is not a number")?,
+        Some(Value::String(s)) => match parse_decimal(s) {
+            Some(x) => x,
+            None => {
+                let t = s.trim().trim_start_matches(['-', '+']).to_ascii_lowercase();
+                return Err(if t == "nan" || t == "infinity" || t == "inf" { "is not a finite number" } else { "is not a number" });
+            }
+        },
         Some(_) => return Err("must be a number"),
     };
     if !x.is_finite() {
         return Err("is not a finite number");
     }
     Ok(Some(x.clamp(0.0, 1.0)))
+}
+
+/// Parses a plain decimal number such as `"0.9"`, `"-1"`, `".75"` or `"1e-1"` (surrounding
+/// whitespace allowed). Written out rather than `str::parse::<f64>` because the standard
+/// parser brings ~15 KB of tables into the wasm; precision is ample for confidences and
+/// delays (a few significant digits).
+pub fn parse_decimal(s: &str) -> Option<f64> {
+    let b = s.trim().as_bytes();
+    let (neg, mut i) = match b.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    };
+    let (mut mantissa, mut scale, mut digits) = (0f64, 0i32, 0);
+    let mut seen_dot = false;
+    while i < b.len() {
+        match b[i] {
+            c @ b'0'..=b'9' => {
+                if mantissa < 1e17 {
+                    mantissa = mantissa * 10.0 + f64::from(c - b'0');
+                    if seen_dot {
+                        scale -= 1;
+                    }
+                } else if !seen_dot {
+                    scale += 1;
+                }
+                digits += 1;
+            }
+            b'.' if !seen_dot => seen_dot = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let rest = std::str::from_utf8(&b[i + 1..]).ok()?;
+        let exp: i32 = rest.parse().ok()?;
+        scale = scale.checked_add(exp)?;
+        i = b.len();
+    }
+    if i != b.len() {
+        return None;
+    }
+    let v = mantissa * 10f64.powi(scale);
+    Some(if neg { -v } else { v })
 }
 
 /// Lower-cases and collapses whitespace: the key under which two facts count as the same.

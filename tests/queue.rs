@@ -393,10 +393,17 @@ fn a_failed_entry_re_observed_gets_attempts_reset_and_rejoins_the_debounce() {
     obs(&mut q, "t1", "a b", T0 + 70 * S, "v2");
     let e = q.entry("t1").unwrap();
     assert_eq!((e.attempts, e.retry_at, e.last_error.as_deref()), (0, None, None));
-    assert_eq!(e.first_at, T0);
+    // It starts waiting afresh (its max wait had passed): one call per debounce window,
+    // not one per turn, while the LLM is failing and the user keeps chatting.
+    assert_eq!(e.first_at, T0 + 70 * S);
     assert_eq!(q.next_due(&c, ME, T0 + 70 * S), Some(T0 + 100 * S));
-    q.claim(&ids(&["t1"]), ME, T0 + 100 * S, 60 * S);
-    assert!(matches!(q.fail("t1", "v2", "LLM_ERROR", T0 + 101 * S, &c), FailureOutcome::Retry { attempt: 1, .. }));
+    obs(&mut q, "t1", "a b c", T0 + 80 * S, "v3");
+    assert_eq!(q.next_due(&c, ME, T0 + 80 * S), Some(T0 + 110 * S));
+    q.claim(&ids(&["t1"]), ME, T0 + 110 * S, 60 * S);
+    assert!(matches!(q.fail("t1", "v3", "LLM_ERROR", T0 + 111 * S, &c), FailureOutcome::Retry { attempt: 1, .. }));
+    // Re-observed during backoff: waits a debounce from the new observation, not at once.
+    obs(&mut q, "t1", "a b c d", T0 + 400 * S, "v4");
+    assert_eq!(q.next_due(&c, ME, T0 + 400 * S), Some(T0 + 430 * S));
 }
 
 #[test]
@@ -504,8 +511,11 @@ fn duplicate_threads_in_storage_keep_the_newest_observation() {
     obs(&mut a, "t1", "old", T0, "v1");
     let mut b = QueueFile::default();
     obs(&mut b, "t1", "new", T0 + 5 * S, "v2");
-    let ea = serde_json::to_value(&a.entries[0]).unwrap();
-    let eb = serde_json::to_value(&b.entries[0]).unwrap();
+    let entry_json = |q: &QueueFile| {
+        let v: serde_json::Value = serde_json::from_str(&q.to_json()).unwrap();
+        v["entries"][0].clone()
+    };
+    let (ea, eb) = (entry_json(&a), entry_json(&b));
     for list in [vec![ea.clone(), eb.clone()], vec![eb, ea]] {
         let text = serde_json::json!({"v": 1, "entries": list}).to_string();
         let (q, problems) = QueueFile::from_json(&text);

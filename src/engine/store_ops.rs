@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::ids::IdSource;
 use crate::queue::QueueFile;
 use crate::storage::{Commit, Slot, Store};
+use crate::sync::LocalFuture;
 use crate::time::iso_from_millis;
 
 /// How often a commit is replayed on a newer revision before giving up with `CONFLICT`.
@@ -66,6 +67,17 @@ impl Engine {
     /// observations, applies `f`, and commits (replaying on conflict). The result becomes
     /// this instance's view of the queue, and the timer is re-armed.
     pub(super) async fn update_queue<R>(&self, mut f: impl FnMut(&mut QueueFile) -> R) -> Result<R> {
+        // The loop is compiled once (type-erased) rather than once per call site.
+        let mut out = None;
+        self.update_queue_dyn(&mut |q| out = Some(f(q))).await?;
+        Ok(out.expect("update_queue_dyn calls the closure before succeeding"))
+    }
+
+    fn update_queue_dyn<'a>(&'a self, f: &'a mut dyn FnMut(&mut QueueFile)) -> LocalFuture<'a, Result<()>> {
+        Box::pin(async move { self.update_queue_loop(f).await })
+    }
+
+    async fn update_queue_loop(&self, f: &mut dyn FnMut(&mut QueueFile)) -> Result<()> {
         let _guard = self.inner.store_lock.lock().await;
         let store = self.parts().store.clone();
         for _ in 0..MAX_REPLAYS {
@@ -89,7 +101,7 @@ impl Engine {
                 }
                 file.observe(&p.thread_id, p.messages.clone(), p.at, p.version.clone());
             }
-            let result = f(&mut file);
+            f(&mut file);
             let unchanged = file == read.file && read.dropped.is_empty();
             let revision = if unchanged {
                 Some(read.revision)
@@ -113,7 +125,7 @@ impl Engine {
                     st.queue = view;
                 }
                 self.rearm();
-                return Ok(result);
+                return Ok(());
             }
         }
         Err(Error::Conflict("the update queue kept changing under concurrent writers; try again".into()))
@@ -129,6 +141,34 @@ impl Engine {
         touch: bool,
         mut f: impl FnMut(&mut Document) -> Result<R>,
     ) -> Result<(R, Document)> {
+        // The loop is compiled once (type-erased) rather than once per call site.
+        let mut out = None;
+        let doc = self
+            .commit_dyn(reason, thread_id, touch, &mut |d| {
+                out = Some(f(d)?);
+                Ok(())
+            })
+            .await?;
+        Ok((out.expect("commit_dyn calls the closure before succeeding"), doc))
+    }
+
+    fn commit_dyn<'a>(
+        &'a self,
+        reason: UpdateReason,
+        thread_id: Option<&'a str>,
+        touch: bool,
+        f: &'a mut dyn FnMut(&mut Document) -> Result<()>,
+    ) -> LocalFuture<'a, Result<Document>> {
+        Box::pin(async move { self.commit_loop(reason, thread_id, touch, f).await })
+    }
+
+    async fn commit_loop(
+        &self,
+        reason: UpdateReason,
+        thread_id: Option<&str>,
+        touch: bool,
+        f: &mut dyn FnMut(&mut Document) -> Result<()>,
+    ) -> Result<Document> {
         let _guard = self.inner.store_lock.lock().await;
         let store = self.parts().store.clone();
         let ids = self.parts().ids.clone();
@@ -139,9 +179,9 @@ impl Engine {
                 self.emit_update(ev);
             }
             let mut doc = base.clone();
-            let result = f(&mut doc)?;
+            f(&mut doc)?;
             if doc == base {
-                return Ok((result, doc));
+                return Ok(doc);
             }
             if touch {
                 doc.last_updated = iso_from_millis(self.now());
@@ -151,7 +191,7 @@ impl Engine {
                     if let Some(ev) = self.adopt(doc.clone(), rev, reason, thread_id) {
                         self.emit_update(ev);
                     }
-                    return Ok((result, doc));
+                    return Ok(doc);
                 }
                 Commit::Conflict => continue,
             }

@@ -33,7 +33,7 @@ pub fn delay_ms(retry: u32, retry_after_ms: Option<u64>) -> u64 {
 /// (`"Wed, 21 Oct 2015 07:28:00 GMT"`, relative to `now`). `None` if unreadable.
 pub fn parse_retry_after(value: &str, now: Millis) -> Option<u64> {
     let v = value.trim();
-    if let Ok(secs) = v.parse::<f64>() {
+    if let Some(secs) = crate::document::parse_decimal(v) {
         return (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).min(MAX_DELAY_MS as f64) as u64);
     }
     http_date_millis(v).map(|at| at.saturating_sub(now))

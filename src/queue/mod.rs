@@ -20,7 +20,8 @@
 
 use crate::message::ChatMessage;
 use crate::time::Millis;
-use serde::{Deserialize, Serialize};
+
+mod codec;
 
 /// Timing of the update queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ impl Default for QueueConfig {
 }
 
 /// An instance's exclusive right to process an entry until `until`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
     /// The instance id of the claimant.
     pub owner: String,
@@ -49,8 +50,7 @@ pub struct Claim {
 }
 
 /// One thread's pending update: the newest filtered history of that thread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     /// The thread id given to `observe()`.
     pub thread_id: String,
@@ -66,18 +66,15 @@ pub struct Entry {
     /// Failed attempts so far for the current version.
     pub attempts: u32,
     /// After a failure: not before this time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<Millis>,
     /// Who is processing it right now, if anyone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<Claim>,
     /// Code of the last failure, for display.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
 
 /// The persisted queue: all pending entries, oldest first.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct QueueFile {
     /// Pending entries in order of `first_at`.
     pub entries: Vec<Entry>,
@@ -113,13 +110,6 @@ pub const RETRY_BASE_MS: u64 = 30_000;
 
 /// Longest retry delay.
 pub const RETRY_MAX_MS: u64 = 15 * 60_000;
-
-/// The envelope as written.
-#[derive(Serialize)]
-struct EnvelopeOut<'a> {
-    v: u32,
-    entries: &'a [Entry],
-}
 
 /// Where an entry stands for one instance at one time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,10 +181,10 @@ impl QueueFile {
         let mut queue = QueueFile::default();
         for (i, item) in items.iter().enumerate() {
             let name = match item.get("threadId").and_then(|t| t.as_str()) {
-                Some(t) => format!("queue entry {i} (thread {t:?})"),
+                Some(t) => format!("queue entry {i} (thread \"{t}\")"),
                 None => format!("queue entry {i}"),
             };
-            let entry: Entry = match serde_json::from_value(item.clone()) {
+            let entry: Entry = match codec::entry_from_value(item) {
                 Ok(e) => e,
                 Err(e) => {
                     problems.push(format!("{name} is unreadable and was dropped: {e}"));
@@ -225,9 +215,7 @@ impl QueueFile {
 
     /// The queue as JSON for storage: `{"v":1,"entries":[…]}`.
     pub fn to_json(&self) -> String {
-        let env = EnvelopeOut { v: QUEUE_FORMAT_VERSION, entries: &self.entries };
-        // Serializing plain structs of strings and integers cannot fail.
-        serde_json::to_string(&env).unwrap_or_else(|_| r#"{"v":1,"entries":[]}"#.to_string())
+        codec::queue_to_value(self).to_string()
     }
 
     /// The entry of `thread_id`, if queued.
@@ -253,7 +241,17 @@ impl QueueFile {
     /// `last_error`: the failures counted against the old content do not count against the
     /// new one.
     pub fn observe(&mut self, thread_id: &str, messages: Vec<ChatMessage>, now: Millis, version: String) {
-        if let Some(e) = self.entries.iter_mut().find(|e| e.thread_id == thread_id) {
+        if let Some(i) = self.entries.iter().position(|e| e.thread_id == thread_id) {
+            if self.entries[i].retry_at.is_some() {
+                // New content for an entry in retry backoff starts waiting afresh: with the
+                // LLM down and the user still chatting, this keeps it to one call per
+                // debounce window instead of one per turn (its max wait had long passed).
+                let mut moved = self.entries.remove(i);
+                moved.first_at = now;
+                let at = self.entries.partition_point(|x| x.first_at <= now);
+                self.entries.insert(at, moved);
+            }
+            let e = self.entries.iter_mut().find(|e| e.thread_id == thread_id).expect("just positioned");
             e.messages = messages;
             e.last_at = now;
             e.version = version;

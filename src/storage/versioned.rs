@@ -25,28 +25,39 @@ use super::{Commit, KvStore, Slot, Store, Versioned};
 use crate::error::{Error, Result};
 use crate::ids::{IdSource, RandomIds};
 use crate::sync::LocalFuture;
-use serde::{Deserialize, Serialize};
+use std::rc::Rc;
 
 /// Makes a [`KvStore`] into a revisioned [`Store`] for one agent.
-pub struct VersionedKv<K> {
-    kv: K,
+pub struct VersionedKv {
+    kv: Rc<dyn KvStore>,
     namespace: String,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 struct Pointer {
     rev: u64,
     key: String,
 }
 
-impl<K: KvStore> VersionedKv<K> {
+impl Pointer {
+    fn parse(raw: &str) -> Option<Pointer> {
+        let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+        Some(Pointer { rev: v.get("rev")?.as_u64()?, key: v.get("key")?.as_str()?.to_string() })
+    }
+
+    fn to_json(&self) -> String {
+        serde_json::json!({"rev": self.rev, "key": self.key}).to_string()
+    }
+}
+
+impl VersionedKv {
     /// Wraps `kv` for `agent`.
-    pub fn new(kv: K, agent: &str) -> VersionedKv<K> {
+    pub fn new(kv: Rc<dyn KvStore>, agent: &str) -> VersionedKv {
         VersionedKv { kv, namespace: format!("user-memory/{}/", encode_agent(agent)) }
     }
 
     /// The wrapped key-value store.
-    pub fn inner(&self) -> &K {
+    pub fn inner(&self) -> &Rc<dyn KvStore> {
         &self.kv
     }
 
@@ -63,8 +74,8 @@ impl<K: KvStore> VersionedKv<K> {
     async fn read_pointer(&self, slot: Slot) -> Result<Option<(String, Pointer)>> {
         let key = self.pointer_key(slot);
         let Some(raw) = self.kv.get(&key).await? else { return Ok(None) };
-        match serde_json::from_str::<Pointer>(&raw) {
-            Ok(p) if p.key.starts_with(&self.versions_prefix(slot)) => Ok(Some((raw, p))),
+        match Pointer::parse(&raw) {
+            Some(p) if p.key.starts_with(&self.versions_prefix(slot)) => Ok(Some((raw, p))),
             _ => Err(Error::corrupt(format!(
                 "{}: the pointer `{key}` is unreadable ({}); it was left as it is",
                 self.kv.describe(),
@@ -98,8 +109,7 @@ impl<K: KvStore> VersionedKv<K> {
             let _ = self.kv.delete(&new_key).await;
             return Err(e);
         }
-        let pointer = serde_json::to_string(&Pointer { rev, key: new_key.clone() })
-            .expect("a pointer always serialises");
+        let pointer = Pointer { rev, key: new_key.clone() }.to_json();
         let pointer_key = self.pointer_key(slot);
         let expected = current.as_ref().map(|(raw, _)| raw.as_str());
         let flipped = if self.kv.capabilities().compare_and_set {
@@ -160,7 +170,7 @@ impl<K: KvStore> VersionedKv<K> {
     }
 }
 
-impl<K: KvStore> Store for VersionedKv<K> {
+impl Store for VersionedKv {
     fn load(&self, slot: Slot) -> LocalFuture<'_, Result<Option<Versioned>>> {
         Box::pin(self.load_slot(slot))
     }
@@ -239,7 +249,8 @@ mod tests {
 
     #[test]
     fn commits_advance_revisions_and_refuse_stale_bases() {
-        let s = VersionedKv::new(MemoryKv::new(), "a");
+        let kv = Rc::new(MemoryKv::new());
+        let s = VersionedKv::new(kv.clone(), "a");
         block_on(async {
             assert_eq!(s.load(Slot::Document).await.unwrap(), None);
             assert_eq!(s.commit(Slot::Document, 0, "one".into()).await.unwrap(), Commit::Committed(1));
@@ -248,20 +259,20 @@ mod tests {
             let v = s.load(Slot::Document).await.unwrap().unwrap();
             assert_eq!((v.revision, v.value.as_str()), (2, "two"));
             // Only the pointer and the current version remain: the old one was deleted.
-            assert_eq!(s.inner().snapshot().len(), 2);
+            assert_eq!(kv.snapshot().len(), 2);
         });
     }
 
     #[test]
     fn a_corrupt_pointer_is_reported_and_never_overwritten() {
-        let kv = MemoryKv::new();
+        let kv = Rc::new(MemoryKv::new());
         kv.put_raw("user-memory/a/doc", "{not json");
-        let s = VersionedKv::new(kv, "a");
+        let s = VersionedKv::new(kv.clone(), "a");
         block_on(async {
             assert_eq!(s.load(Slot::Document).await.unwrap_err().code(), "CORRUPT_MEMORY");
             assert_eq!(s.commit(Slot::Document, 0, "x".into()).await.unwrap_err().code(), "CORRUPT_MEMORY");
             s.cleanup().await.unwrap();
         });
-        assert_eq!(s.inner().snapshot().get("user-memory/a/doc").unwrap(), "{not json");
+        assert_eq!(kv.snapshot().get("user-memory/a/doc").unwrap(), "{not json");
     }
 }

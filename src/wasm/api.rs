@@ -41,12 +41,11 @@ thread_local! {
     static NOOP: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
 }
 
-fn promise<T, F>(f: F) -> Promise
-where
-    F: std::future::Future<Output = Result<T>> + 'static,
-    T: Into<JsValue>,
-{
-    future_to_promise(async move { f.await.map(Into::into).js() })
+/// Runs `f` as a Promise. The future is boxed so `future_to_promise` is instantiated once
+/// for the whole API (each instantiation costs kilobytes of wasm).
+fn promise(f: impl std::future::Future<Output = Result<JsValue>> + 'static) -> Promise {
+    let boxed: crate::sync::LocalFuture<'static, Result<JsValue>> = Box::pin(f);
+    future_to_promise(async move { boxed.await.js() })
 }
 
 fn doc_js(doc: &Document) -> JsValue {
@@ -85,7 +84,7 @@ impl UserMemory {
     /// were still queued when the last instance stopped.
     #[wasm_bindgen(unchecked_return_type = "Promise<UserMemory>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "UserMemoryOptions")] options: JsValue) -> Promise {
-        future_to_promise(async move { Self::open_inner(options).await.map(JsValue::from).js() })
+        promise(async move { Self::open_inner(options).await.map(JsValue::from) })
     }
 
     /// Queues the conversation of thread `threadId` for extraction (debounced). Returns at
@@ -104,7 +103,7 @@ impl UserMemory {
         let pending = self.engine.observe(&thread, &msgs).js()?;
         let p = match pending {
             None => Promise::resolve(&JsValue::FALSE),
-            Some(fut) => future_to_promise(async move { fut.await.map(|_| JsValue::TRUE).js() }),
+            Some(fut) => promise(async move { fut.await.map(|_| JsValue::TRUE) }),
         };
         // Mark the promise as handled: callers that ignore it never see an unhandled
         // rejection; callers that await it still get the error.

@@ -1,0 +1,61 @@
+// Runs every test, in order, and prints a timing summary. Called by `npm test` after
+// scripts/setup.sh. Stops at the first failing step (its output is above the summary).
+//
+//   node scripts/test.mjs            everything
+//   node scripts/test.mjs rust js    only the named steps (see STEPS)
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const node = process.execPath;
+const wasmEnv = { CHROMEDRIVER: "/usr/bin/chromedriver", WASM_BINDGEN_TEST_TIMEOUT: "120" };
+
+function jsTests(dir) {
+  const d = join(root, dir);
+  if (!existsSync(d)) return [];
+  return readdirSync(d)
+    .filter((f) => f.endsWith(".test.mjs"))
+    .sort()
+    .map((f) => join(dir, f));
+}
+
+/** name → [description, command, args, extra env] */
+const STEPS = {
+  rust: ["host cargo test (pure core, engine, doctests)", "cargo", ["test", "--quiet"], {}],
+  build: ["build the package (wasm-bindgen + wasm-opt) and check the size budget", node, ["scripts/build.mjs", "--if-stale", "--check-size"], {}],
+  wasm: ["wasm tests in Node and headless Chromium (wasm-bindgen-test-runner)", "cargo", ["test", "--quiet", "--target", "wasm32-unknown-unknown", "--tests"], wasmEnv],
+  js: ["JS tests of the built package (node:test)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/js")], {}],
+  browser: ["browser tests (Playwright + Debian Chromium)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/browser")], {}],
+  packaging: ["packaging smoke tests from the packed tarball", node, ["--test", "--test-concurrency=1", ...jsTests("tests/packaging")], {}],
+};
+
+const wanted = process.argv.slice(2);
+const names = wanted.length ? wanted : Object.keys(STEPS);
+const results = [];
+const t0 = Date.now();
+for (const name of names) {
+  const step = STEPS[name];
+  if (!step) {
+    console.error(`unknown step ${name}; steps: ${Object.keys(STEPS).join(", ")}`);
+    process.exit(2);
+  }
+  const [description, cmd, args, env] = step;
+  if (cmd === node && args[0] === "--test" && args.length === 3) {
+    results.push([name, "skipped (no tests)", 0]);
+    continue;
+  }
+  console.log(`\n=== ${name}: ${description}`);
+  const start = Date.now();
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env: { ...process.env, ...env } });
+  const secs = (Date.now() - start) / 1000;
+  results.push([name, r.status === 0 ? "ok" : `FAILED (exit ${r.status ?? r.signal})`, secs]);
+  if (r.status !== 0) break;
+}
+console.log("\n=== summary");
+for (const [name, status, secs] of results) {
+  console.log(`  ${name.padEnd(10)} ${status.padEnd(22)} ${secs.toFixed(1).padStart(6)} s`);
+}
+console.log(`  total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+process.exit(results.every(([, s]) => s === "ok" || s.startsWith("skipped")) && results.length === names.length ? 0 : 1);
