@@ -1,0 +1,200 @@
+//! Test doubles for the engine's platform traits: a clock moved by hand, a scripted LLM,
+//! an event recorder, and a builder that opens an engine on an in-memory store.
+#![allow(dead_code, unreachable_pub)]
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use user_memory::config::Config;
+use user_memory::engine::{Engine, Event, EventSink, ManualScheduler, Parts};
+use user_memory::error::{Error, Result};
+use user_memory::ids::SequentialIds;
+use user_memory::llm::{Llm, LlmRequest};
+use user_memory::message::{InputMessage, Role};
+use user_memory::storage::{KvStore, MemoryKv, Store, VersionedKv};
+use user_memory::sync::LocalFuture;
+use user_memory::time::{Clock, Millis};
+use user_memory::tokens::Estimate;
+
+/// 2026-03-14T10:30:00Z
+pub const T0: Millis = 1_773_484_200_000;
+
+#[derive(Default)]
+pub struct FakeClock(pub Cell<Millis>);
+
+impl FakeClock {
+    pub fn at(t: Millis) -> Rc<FakeClock> {
+        Rc::new(FakeClock(Cell::new(t)))
+    }
+    pub fn advance(&self, ms: Millis) {
+        self.0.set(self.0.get() + ms);
+    }
+    pub fn now(&self) -> Millis {
+        self.0.get()
+    }
+}
+
+impl Clock for FakeClock {
+    fn now_ms(&self) -> Millis {
+        self.0.get()
+    }
+}
+
+/// Answers from a script, in order; records every request.
+#[derive(Default)]
+pub struct ScriptedLlm {
+    pub replies: RefCell<VecDeque<Result<String>>>,
+    pub requests: RefCell<Vec<LlmRequest>>,
+}
+
+impl ScriptedLlm {
+    pub fn new(replies: Vec<Result<String>>) -> Rc<ScriptedLlm> {
+        Rc::new(ScriptedLlm { replies: RefCell::new(replies.into()), requests: RefCell::default() })
+    }
+    pub fn push(&self, reply: Result<String>) {
+        self.replies.borrow_mut().push_back(reply);
+    }
+    pub fn calls(&self) -> usize {
+        self.requests.borrow().len()
+    }
+}
+
+impl Llm for ScriptedLlm {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+        self.requests.borrow_mut().push(request.clone());
+        let reply = self
+            .replies
+            .borrow_mut()
+            .pop_front()
+            .unwrap_or_else(|| Err(Error::LlmFailed("the script has no more replies".into())));
+        Box::pin(async move { reply })
+    }
+}
+
+#[derive(Default)]
+pub struct Recorder(pub RefCell<Vec<Event>>);
+
+impl EventSink for Recorder {
+    fn emit(&self, event: Event) {
+        self.0.borrow_mut().push(event);
+    }
+}
+
+impl Recorder {
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.borrow().iter().map(Event::name).collect()
+    }
+    pub fn error_codes(&self) -> Vec<&'static str> {
+        self.0
+            .borrow()
+            .iter()
+            .filter_map(|e| match e {
+                Event::Error(err) => Some(err.error.code()),
+                _ => None,
+            })
+            .collect()
+    }
+    pub fn clear(&self) {
+        self.0.borrow_mut().clear();
+    }
+}
+
+/// Everything a test needs to drive one engine.
+pub struct Rig {
+    pub engine: Engine,
+    pub clock: Rc<FakeClock>,
+    pub llm: Rc<ScriptedLlm>,
+    pub events: Rc<Recorder>,
+    pub scheduler: Rc<ManualScheduler>,
+    pub kv: Rc<MemoryKv>,
+}
+
+pub struct RigBuilder {
+    pub config: Config,
+    pub kv: Rc<MemoryKv>,
+    pub store: Option<Rc<dyn Store>>,
+    pub clock: Rc<FakeClock>,
+    pub llm: Rc<ScriptedLlm>,
+    pub instance: String,
+}
+
+impl RigBuilder {
+    pub fn new() -> RigBuilder {
+        let mut config = Config::default();
+        config.queue.debounce_ms = 30_000;
+        RigBuilder {
+            config,
+            kv: Rc::new(MemoryKv::new()),
+            store: None,
+            clock: FakeClock::at(T0),
+            llm: ScriptedLlm::new(vec![]),
+            instance: "A".into(),
+        }
+    }
+    pub fn shared(kv: &Rc<MemoryKv>, clock: &Rc<FakeClock>) -> RigBuilder {
+        RigBuilder { kv: kv.clone(), clock: clock.clone(), ..RigBuilder::new() }
+    }
+    pub fn instance(mut self, id: &str) -> Self {
+        self.instance = id.into();
+        self
+    }
+    pub fn store(mut self, store: Rc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+    pub fn config(mut self, f: impl FnOnce(&mut Config)) -> Self {
+        f(&mut self.config);
+        self
+    }
+    pub fn replies(self, replies: Vec<Result<String>>) -> Self {
+        for r in replies {
+            self.llm.push(r);
+        }
+        self
+    }
+    pub async fn open(self) -> Result<Rig> {
+        let events = Rc::new(Recorder::default());
+        let scheduler = Rc::new(ManualScheduler::default());
+        let kv: Rc<dyn KvStore> = self.kv.clone();
+        let store = self.store.unwrap_or_else(|| Rc::new(VersionedKv::new(kv, &self.config.agent)));
+        let engine = Engine::open(Parts {
+            config: self.config,
+            store,
+            llm: self.llm.clone(),
+            clock: self.clock.clone(),
+            ids: Rc::new(SequentialIds::starting_at(0x100)),
+            counter: Rc::new(Estimate),
+            scheduler: scheduler.clone(),
+            events: events.clone(),
+            instance_id: self.instance,
+            lease_ms: 120_000,
+        })
+        .await?;
+        Ok(Rig { engine, clock: self.clock, llm: self.llm, events, scheduler, kv: self.kv })
+    }
+}
+
+pub fn user(text: &str) -> InputMessage {
+    InputMessage::new(Role::User, text)
+}
+
+pub fn assistant(text: &str) -> InputMessage {
+    InputMessage::new(Role::Assistant, text)
+}
+
+pub fn turn(u: &str, a: &str) -> Vec<InputMessage> {
+    vec![user(u), assistant(a)]
+}
+
+/// A model reply adding the given facts (confidence 0.9, category knowledge).
+pub fn reply_with_facts(facts: &[&str]) -> Result<String> {
+    let facts: Vec<serde_json::Value> =
+        facts.iter().map(|f| serde_json::json!({"content": f, "category": "knowledge", "confidence": 0.9})).collect();
+    Ok(serde_json::json!({"newFacts": facts, "factsToRemove": []}).to_string())
+}
+
+/// Runs a future on a single-threaded executor (everything here is ready at once or
+/// driven by other tasks of the same pool).
+pub fn run<F: std::future::Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}

@@ -1,0 +1,400 @@
+//! The engine end to end, natively: observe → debounce → LLM → parse → apply → commit,
+//! with a clock moved by hand, a scripted LLM and the in-memory store.
+
+mod common;
+
+use common::*;
+use std::cell::Cell;
+use std::rc::Rc;
+use user_memory::engine::{Event, UpdateReason};
+use user_memory::error::{Error, Result};
+use user_memory::message::Speaker;
+use user_memory::storage::{Commit, MemoryKv, Slot, Store, Versioned, VersionedKv};
+use user_memory::sync::LocalFuture;
+
+#[test]
+fn a_burst_of_three_observes_makes_one_llm_call_with_the_newest_messages() {
+    run(async {
+        let rig = RigBuilder::new().replies(vec![reply_with_facts(&["Writes Go microservices"])]).open().await.unwrap();
+        let mut history = turn("I write Go", "Nice");
+        for i in 0..3 {
+            history.extend(turn(&format!("message {i}"), "ok"));
+            rig.engine.observe("t1", &history).unwrap().unwrap().await.unwrap();
+            rig.clock.advance(10_000);
+        }
+        // 20 s after the last observe: not due yet (debounce 30 s from the last one).
+        assert_eq!(rig.engine.next_due_at(), Some(T0 + 20_000 + 30_000));
+        let r = rig.engine.process_due().await.unwrap();
+        assert!(r.processed.is_empty());
+        assert_eq!(rig.llm.calls(), 0);
+        rig.clock.advance(20_000);
+        let r = rig.engine.process_due().await.unwrap();
+        assert_eq!(r.processed, vec!["t1".to_string()]);
+        assert_eq!(rig.llm.calls(), 1);
+        let prompt = rig.llm.requests.borrow()[0].prompt.clone();
+        assert!(prompt.contains("message 2"), "the newest history is sent");
+        assert_eq!(rig.engine.cached().facts[0].content, "Writes Go microservices");
+        assert_eq!(rig.engine.cached().facts[0].source, "t1");
+        assert_eq!(rig.engine.next_due_at(), None, "the queue is empty afterwards");
+        assert_eq!(rig.events.names().iter().filter(|n| **n == "queued").count(), 3);
+        assert_eq!(rig.events.names().iter().filter(|n| **n == "update").count(), 1);
+    });
+}
+
+#[test]
+fn two_threads_make_two_calls_in_one_batch() {
+    run(async {
+        let rig = RigBuilder::new()
+            .replies(vec![reply_with_facts(&["Fact from t1"]), reply_with_facts(&["Fact from t2"])])
+            .open()
+            .await
+            .unwrap();
+        rig.engine.observe("t1", &turn("one", "1")).unwrap().unwrap().await.unwrap();
+        rig.engine.observe("t2", &turn("two", "2")).unwrap().unwrap().await.unwrap();
+        rig.clock.advance(30_000);
+        let r = rig.engine.process_due().await.unwrap();
+        assert_eq!(r.processed, vec!["t1".to_string(), "t2".to_string()]);
+        assert_eq!(rig.llm.calls(), 2);
+        let sources: Vec<String> = rig.engine.cached().facts.iter().map(|f| f.source.clone()).collect();
+        assert_eq!(sources, vec!["t1", "t2"]);
+    });
+}
+
+#[test]
+fn nothing_is_queued_without_a_user_and_an_assistant_message_or_when_paused() {
+    run(async {
+        let rig = RigBuilder::new().open().await.unwrap();
+        assert!(rig.engine.observe("t1", &[user("only a question")]).unwrap().is_none());
+        assert!(rig.engine.observe("t1", &[]).unwrap().is_none());
+        assert_eq!(rig.engine.observe("", &turn("a", "b")).err().unwrap().code(), "INVALID_INPUT");
+        let paused = RigBuilder::new().config(|c| c.enabled = false).open().await.unwrap();
+        assert!(paused.engine.observe("t1", &turn("a", "b")).unwrap().is_none());
+        assert_eq!(rig.engine.next_due_at(), None);
+    });
+}
+
+#[test]
+fn malformed_model_output_leaves_memory_untouched_and_the_entry_queued_for_retry() {
+    run(async {
+        let rig = RigBuilder::new()
+            .replies(vec![Ok("Sure! Here is what I learned about the user.".into()), reply_with_facts(&["Uses Rust"])])
+            .open()
+            .await
+            .unwrap();
+        rig.engine.add_fact(&serde_json::json!({"content": "Likes tea"})).await.unwrap();
+        let before = rig.engine.cached();
+        rig.engine.observe("t1", &turn("I use Rust", "ok")).unwrap().unwrap().await.unwrap();
+        let err = rig.engine.flush().await.unwrap_err();
+        assert_eq!(err.code(), "LLM_BAD_OUTPUT");
+        assert_eq!(rig.engine.cached(), before, "memory is untouched");
+        assert!(rig.events.error_codes().contains(&"LLM_BAD_OUTPUT"));
+        // Still queued, due after the retry delay (30 s).
+        assert_eq!(rig.engine.next_due_at(), Some(T0 + 30_000));
+        rig.clock.advance(30_000);
+        let r = rig.engine.process_due().await.unwrap();
+        assert_eq!(r.processed, vec!["t1".to_string()]);
+        assert_eq!(rig.engine.cached().facts.len(), 2);
+    });
+}
+
+#[test]
+fn an_entry_failing_max_attempts_times_is_abandoned_with_an_event() {
+    run(async {
+        let rig = RigBuilder::new().config(|c| c.queue.max_attempts = 2).open().await.unwrap();
+        rig.llm.push(Err(Error::LlmHttp { status: 500, message: "boom".into() }));
+        rig.llm.push(Err(Error::LlmHttp { status: 500, message: "boom".into() }));
+        rig.engine.observe("t1", &turn("a", "b")).unwrap().unwrap().await.unwrap();
+        assert_eq!(rig.engine.flush().await.unwrap_err().code(), "LLM_HTTP");
+        assert_eq!(rig.engine.flush().await.unwrap_err().code(), "LLM_HTTP");
+        assert_eq!(rig.events.error_codes(), vec!["LLM_HTTP", "LLM_HTTP", "ABANDONED"]);
+        let attempts: Vec<Option<u32>> = rig
+            .events
+            .0
+            .borrow()
+            .iter()
+            .filter_map(|e| if let Event::Error(e) = e { Some(e.attempt) } else { None })
+            .collect();
+        assert_eq!(attempts, vec![Some(1), Some(2), Some(2)]);
+        assert_eq!(rig.engine.next_due_at(), None);
+        assert!(rig.engine.flush().await.is_ok(), "nothing left to flush");
+    });
+}
+
+#[test]
+fn a_second_instance_resumes_an_entry_the_first_persisted() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let clock = FakeClock::at(T0);
+        let a = RigBuilder::shared(&kv, &clock).instance("A").open().await.unwrap();
+        a.engine.observe("t1", &turn("I live in Chengdu", "Nice city")).unwrap().unwrap().await.unwrap();
+        a.engine.close().await.unwrap();
+        assert_eq!(a.engine.observe("t1", &turn("x", "y")).err().unwrap().code(), "CLOSED");
+        // A restart: a new instance on the same storage.
+        clock.advance(60_000);
+        let b = RigBuilder::shared(&kv, &clock).instance("B").replies(vec![reply_with_facts(&["Lives in Chengdu"])]).open().await.unwrap();
+        assert_eq!(b.engine.next_due_at(), Some(T0 + 30_000), "resumed, and overdue");
+        assert_eq!(b.scheduler.armed(), Some(T0 + 30_000), "the timer was armed on open");
+        b.engine.process_due().await.unwrap();
+        assert_eq!(b.engine.cached().facts[0].content, "Lives in Chengdu");
+        let msgs = &b.llm.requests.borrow()[0].prompt;
+        assert!(msgs.contains("I live in Chengdu"));
+    });
+}
+
+/// An LLM whose answer is held until the test releases it.
+struct GatedLlm {
+    gate: std::cell::RefCell<Option<futures::channel::oneshot::Receiver<Result<String>>>>,
+    calls: Cell<usize>,
+}
+
+impl user_memory::llm::Llm for GatedLlm {
+    fn complete<'a>(&'a self, _: &'a user_memory::llm::LlmRequest) -> LocalFuture<'a, Result<String>> {
+        self.calls.set(self.calls.get() + 1);
+        let rx = self.gate.borrow_mut().take().expect("one call only");
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(Error::LlmFailed("gate dropped".into()))) })
+    }
+}
+
+#[test]
+fn an_entry_claimed_by_one_instance_is_not_processed_by_another_meanwhile() {
+    use futures::task::LocalSpawnExt;
+    let kv = Rc::new(MemoryKv::new());
+    let clock = FakeClock::at(T0);
+    let mut pool = futures::executor::LocalPool::new();
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let gated = Rc::new(GatedLlm { gate: std::cell::RefCell::new(Some(rx)), calls: Cell::new(0) });
+    let a = pool.run_until(async {
+        let mut b = RigBuilder::shared(&kv, &clock).instance("A");
+        b.config.queue.debounce_ms = 0;
+        let rig = b.open().await.unwrap();
+        rig.engine.observe("t1", &turn("I climb", "cool")).unwrap().unwrap().await.unwrap();
+        rig
+    });
+    // Rebuild A's engine with the gated LLM on the same storage.
+    let a_engine = pool.run_until(async {
+        let events = Rc::new(Recorder::default());
+        user_memory::engine::Engine::open(user_memory::engine::Parts {
+            config: { let mut c = user_memory::config::Config::default(); c.queue.debounce_ms = 0; c },
+            store: Rc::new(VersionedKv::new(kv.clone(), "default")),
+            llm: gated.clone(),
+            clock: clock.clone(),
+            ids: Rc::new(user_memory::ids::SequentialIds::starting_at(1)),
+            counter: Rc::new(user_memory::tokens::Estimate),
+            scheduler: Rc::new(user_memory::engine::ManualScheduler::default()),
+            events,
+            instance_id: "A2".into(),
+            lease_ms: 120_000,
+        })
+        .await
+        .unwrap()
+    });
+    drop(a);
+    let running = a_engine.clone();
+    pool.spawner().spawn_local(async move { running.process_due().await.unwrap(); }).unwrap();
+    pool.run_until_stalled();
+    assert_eq!(gated.calls.get(), 1, "A2 claimed the entry and is waiting for its LLM");
+    // B comes along while A2's call is in flight: the entry is claimed, so B leaves it.
+    let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").open()).unwrap();
+    let report = pool.run_until(b.engine.process_due()).unwrap();
+    assert!(report.processed.is_empty() && report.failed.is_empty());
+    assert_eq!(b.llm.calls(), 0);
+    assert_eq!(b.engine.next_due_at(), Some(T0 + 120_000), "B would take over when the claim expires");
+    // A2's model answers; the entry is done and B sees an empty queue.
+    tx.send(reply_with_facts(&["Climbs"])).unwrap();
+    pool.run();
+    pool.run_until(b.engine.process_due()).unwrap();
+    assert_eq!(b.engine.next_due_at(), None);
+    assert_eq!(pool.run_until(b.engine.get()).unwrap().facts[0].content, "Climbs");
+}
+
+#[test]
+fn observing_during_processing_keeps_the_newer_messages_queued() {
+    run(async {
+        let rig = RigBuilder::new().replies(vec![reply_with_facts(&["first"]), reply_with_facts(&["second"])]).open().await.unwrap();
+        rig.engine.observe("t1", &turn("one", "1")).unwrap().unwrap().await.unwrap();
+        // Flush (claims + processes), then a newer turn of the same thread arrives.
+        rig.engine.flush().await.unwrap();
+        rig.engine.observe("t1", &[user("one"), assistant("1"), user("two"), assistant("2")]).unwrap().unwrap().await.unwrap();
+        rig.engine.flush().await.unwrap();
+        assert_eq!(rig.llm.calls(), 2);
+        let second = &rig.llm.requests.borrow()[1].prompt;
+        assert!(second.contains("two"));
+        assert_eq!(rig.engine.cached().facts.len(), 2);
+    });
+}
+
+/// A store that, once, lets another writer commit right before our commit lands.
+struct Interfering {
+    inner: VersionedKv,
+    fired: Cell<bool>,
+    foreign: String,
+}
+
+impl Store for Interfering {
+    fn load(&self, slot: Slot) -> LocalFuture<'_, Result<Option<Versioned>>> {
+        self.inner.load(slot)
+    }
+    fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<Commit>> {
+        Box::pin(async move {
+            if slot == Slot::Document && !self.fired.replace(true) {
+                let r = self.inner.commit(slot, base, self.foreign.clone()).await?;
+                assert!(matches!(r, Commit::Committed(_)));
+            }
+            self.inner.commit(slot, base, value).await
+        })
+    }
+    fn discard(&self, slot: Slot) -> LocalFuture<'_, Result<()>> {
+        self.inner.discard(slot)
+    }
+    fn describe(&self) -> String {
+        "interfering store".into()
+    }
+}
+
+#[test]
+fn a_commit_that_loses_a_race_replays_the_delta_on_the_newer_document_without_a_second_llm_call() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let foreign = serde_json::json!({
+            "version": "1.0", "lastUpdated": "", "user": {}, "history": {},
+            "facts": [{"id": "fact_0000beef", "content": "Written by another tab", "category": "context", "confidence": 0.8, "createdAt": "", "source": "manual"}]
+        })
+        .to_string();
+        let store = Rc::new(Interfering { inner: VersionedKv::new(kv.clone(), "default"), fired: Cell::new(false), foreign });
+        let rig = RigBuilder::shared(&kv, &FakeClock::at(T0)).store(store).replies(vec![reply_with_facts(&["From the LLM"])]).open().await.unwrap();
+        rig.engine.observe("t1", &turn("a", "b")).unwrap().unwrap().await.unwrap();
+        rig.engine.flush().await.unwrap();
+        assert_eq!(rig.llm.calls(), 1, "the delta was replayed, not re-extracted");
+        let contents: Vec<String> = rig.engine.get().await.unwrap().facts.iter().map(|f| f.content.clone()).collect();
+        assert_eq!(contents, vec!["Written by another tab", "From the LLM"], "both writes survive");
+        // Listeners saw the other writer's change as `remote`, then ours.
+        let reasons: Vec<UpdateReason> = rig
+            .events
+            .0
+            .borrow()
+            .iter()
+            .filter_map(|e| if let Event::Update(u) = e { Some(u.reason) } else { None })
+            .collect();
+        assert_eq!(reasons, vec![UpdateReason::Remote, UpdateReason::Extraction]);
+    });
+}
+
+#[test]
+fn corrupt_stored_memory_fails_open_and_is_kept() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let clock = FakeClock::at(T0);
+        let rig = RigBuilder::shared(&kv, &clock).open().await.unwrap();
+        rig.engine.add_fact(&serde_json::json!({"content": "x"})).await.unwrap();
+        // Damage the stored document (not the pointer): valid JSON, wrong shape.
+        let ptr: serde_json::Value = serde_json::from_str(&kv.snapshot()["user-memory/default/doc"]).unwrap();
+        let key = ptr["key"].as_str().unwrap().to_string();
+        kv.put_raw(&key, r#"{"user": "oops", "history": {}, "facts": []}"#);
+        let err = match RigBuilder::shared(&kv, &clock).open().await {
+            Err(e) => e,
+            Ok(_) => panic!("opening corrupt memory must fail"),
+        };
+        assert_eq!(err.code(), "CORRUPT_MEMORY");
+        assert!(err.message().contains("`user` must be an object"), "{}", err.message());
+        // The instance that was already open cannot overwrite it either.
+        assert_eq!(rig.engine.add_fact(&serde_json::json!({"content": "y"})).await.unwrap_err().code(), "CORRUPT_MEMORY");
+        assert_eq!(kv.snapshot()[&key], r#"{"user": "oops", "history": {}, "facts": []}"#);
+    });
+}
+
+#[test]
+fn a_corrupt_queue_entry_is_dropped_with_an_event_and_the_others_are_processed() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let clock = FakeClock::at(T0);
+        let a = RigBuilder::shared(&kv, &clock).open().await.unwrap();
+        a.engine.observe("t1", &turn("a", "b")).unwrap().unwrap().await.unwrap();
+        let ptr: serde_json::Value = serde_json::from_str(&kv.snapshot()["user-memory/default/queue"]).unwrap();
+        let key = ptr["key"].as_str().unwrap().to_string();
+        let mut queue: serde_json::Value = serde_json::from_str(&kv.snapshot()[&key]).unwrap();
+        queue["entries"].as_array_mut().unwrap().insert(0, serde_json::json!({"threadId": "bad", "messages": "not a list"}));
+        kv.put_raw(&key, &queue.to_string());
+        let b = RigBuilder::shared(&kv, &clock).instance("B").replies(vec![reply_with_facts(&["ok"])]).open().await.unwrap();
+        b.engine.flush().await.unwrap();
+        assert_eq!(b.events.error_codes(), vec!["CORRUPT_MEMORY"]);
+        assert_eq!(b.engine.cached().facts.len(), 1);
+        assert_eq!(b.llm.calls(), 1);
+    });
+}
+
+#[test]
+fn manual_edits_emit_updates_and_unknown_ids_are_not_found() {
+    run(async {
+        let rig = RigBuilder::new().open().await.unwrap();
+        let f = rig.engine.add_fact(&serde_json::json!({"content": "Prefers dark mode", "category": "preference"})).await.unwrap();
+        let f2 = rig.engine.update_fact(&f.id, &serde_json::json!({"confidence": 0.6})).await.unwrap();
+        assert_eq!(f2.confidence, 0.6);
+        assert_eq!(rig.engine.update_fact("fact_nope", &serde_json::json!({})).await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(rig.engine.remove_fact("fact_nope").await.unwrap_err().code(), "NOT_FOUND");
+        rig.engine.remove_fact(&f.id).await.unwrap();
+        rig.engine.add_fact(&serde_json::json!({"content": "x"})).await.unwrap();
+        rig.engine.clear().await.unwrap();
+        assert!(rig.engine.cached().is_empty());
+        let reasons: Vec<UpdateReason> = rig
+            .events
+            .0
+            .borrow()
+            .iter()
+            .filter_map(|e| if let Event::Update(u) = e { Some(u.reason) } else { None })
+            .collect();
+        use UpdateReason::*;
+        assert_eq!(reasons, vec![AddFact, UpdateFact, RemoveFact, AddFact, Clear]);
+    });
+}
+
+#[test]
+fn import_validates_keeps_last_updated_and_unknown_fields() {
+    run(async {
+        let rig = RigBuilder::new().open().await.unwrap();
+        let doc = serde_json::json!({"version": "1.0", "lastUpdated": "2026-01-02T03:04:05Z", "custom": true,
+            "user": {}, "history": {}, "facts": [{"content": "Imported", "note": "keep me"}]});
+        let d = rig.engine.import(&doc).await.unwrap();
+        assert_eq!(d.last_updated, "2026-01-02T03:04:05Z");
+        let exported = rig.engine.get().await.unwrap().to_value();
+        assert_eq!(exported["custom"], true);
+        assert_eq!(exported["facts"][0]["note"], "keep me");
+        let err = rig.engine.import(&serde_json::json!({"user": {}, "history": {}, "facts": "no"})).await.unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT");
+        assert!(err.message().contains("`facts` must be an array"));
+        assert_eq!(rig.engine.get().await.unwrap().facts[0].content, "Imported", "a rejected import changes nothing");
+        // A JSON string works too.
+        rig.engine.import(&serde_json::Value::String(doc.to_string())).await.unwrap();
+    });
+}
+
+#[test]
+fn inject_uses_the_filtered_conversation_and_the_cached_document() {
+    run(async {
+        let rig = RigBuilder::new().open().await.unwrap();
+        assert_eq!(rig.engine.inject(&turn("hi", "hello")), "");
+        rig.engine.add_fact(&serde_json::json!({"content": "Has a rabbit called 汤圆", "confidence": 0.8})).await.unwrap();
+        rig.engine.add_fact(&serde_json::json!({"content": "Writes Go", "confidence": 0.95})).await.unwrap();
+        let block = rig.engine.inject(&[user("我的兔子汤圆不吃草")]);
+        assert!(block.starts_with("<memory>\n"));
+        let rabbit = block.find("汤圆").unwrap();
+        let go = block.find("Writes Go").unwrap();
+        assert!(rabbit < go, "the relevant fact comes first:\n{block}");
+    });
+}
+
+#[test]
+fn the_persisted_queue_holds_only_filtered_messages() {
+    run(async {
+        let rig = RigBuilder::new().open().await.unwrap();
+        let msgs = vec![
+            user("<uploaded_files>/mnt/user-data/uploads/a.pdf</uploaded_files>Summarise this"),
+            assistant("<memory>\nFacts:\n- [x | 1.00] y\n</memory>Here is the summary."),
+        ];
+        rig.engine.observe("t1", &msgs).unwrap().unwrap().await.unwrap();
+        let stored: String = rig.kv.snapshot().iter().find(|(k, _)| k.contains("/queue/v")).unwrap().1.clone();
+        assert!(!stored.contains("uploaded_files") && !stored.contains("<memory>"), "{stored}");
+        let q: serde_json::Value = serde_json::from_str(&stored).unwrap();
+        assert_eq!(q["entries"][0]["messages"][0]["content"], "Summarise this");
+        let _ = Speaker::User;
+    });
+}
