@@ -21,11 +21,20 @@ function jsTests(dir) {
     .map((f) => join(dir, f));
 }
 
+function wasmTests() {
+  return readdirSync(join(root, "tests"))
+    .filter((f) => /^wasm_.*\.rs$/.test(f))
+    .sort()
+    .flatMap((f) => ["--test", f.replace(/\.rs$/, "")]);
+}
+
 /** name → [description, command, args, extra env] */
 const STEPS = {
   rust: ["host cargo test (pure core, engine, doctests)", "cargo", ["test", "--quiet"], {}],
   build: ["build the package (wasm-bindgen + wasm-opt) and check the size budget", node, ["scripts/build.mjs", "--if-stale", "--check-size"], {}],
-  wasm: ["wasm tests in Node and headless Chromium (wasm-bindgen-test-runner)", "cargo", ["test", "--quiet", "--target", "wasm32-unknown-unknown", "--tests"], wasmEnv],
+  // Only the tests/wasm_*.rs targets: the native test files use native-only dev-dependencies
+  // (and wasm doctests would "pass" without running).
+  wasm: ["wasm tests in Node and headless Chromium (wasm-bindgen-test-runner)", "cargo", ["test", "--target", "wasm32-unknown-unknown", ...wasmTests()], wasmEnv],
   js: ["JS tests of the built package (node:test)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/js")], {}],
   browser: ["browser tests (Playwright + Debian Chromium)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/browser")], {}],
   packaging: ["packaging smoke tests from the packed tarball", node, ["--test", "--test-concurrency=1", ...jsTests("tests/packaging")], {}],

@@ -1,0 +1,84 @@
+// A local HTTP server that plays an LLM from a script, speaking the OpenAI chat-completions
+// protocol (POST /v1/chat/completions) and Anthropic's messages API (POST /v1/messages).
+// Bound to 127.0.0.1 only. Every request is recorded, so tests can check what was sent.
+//
+//   const llm = await startLlmServer();
+//   llm.script.push({ json: { newFacts: [...] } });          // 200 with that reply as content
+//   llm.script.push({ status: 500 });                          // an error status
+//   llm.script.push({ status: 429, headers: { "retry-after": "1" } });
+//   llm.script.push({ hang: true });                           // never answers
+//   llm.script.push({ content: "raw text reply" });
+//   llm.script.push({ destroy: true });                        // drops the connection
+//   ... llm.baseUrl  (http://127.0.0.1:PORT/v1), llm.requests, await llm.close()
+// When the script is empty, `fallback` (a function of the request) answers, default 500.
+import { createServer } from "node:http";
+
+export async function startLlmServer({ fallback } = {}) {
+  const script = [];
+  const requests = [];
+  const hanging = new Set();
+  const server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      let json = null;
+      try {
+        json = JSON.parse(body);
+      } catch {}
+      const record = { method: req.method, url: req.url, headers: req.headers, body: json, raw: body, at: Date.now() };
+      requests.push(record);
+      const step = script.length ? script.shift() : fallback ? fallback(record) : { status: 500, body: { error: { message: "script exhausted" } } };
+      answer(step, record, res);
+    });
+  });
+  function answer(step, record, res) {
+    if (step.hang) {
+      hanging.add(res);
+      return;
+    }
+    if (step.destroy) {
+      res.socket.destroy();
+      return;
+    }
+    const delay = step.delayMs ?? 0;
+    setTimeout(() => {
+      const status = step.status ?? 200;
+      const headers = { "content-type": "application/json", ...(step.headers ?? {}) };
+      let payload = step.body;
+      if (payload === undefined && status === 200) {
+        const content = step.content ?? JSON.stringify(step.json ?? {});
+        const anthropic = record.url.endsWith("/messages");
+        payload = anthropic
+          ? { id: "msg_1", type: "message", role: "assistant", content: [{ type: "text", text: content }], stop_reason: "end_turn" }
+          : { id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }] };
+      }
+      res.writeHead(status, headers);
+      res.end(typeof payload === "string" ? payload : JSON.stringify(payload ?? { error: { message: `scripted ${status}` } }));
+    }, delay);
+  }
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  return {
+    script,
+    requests,
+    port,
+    origin: `http://127.0.0.1:${port}`,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    /** The user prompt of request i (OpenAI or Anthropic shape). */
+    prompt(i) {
+      const b = requests[i]?.body;
+      return b?.messages?.at(-1)?.content ?? "";
+    },
+    async close() {
+      for (const res of hanging) res.socket?.destroy();
+      server.closeAllConnections?.();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** A delta reply adding the given facts (confidence 0.9). */
+export function factsReply(...contents) {
+  return { json: { newFacts: contents.map((content) => ({ content, category: "knowledge", confidence: 0.9 })), factsToRemove: [] } };
+}
