@@ -7,7 +7,7 @@
 //   node scripts/build.mjs --if-stale   build only if a source is newer than pkg/
 //   node scripts/build.mjs --check-size fail if wasm + glue gzipped exceed the budget
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -60,23 +60,54 @@ function printReport(r) {
   console.log(`  ${"wasm + glue".padEnd(28)} ${kb(r.total.raw).padStart(10)} raw ${kb(r.total.gzip).padStart(10)} gzip   (budget ${kb(r.budgetGzip)})`);
 }
 
+/** Serialises builds (several test runs may build at once); a lock older than 10 min is stale. */
+async function withBuildLock(fn) {
+  const lock = join(root, "target", ".build-lock");
+  mkdirSync(join(root, "target"), { recursive: true });
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 600_000) rmSync(lock, { recursive: true, force: true });
+      } catch {}
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+await withBuildLock(async () => {
 if (args.has("--if-stale") && !stale()) {
   console.log("pkg/ is up to date");
 } else {
   const t0 = Date.now();
   run("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown"]);
-  rmSync(join(pkg, "wasm"), { recursive: true, force: true });
-  mkdirSync(join(pkg, "wasm"), { recursive: true });
+  // Build into a scratch folder and swap it in, so readers never see a half-written pkg/.
+  const scratch = join(root, "target", "pkg-wasm-next");
+  rmSync(scratch, { recursive: true, force: true });
+  mkdirSync(scratch, { recursive: true });
   run("wasm-bindgen", [
     "--target", "web",
-    "--out-dir", join(pkg, "wasm"),
+    "--out-dir", scratch,
     "--out-name", "user_memory",
     "--remove-name-section",
     "--remove-producers-section",
     join(root, "target/wasm32-unknown-unknown/release/user_memory.wasm"),
   ]);
-  const wasm = join(pkg, "wasm/user_memory_bg.wasm");
+  const wasm = join(scratch, "user_memory_bg.wasm");
   run(process.execPath, [join(root, "node_modules/binaryen/bin/wasm-opt"), "-Oz", "--strip-debug", wasm, "-o", wasm]);
+  mkdirSync(pkg, { recursive: true });
+  const old = join(root, "target", "pkg-wasm-old");
+  rmSync(old, { recursive: true, force: true });
+  if (existsSync(join(pkg, "wasm"))) renameSync(join(pkg, "wasm"), old);
+  renameSync(scratch, join(pkg, "wasm"));
+  rmSync(old, { recursive: true, force: true });
   for (const f of ["browser.js", "node.js", "workers.js", "index.d.ts"]) {
     copyFileSync(join(root, "js", f), join(pkg, f));
   }
@@ -85,6 +116,7 @@ if (args.has("--if-stale") && !stale()) {
   printReport(report);
   console.log(`built pkg/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
+});
 
 if (args.has("--check-size")) {
   const r = sizeReport();

@@ -334,6 +334,22 @@ impl Engine {
         Ok(doc)
     }
 
+    /// Re-reads the persisted queue (another instance queued or processed something) and
+    /// re-arms the timer.
+    pub async fn refresh_queue(&self) -> Result<()> {
+        let read = store_ops::read_queue(&*self.parts().store).await?;
+        {
+            let mut st = self.inner.state.borrow_mut();
+            let mut view = read.file;
+            for p in &st.pending {
+                view.observe(&p.thread_id, p.messages.clone(), p.at, p.version.clone());
+            }
+            st.queue = view;
+        }
+        self.rearm();
+        Ok(())
+    }
+
     /// Replaces the cached document if `revision` is newer, emitting `update`.
     fn adopt(&self, doc: Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
         let event = {
