@@ -84,10 +84,28 @@ impl Config {
             Value::Object(o) => o,
             other => return Err(Error::invalid(format!("options must be an object, found {}", type_name(other)))),
         };
+        let mut c = Config::default();
+        c.apply(obj)?;
+        Ok(c)
+    }
+
+    /// A copy with the options in `v` changed (for `configure()` at runtime). The agent
+    /// cannot change: open another instance for another agent.
+    pub fn with_changes(&self, v: &Value) -> Result<Config> {
+        let obj = v.as_object().ok_or_else(|| Error::invalid(format!("options must be an object, found {}", type_name(v))))?;
+        if obj.contains_key("agent") {
+            return Err(Error::invalid("`agent` cannot change on an open instance; open another one"));
+        }
+        let mut c = self.clone();
+        c.apply(obj)?;
+        Ok(c)
+    }
+
+    fn apply(&mut self, obj: &Map<String, Value>) -> Result<()> {
         if let Some(k) = obj.keys().find(|k| !KNOWN_OPTIONS.contains(&k.as_str())) {
             return Err(Error::invalid(format!("unknown option `{k}`")));
         }
-        let mut c = Config::default();
+        let c = self;
         if let Some(agent) = opt_str(obj, "agent", "agent")? {
             validate_agent(&agent)?;
             c.agent = agent;
@@ -152,7 +170,30 @@ impl Config {
                 )))
             }
         }
-        Ok(c)
+        Ok(())
+    }
+}
+
+impl Config {
+    /// The options as JSON, with their public names (what `memory.options()` returns).
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({
+            "agent": self.agent,
+            "debounceMs": self.queue.debounce_ms,
+            "maxWaitMs": self.queue.max_wait_ms,
+            "maxAttempts": self.queue.max_attempts,
+            "maxFacts": self.apply.max_facts,
+            "factConfidenceThreshold": self.apply.threshold,
+            "maxInjectionTokens": self.inject.max_tokens,
+            "topFacts": self.inject.top_facts,
+            "recentTurns": self.inject.recent_turns,
+            "similarityWeight": self.inject.similarity_weight,
+            "confidenceWeight": self.inject.confidence_weight,
+            "injectionEnabled": self.inject.enabled,
+            "enabled": self.enabled,
+            "autoProcess": self.auto_process,
+            "prompt": {"instructions": self.prompt.instructions, "append": self.prompt.append},
+        })
     }
 }
 
@@ -233,6 +274,20 @@ mod tests {
         assert_eq!(c.inject.recent_turns, 3);
         assert_eq!((c.inject.similarity_weight, c.inject.confidence_weight), (0.6, 0.4));
         assert!(c.inject.enabled && c.enabled && c.auto_process);
+    }
+
+    #[test]
+    fn options_round_trip_through_their_json_form_and_change_at_runtime() {
+        let c = Config::from_value(&json!({"agent": "coder", "debounceMs": 150, "prompt": {"append": "x"}})).unwrap();
+        let mut v = c.to_value();
+        v.as_object_mut().unwrap().remove("agent");
+        let again = Config::default().with_changes(&v).unwrap();
+        assert_eq!(again.queue, c.queue);
+        assert_eq!(again.prompt, c.prompt);
+        let paused = c.with_changes(&json!({"enabled": false})).unwrap();
+        assert!(!paused.enabled && paused.agent == "coder");
+        assert_eq!(c.with_changes(&json!({"agent": "other"})).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(c.with_changes(&json!({"topFacts": -1})).unwrap_err().code(), "INVALID_INPUT");
     }
 
     #[test]

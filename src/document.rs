@@ -280,7 +280,8 @@ impl Section {
         })
     }
 
-    fn to_value(&self) -> Value {
+    /// The section as a JSON object (known fields first, then unknown ones).
+    pub fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert("summary".into(), Value::String(self.summary.clone()));
         m.insert("updatedAt".into(), Value::String(self.updated_at.clone()));

@@ -398,3 +398,27 @@ fn the_persisted_queue_holds_only_filtered_messages() {
         let _ = Speaker::User;
     });
 }
+
+#[test]
+fn sections_can_be_edited_by_hand_and_learning_paused_at_runtime() {
+    run(async {
+        let rig = RigBuilder::new().open().await.unwrap();
+        let s = rig.engine.update_section("user.workContext", "  Backend engineer.  ").await.unwrap();
+        assert_eq!(s.summary, "Backend engineer.");
+        assert!(s.updated_at.ends_with('Z'));
+        rig.engine.update_section("longTermBackground", "Ten years of Go.").await.unwrap();
+        let doc = rig.engine.get().await.unwrap();
+        assert_eq!(doc.section(user_memory::SectionId::LongTermBackground).summary, "Ten years of Go.");
+        assert_eq!(rig.engine.update_section("history.workContext", "x").await.unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(rig.engine.update_section("nope", "x").await.unwrap_err().code(), "INVALID_INPUT");
+
+        rig.engine.configure(&serde_json::json!({"enabled": false})).unwrap();
+        assert!(rig.engine.observe("t1", &turn("a", "b")).unwrap().is_none(), "paused: nothing is queued");
+        rig.engine.configure(&serde_json::json!({"enabled": true, "debounceMs": 1000})).unwrap();
+        rig.engine.observe("t1", &turn("a", "b")).unwrap().unwrap().await.unwrap();
+        assert_eq!(rig.engine.next_due_at(), Some(T0 + 1000), "the new debounce applies");
+        rig.engine.configure(&serde_json::json!({"injectionEnabled": false})).unwrap();
+        assert_eq!(rig.engine.inject(&turn("go", "ok")), "");
+        assert_eq!(rig.engine.configure(&serde_json::json!({"agent": "x"})).unwrap_err().code(), "INVALID_INPUT");
+    });
+}

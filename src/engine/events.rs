@@ -16,6 +16,8 @@ pub enum UpdateReason {
     UpdateFact,
     /// `removeFact`.
     RemoveFact,
+    /// `updateSection`.
+    UpdateSection,
     /// `clear`.
     Clear,
     /// `import`.
@@ -32,6 +34,7 @@ impl UpdateReason {
             UpdateReason::AddFact => "addFact",
             UpdateReason::UpdateFact => "updateFact",
             UpdateReason::RemoveFact => "removeFact",
+            UpdateReason::UpdateSection => "updateSection",
             UpdateReason::Clear => "clear",
             UpdateReason::Import => "import",
             UpdateReason::Remote => "remote",

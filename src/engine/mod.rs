@@ -118,6 +118,8 @@ struct State {
 
 struct Inner {
     parts: Parts,
+    /// The live options (`configure()` swaps them); `parts.config` is what `open` got.
+    config: RefCell<Rc<Config>>,
     state: RefCell<State>,
     store_lock: AsyncLock,
     process_lock: AsyncLock,
@@ -170,6 +172,7 @@ impl Engine {
         let deferred = problems.into_iter().map(|e| Event::Error(ErrorEvent { error: e, thread_id: None, attempt: None })).collect();
         let engine = Engine {
             inner: Rc::new(Inner {
+                config: RefCell::new(Rc::new(parts.config.clone())),
                 parts,
                 state: RefCell::new(State {
                     doc,
@@ -199,8 +202,23 @@ impl Engine {
         &self.inner.parts
     }
 
-    fn config(&self) -> &Config {
-        &self.inner.parts.config
+    fn config(&self) -> Rc<Config> {
+        self.inner.config.borrow().clone()
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> Rc<Config> {
+        self.config()
+    }
+
+    /// Changes options at runtime (pause learning, disable injection, other budgets …);
+    /// validated like `open()`'s. The timer is re-armed for the new timing.
+    pub fn configure(&self, changes: &Value) -> Result<()> {
+        self.check_open()?;
+        let next = self.config().with_changes(changes)?;
+        *self.inner.config.borrow_mut() = Rc::new(next);
+        self.rearm();
+        Ok(())
     }
 
     fn now(&self) -> Millis {
@@ -410,6 +428,34 @@ impl Engine {
         self.check_open()?;
         let (fact, _) = self.commit_with(UpdateReason::RemoveFact, None, true, |d| edit::remove_fact(d, id)).await?;
         Ok(fact)
+    }
+
+    /// Replaces the summary of one section (`"workContext"` … or `"user.workContext"` …) by
+    /// hand; its `updatedAt` becomes now.
+    pub async fn update_section(&self, section: &str, summary: &str) -> Result<crate::Section> {
+        self.check_open()?;
+        let key = section.rsplit('.').next().unwrap_or(section);
+        let id = crate::SectionId::ALL
+            .into_iter()
+            .find(|s| s.key() == key && (section == key || section == format!("{}.{}", s.group(), s.key())))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown section \"{section}\" (workContext, personalContext, topOfMind, recentMonths, earlierContext, longTermBackground)"
+                ))
+            })?;
+        let now = crate::time::iso_from_millis(self.now());
+        let summary = summary.trim().to_string();
+        let (section, _) = self
+            .commit_with(UpdateReason::UpdateSection, None, true, |d| {
+                let s = d.section_mut(id);
+                if s.summary != summary {
+                    s.summary = summary.clone();
+                    s.updated_at = now.clone();
+                }
+                Ok(s.clone())
+            })
+            .await?;
+        Ok(section)
     }
 
     /// Empties all sections and facts.

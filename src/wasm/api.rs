@@ -223,6 +223,31 @@ impl UserMemory {
         promise(async move { e.remove_fact(&id).await.map(|f| from_json(&f.to_value())) })
     }
 
+    /// Replaces the summary of one section by hand (`"workContext"`, … or
+    /// `"user.workContext"`, …); resolves to the section.
+    #[wasm_bindgen(js_name = updateSection, unchecked_return_type = "Promise<Section>")]
+    pub fn update_section(&self, #[wasm_bindgen(unchecked_param_type = "SectionName")] section: String, summary: String) -> Promise {
+        let e = self.engine.clone();
+        promise(async move {
+            Ok(from_json(&e.update_section(&section, &summary).await?.to_value()))
+        })
+    }
+
+    /// Changes options at runtime, validated like `open()`'s: pause learning
+    /// (`{ enabled: false }`), turn injection off, change budgets or timing. `agent`, `llm`
+    /// and `storage` cannot change. Throws `INVALID_INPUT`.
+    pub fn configure(&self, #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] changes: JsValue) -> std::result::Result<(), JsValue> {
+        options::check_finite(&changes, "options").js()?;
+        let v = to_json(&changes, "the options").js()?;
+        self.engine.configure(&v).js()
+    }
+
+    /// The options in force (without `llm`, `storage` and `countTokens`).
+    #[wasm_bindgen(unchecked_return_type = "ResolvedOptions")]
+    pub fn options(&self) -> JsValue {
+        from_json(&self.engine.options().to_value())
+    }
+
     /// Empties every section and removes every fact.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn clear(&self) -> Promise {

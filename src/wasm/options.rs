@@ -23,7 +23,7 @@ pub(crate) struct Options {
 
 /// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
 /// because `JSON.stringify` would silently turn them into `null` (= "use the default").
-fn check_finite(v: &JsValue, path: &str) -> Result<()> {
+pub(crate) fn check_finite(v: &JsValue, path: &str) -> Result<()> {
     if let Some(x) = v.as_f64() {
         if !x.is_finite() {
             return Err(Error::invalid(format!("`{path}` must be a finite number")));

@@ -160,6 +160,28 @@ export interface UserMemoryOptions {
   prompt?: { instructions?: string; append?: string };
 }
 
+/** Options that `configure()` can change on an open instance. */
+export type RuntimeOptions = Partial<Omit<UserMemoryOptions, "agent" | "llm" | "storage" | "countTokens">>;
+
+/** The options in force, as `options()` returns them. */
+export interface ResolvedOptions {
+  agent: string;
+  debounceMs: number;
+  maxWaitMs: number;
+  maxAttempts: number;
+  maxFacts: number;
+  factConfidenceThreshold: number;
+  maxInjectionTokens: number;
+  topFacts: number;
+  recentTurns: number;
+  similarityWeight: number;
+  confidenceWeight: number;
+  injectionEnabled: boolean;
+  enabled: boolean;
+  autoProcess: boolean;
+  prompt: { instructions: string | null; append: string | null };
+}
+
 /** Where to find stored memory, for `UserMemory.inspect()` and `UserMemory.reset()`. */
 export interface StorageOptions {
   agent?: string;
@@ -228,7 +250,7 @@ export interface UserMemoryError extends Error {
 /** Memory changed (here or in another tab/process). */
 export interface UpdateEvent {
   type: "update";
-  reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "clear" | "import" | "remote";
+  reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "updateSection" | "clear" | "import" | "remote";
   threadId: string | null;
   revision: number;
   added: Fact[];
