@@ -8,6 +8,10 @@
 //! * `upload` / `uploads` / `uploaded` / `uploading` followed within three words by
 //!   `file(s)`, `document(s)` or `attachment(s)`;
 //! * `file upload(s)`;
+//!
+//! unless the words in between (or right after `file upload`) name a piece of software —
+//! `service`, `api`, `endpoint`, `feature`, `handler`, `bug` … — so "Building a file upload
+//! service in Go" or "fixing the upload API for PDF files" stay: they are work, not events.
 //! * `/mnt/user-data/uploads/` or `<uploaded_files>`;
 //! * in Chinese, 上传 together with 文件, 附件 or 文档.
 //!
@@ -17,6 +21,12 @@ use crate::document::{Document, SectionId};
 
 const UPLOAD_WORDS: [&str; 4] = ["upload", "uploads", "uploaded", "uploading"];
 const FILE_WORDS: [&str; 6] = ["file", "files", "document", "documents", "attachment", "attachments"];
+/// Words that turn "upload" into the name of something being built.
+const FEATURE_WORDS: [&str; 30] = [
+    "service", "services", "feature", "features", "api", "apis", "endpoint", "endpoints", "component", "components",
+    "handler", "handlers", "form", "forms", "page", "widget", "module", "system", "flow", "pipeline", "library",
+    "button", "limit", "limits", "bug", "bugs", "server", "backend", "frontend", "ui",
+];
 
 /// Whether any sentence of `text` records a file upload.
 pub fn mentions_upload(text: &str) -> bool {
@@ -117,9 +127,19 @@ fn sentence_mentions_upload(sentence: &str) -> bool {
         lower.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect();
     words.iter().enumerate().any(|(i, w)| {
         if UPLOAD_WORDS.contains(w) {
-            return words[i + 1..].iter().take(4).any(|n| FILE_WORDS.contains(n));
+            for n in words[i + 1..].iter().take(4) {
+                if FEATURE_WORDS.contains(n) {
+                    return false;
+                }
+                if FILE_WORDS.contains(n) {
+                    return true;
+                }
+            }
+            return false;
         }
-        *w == "file" && words.get(i + 1).is_some_and(|n| *n == "upload" || *n == "uploads")
+        *w == "file"
+            && words.get(i + 1).is_some_and(|n| *n == "upload" || *n == "uploads")
+            && !words.get(i + 2).is_some_and(|n| FEATURE_WORDS.contains(n))
     })
 }
 
@@ -163,6 +183,10 @@ mod tests {
             "Uploaded photos of the trip to Flickr",
             "Wrote the upload handler. Files are stored in S3.",
             "Reads documents on upload day and more words later files",
+            "Building a file upload service in Go",
+            "Building an upload service for PDF files",
+            "Fixing the file upload bug in the billing app",
+            "Owns the upload API for attachments",
         ] {
             assert!(!mentions_upload(s), "{s}");
         }
