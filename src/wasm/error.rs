@@ -43,7 +43,7 @@ pub(crate) fn js_message(v: &JsValue) -> String {
     Reflect::get(v, &"message".into())
         .ok()
         .and_then(|m| m.as_string())
-        .unwrap_or_else(|| String::from(js_sys::JSON::stringify(v).map(String::from).unwrap_or_else(|_| "unknown error".into())))
+        .unwrap_or_else(|| js_sys::JSON::stringify(v).map(String::from).unwrap_or_else(|_| "unknown error".into()))
 }
 
 fn js_str_prop(v: &JsValue, key: &str) -> Option<String> {
