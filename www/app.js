@@ -1,0 +1,397 @@
+// The demo page: a chat whose every model call carries the user's long-term memory, and a
+// live view of that memory. URL parameters (all optional):
+//   ?storage=indexeddb|localstorage|memory   (remembered in localStorage as well)
+//   ?debounce=300                            quiet time before extraction, in ms (default 30 s)
+//   ?agent=name                              memory namespace (default "default")
+import { UserMemory } from "/pkg/browser.js";
+import { createChat } from "./js/chat.js";
+import { loadConfig } from "./js/llm.js";
+import { createMemoryPane, refreshTimes } from "./js/memory-pane.js";
+import { plural } from "./js/format.js";
+import { clearNotice, confirmDialog, notice, toast } from "./js/ui.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const STORAGES = ["indexeddb", "localstorage", "memory"];
+const STORAGE_NAMES = { indexeddb: "IndexedDB", localstorage: "localStorage", memory: "in memory" };
+const PREFS_KEY = "um-demo:prefs";
+/** An error message as a sentence. */
+const sentence = (m) => {
+  const t = String(m ?? "").trim();
+  return /[.!?…]$/.test(t) ? t : `${t}.`;
+};
+
+function loadPrefs() {
+  try {
+    return { storage: "indexeddb", enabled: true, injectionEnabled: true, ...JSON.parse(localStorage.getItem(PREFS_KEY) ?? "{}") };
+  } catch {
+    return { storage: "indexeddb", enabled: true, injectionEnabled: true };
+  }
+}
+function savePrefs() {
+  try {
+    localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
+  } catch {}
+}
+
+const prefs = loadPrefs();
+if (STORAGES.includes(params.get("storage"))) prefs.storage = params.get("storage");
+const debounceParam = Number(params.get("debounce"));
+const debounceMs = params.has("debounce") && Number.isFinite(debounceParam) && debounceParam > 0 ? debounceParam : undefined;
+const agent = params.get("agent") || "default";
+
+/** Shared state and actions for the two panes. */
+const app = {
+  agent,
+  config: { configured: false, model: null },
+  memory: null,
+  storage: null,
+  doc: null,
+  explanation: null,
+  opts: null,
+  fresh: new Set(),
+  freshSections: new Set(),
+  activity: { kind: "idle", at: 0, queuedAt: 0 },
+  options() {
+    return app.opts ?? { debounceMs: debounceMs ?? 30_000, enabled: prefs.enabled, injectionEnabled: prefs.injectionEnabled, maxInjectionTokens: 2000, similarityWeight: 0.6, confidenceWeight: 0.4 };
+  },
+  hasDraft: () => chat?.hasDraft() ?? false,
+  /** Runs a memory action; on failure shows why and resolves to undefined. */
+  async run(label, fn) {
+    try {
+      return await fn();
+    } catch (e) {
+      toast(`${label} failed: ${e?.message ?? e}`, { kind: "error" });
+      return undefined;
+    }
+  },
+  async deleteFact(fact) {
+    // Keep the keyboard user's place: focus moves to the next fact's delete button.
+    const rows = [...document.querySelectorAll("#facts-list [data-id]")];
+    const i = rows.findIndex((r) => r.dataset.id === fact.id);
+    const next = rows[i + 1] ?? rows[i - 1];
+    const removed = await app.run("Deleting the fact", () => app.memory.removeFact(fact.id));
+    if (!removed) return;
+    await refresh();
+    (next && document.querySelector(`[data-focus="delete-${CSS.escape(next.dataset.id)}"]`))?.focus() ?? $("add-fact-btn").focus();
+    toast("Fact deleted.", {
+      action: {
+        label: "Undo",
+        run: () => app.run("Restoring the fact", () => app.memory.addFact({ content: removed.content, category: removed.category, confidence: removed.confidence })),
+      },
+    });
+  },
+  onDraftChange: () => scheduleExplain(),
+  onConversationChange: () => refreshExplain(),
+};
+
+let chat = null;
+const pane = createMemoryPane(app);
+
+// ---- reading memory -------------------------------------------------------------------
+
+let generation = 0;
+/** Reloads the document and the explanation, dropping answers that arrive out of order. */
+async function refresh() {
+  const m = app.memory;
+  if (!m) return;
+  const g = ++generation;
+  try {
+    const [doc, explanation] = await Promise.all([m.get(), m.explain(chat?.query() ?? [])]);
+    if (g !== generation || m !== app.memory) return;
+    app.doc = doc;
+    app.explanation = explanation;
+    app.opts = m.options();
+    pane.renderAll();
+  } catch (e) {
+    if (m === app.memory) toast(`Could not read memory: ${e.message}`, { kind: "error" });
+  }
+}
+
+async function refreshExplain() {
+  const m = app.memory;
+  if (!m || !chat) return;
+  const g = ++generation;
+  try {
+    const explanation = await m.explain(chat.query());
+    if (g !== generation || m !== app.memory) return;
+    app.explanation = explanation;
+    pane.renderFacts();
+    pane.renderPreview();
+  } catch {}
+}
+
+let explainTimer = 0;
+function scheduleExplain() {
+  clearTimeout(explainTimer);
+  explainTimer = setTimeout(refreshExplain, 120);
+}
+
+// ---- opening memory -------------------------------------------------------------------
+
+function describeUpdate(e) {
+  const parts = [];
+  if (e.added?.length) parts.push(`+${plural(e.added.length, "fact")}`);
+  if (e.removed?.length) parts.push(`−${plural(e.removed.length, "fact")}`);
+  if (e.changed?.length) parts.push(`${plural(e.changed.length, "fact")} edited`);
+  if (e.sections?.length) parts.push(`${plural(e.sections.length, "section")}`);
+  if (e.reason === "clear") return "cleared";
+  if (e.reason === "import") return "imported";
+  return parts.join(", ") || (e.reason === "extraction" ? "nothing new" : "");
+}
+
+function subscribe(m) {
+  m.on("queued", (e) => {
+    app.activity.queuedAt = Date.now();
+    if (app.activity.kind === "error" && !e.pending) app.activity.kind = "idle";
+    pane.renderStatus();
+  });
+  m.on("update", (e) => {
+    app.activity = { kind: "updated", at: Date.now(), queuedAt: app.activity.queuedAt, summary: describeUpdate(e), reason: e.reason };
+    app.fresh = new Set([...(e.added ?? []).map((f) => f.id), ...(e.changed ?? []).map((f) => f.id)]);
+    app.freshSections = new Set(e.sections ?? []);
+    setTimeout(() => {
+      app.fresh.clear();
+      app.freshSections.clear();
+    }, 2500);
+    refresh();
+  });
+  m.on("error", (e) => {
+    app.activity = { kind: "error", at: Date.now(), queuedAt: app.activity.queuedAt, code: e.code, message: e.message, attempt: e.attempt };
+    pane.renderStatus();
+  });
+}
+
+async function open(kind) {
+  const options = {
+    agent,
+    storage: kind,
+    // Extraction goes through the same server proxy as the chat: no key in the page.
+    llm: { baseUrl: "/api/llm", model: app.config.model ?? "unconfigured", timeoutMs: 120_000 },
+    enabled: prefs.enabled,
+    injectionEnabled: prefs.injectionEnabled,
+    ...(debounceMs ? { debounceMs } : {}),
+  };
+  clearNotice("storage");
+  try {
+    return { memory: await UserMemory.open(options), kind };
+  } catch (e) {
+    if (kind === "memory") throw e;
+    if (e.code === "STORAGE_UNAVAILABLE") {
+      notice(`${STORAGE_NAMES[kind]} is not available here: ${sentence(e.message)} Memory is kept in this tab only and is lost on reload.`, { kind: "warn", id: "storage" });
+    } else if (e.code === "CORRUPT_MEMORY") {
+      corruptNotice(kind, e);
+    } else {
+      notice(`Could not open ${STORAGE_NAMES[kind]}: ${sentence(e.message)} Using in-memory storage instead.`, { kind: "error", id: "storage" });
+    }
+    return { memory: await UserMemory.open({ ...options, storage: "memory" }), kind: "memory", wanted: kind };
+  }
+}
+
+function corruptNotice(kind, e) {
+  notice(`The memory stored in ${STORAGE_NAMES[kind]} cannot be read: ${sentence(e.message)} Nothing was changed. Save the raw data, then reset that storage to start over.`, {
+    kind: "error",
+    id: "storage",
+    actions: [
+      {
+        label: "Download raw data",
+        run: async () => {
+          const raw = await UserMemory.inspect({ agent, storage: kind });
+          download(`memory-raw-${kind}.json`, JSON.stringify(raw, null, 2));
+        },
+      },
+      {
+        label: "Reset storage…",
+        run: async () => {
+          if (!(await confirmDialog({ title: `Reset ${STORAGE_NAMES[kind]}?`, message: "This deletes the unreadable memory and its queue for good.", confirmLabel: "Reset", danger: true }))) return;
+          await UserMemory.reset({ agent, storage: kind });
+          clearNotice("storage");
+          await switchStorage(kind);
+        },
+      },
+    ],
+  });
+}
+
+async function switchStorage(kind) {
+  const old = app.memory;
+  app.memory = null;
+  globalThis.memory = undefined;
+  app.doc = app.explanation = null;
+  pane.renderStatus();
+  if (old) await old.close().catch(() => {});
+  let opened;
+  try {
+    opened = await open(kind);
+  } catch (e) {
+    notice(`Memory could not be opened: ${e.message}`, { kind: "error", id: "storage" });
+    return;
+  }
+  app.memory = opened.memory;
+  app.storage = opened.kind;
+  app.opts = app.memory.options();
+  globalThis.memory = app.memory;
+  subscribe(app.memory);
+  app.activity = { kind: "idle", at: 0, queuedAt: 0 };
+  $("storage-select").value = opened.kind;
+  $("storage-name").textContent = STORAGE_NAMES[opened.kind];
+  document.body.dataset.storage = opened.kind;
+  $("toggle-learning").checked = app.opts.enabled;
+  $("toggle-injection").checked = app.opts.injectionEnabled;
+  chat?.renderComposer();
+  await refresh();
+}
+
+// ---- controls ---------------------------------------------------------------------------
+
+function download(name, text) {
+  const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function wireControls() {
+  $("storage-select").addEventListener("change", async (e) => {
+    const kind = e.target.value;
+    prefs.storage = kind;
+    savePrefs();
+    if (params.has("storage")) {
+      params.set("storage", kind);
+      history.replaceState(null, "", `${location.pathname}?${params}`);
+    }
+    await switchStorage(kind);
+    toast(`Memory now in ${STORAGE_NAMES[app.storage]}.`);
+  });
+
+  $("toggle-learning").addEventListener("change", (e) => {
+    prefs.enabled = e.target.checked;
+    savePrefs();
+    app.memory?.configure({ enabled: prefs.enabled });
+    app.opts = app.memory?.options() ?? null;
+    pane.renderStatus();
+  });
+  $("toggle-injection").addEventListener("change", (e) => {
+    prefs.injectionEnabled = e.target.checked;
+    savePrefs();
+    app.memory?.configure({ injectionEnabled: prefs.injectionEnabled });
+    app.opts = app.memory?.options() ?? null;
+    refreshExplain();
+    pane.renderPreview();
+  });
+
+  $("flush-btn").addEventListener("click", () => {
+    const m = app.memory;
+    if (!m) return;
+    const run = m.flush();
+    pane.renderStatus();
+    run.catch(() => {}); // failures arrive as `error` events
+  });
+
+  // Add a fact.
+  const form = $("add-fact-form");
+  const toggleAdd = (show) => {
+    form.hidden = !show;
+    $("add-fact-btn").setAttribute("aria-expanded", String(show));
+    if (show) $("new-fact-content").focus();
+    else $("add-fact-btn").focus();
+  };
+  $("add-fact-btn").addEventListener("click", () => toggleAdd(form.hidden));
+  $("add-fact-cancel").addEventListener("click", () => toggleAdd(false));
+  form.addEventListener("keydown", (e) => {
+    if (e.isComposing || e.keyCode === 229) return;
+    if (e.key === "Escape") toggleAdd(false);
+    if (e.key === "Enter" && !e.shiftKey && e.target.tagName === "TEXTAREA") {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const content = $("new-fact-content").value.trim();
+    if (!content) return $("new-fact-content").focus();
+    const fact = await app.run("Adding the fact", () =>
+      app.memory.addFact({ content, category: $("new-fact-category").value, confidence: Number($("new-fact-confidence").value) }),
+    );
+    if (!fact) return;
+    $("new-fact-content").value = "";
+    toggleAdd(false);
+  });
+
+  // Export / import / clear.
+  $("export-btn").addEventListener("click", async () => {
+    const doc = await app.run("Export", () => app.memory.export());
+    if (doc) download("memory.json", `${JSON.stringify(doc, null, 2)}\n`);
+  });
+  $("import-btn").addEventListener("click", () => $("import-file").click());
+  $("import-file").addEventListener("change", async (e) => {
+    const file = e.target.files?.[0];
+    e.target.value = "";
+    if (!file) return;
+    const text = await file.text();
+    let incoming = null;
+    try {
+      incoming = JSON.parse(text);
+    } catch {}
+    const current = app.doc?.facts?.length ?? 0;
+    if (incoming && typeof incoming === "object") {
+      const n = Array.isArray(incoming.facts) ? incoming.facts.length : 0;
+      const ok = await confirmDialog({
+        title: `Import ${file.name}?`,
+        message: `This replaces the whole memory (${plural(current, "fact")} and the profile) with the file's ${plural(n, "fact")} and profile.`,
+        confirmLabel: "Replace memory",
+      });
+      if (!ok) return;
+    }
+    // The library validates: a file that is not memory is rejected and nothing changes.
+    const doc = await app.run(`Importing ${file.name}`, () => app.memory.import(text));
+    if (doc) toast(`Imported ${plural(doc.facts.length, "fact")} from ${file.name}.`, { kind: "ok" });
+  });
+  $("clear-btn").addEventListener("click", async () => {
+    const n = app.doc?.facts?.length ?? 0;
+    const ok = await confirmDialog({
+      title: "Clear all memory?",
+      message: `This removes ${plural(n, "fact")} and all six profile sections from ${STORAGE_NAMES[app.storage]}. Export first if you may want them back.`,
+      confirmLabel: "Clear memory",
+      danger: true,
+    });
+    if (!ok) return;
+    const done = await app.run("Clearing memory", async () => {
+      await app.memory.clear();
+      return true;
+    });
+    if (done) toast("Memory cleared.", { kind: "ok" });
+  });
+}
+
+// ---- start ------------------------------------------------------------------------------
+
+function showConfig(config) {
+  const chip = $("model-chip");
+  chip.classList.toggle("ok", config.configured);
+  $("model-name").textContent = config.configured ? `${config.model} · ${config.endpoint}` : "no model";
+  $("endpoint-banner").hidden = config.configured;
+  $("endpoint-problem").textContent = config.configured ? "" : `(${config.problem})`;
+  $("input").placeholder = config.configured ? "Message the assistant…" : "No model connected — type anyway to see which facts would be injected";
+}
+
+async function main() {
+  wireControls();
+  pane.renderStatus();
+  app.config = await loadConfig();
+  showConfig(app.config);
+  chat = createChat(app);
+  await switchStorage(prefs.storage);
+  setInterval(() => pane.renderStatus(), 200);
+  setInterval(() => refreshTimes(), 10_000);
+  document.body.dataset.ready = "true";
+}
+
+main().catch((e) => {
+  notice(`The demo failed to start: ${e?.message ?? e}`, { kind: "error" });
+  console.error(e);
+});
