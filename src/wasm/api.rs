@@ -8,7 +8,8 @@ use super::convert::{from_json, messages, set, to_json};
 use super::error::{to_js, IntoJsResult};
 use super::options;
 use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
-use super::stores::open_store;
+use super::stores::{open_backend, open_store};
+use super::tabs::Tabs;
 use crate::engine::{Engine, Parts, RunReport};
 use crate::error::{Error, Result};
 use crate::ids::{IdSource, RandomIds};
@@ -34,6 +35,8 @@ use wasm_bindgen_futures::future_to_promise;
 pub struct UserMemory {
     engine: Engine,
     events: Rc<JsEvents>,
+    /// Cross-tab session of the browser backends (tabs.rs); closed by `close()`.
+    tabs: Option<Tabs>,
 }
 
 thread_local! {
@@ -273,9 +276,14 @@ impl UserMemory {
     pub fn close(&self) -> Promise {
         let e = self.engine.clone();
         let events = self.events.clone();
+        let tabs = self.tabs.clone();
         promise(async move {
             let r = e.close().await;
             events.clear();
+            // After the last queue write: stop cross-tab updates, give up localStorage leadership.
+            if let Some(tabs) = tabs {
+                tabs.close();
+            }
             r.map(|_| JsValue::UNDEFINED)
         })
     }
@@ -320,7 +328,8 @@ impl UserMemory {
 impl UserMemory {
     async fn open_inner(options: JsValue) -> Result<UserMemory> {
         let opts = options::read(&options)?;
-        let store = open_store(&opts.storage, &opts.config.agent).await?;
+        let backend = open_backend(&opts.storage, &opts.config.agent).await?;
+        let store = backend.store;
         let counter: Rc<dyn TokenCounter> = match opts.count_tokens {
             Some(f) => Rc::new(JsCounter { f }),
             None => Rc::new(Estimate),
@@ -343,7 +352,10 @@ impl UserMemory {
         })
         .await?;
         scheduler.set_target(engine.downgrade());
-        Ok(UserMemory { engine, events })
+        if let Some(tabs) = &backend.tabs {
+            tabs.connect(engine.downgrade());
+        }
+        Ok(UserMemory { engine, events, tabs: backend.tabs })
     }
 
     async fn storage_for(options: &JsValue) -> Result<(Rc<dyn crate::storage::Store>, String)> {

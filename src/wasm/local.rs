@@ -1,11 +1,117 @@
-//! localStorage backend. PLACEHOLDER: being written.
+//! The localStorage backend (SPEC §3).
+//!
+//! [`LocalStorageKv`] is `localStorage` as a [`KvStore`]; [`VersionedKv`] makes it atomic with
+//! the versioned key swap (keys `user-memory/{agent}/…`; crash orphans are removed on open).
+//!
+//! localStorage is **not immediately consistent between tabs** (a tab can read a value older
+//! than another tab's finished write, even inside a Web Lock), so the store is wrapped in a
+//! [`LeaderStore`]: one tab per origin and agent performs every read and write, the others
+//! ask it over `BroadcastChannel`. Where `navigator.locks` or `BroadcastChannel` is missing,
+//! every tab uses localStorage directly: the document is never torn, but two tabs committing
+//! within the same few milliseconds can lose one of the two updates.
 
+use super::convert::prop;
+use super::error::storage_error;
+use super::leader::LeaderStore;
 use crate::error::{Error, Result};
-use crate::storage::Store;
+use crate::storage::{KvCapabilities, KvStore, Store, VersionedKv};
+use crate::sync::LocalFuture;
 use std::rc::Rc;
+use wasm_bindgen::JsCast;
 
-/// Opens the localStorage store of `agent`.
-pub(crate) async fn open(agent: &str) -> Result<Rc<dyn Store>> {
-    let _ = agent;
-    Err(Error::StorageUnavailable("the localStorage backend is not built yet".into()))
+/// `localStorage` as a [`KvStore`] (every operation is synchronous underneath).
+pub struct LocalStorageKv {
+    storage: web_sys::Storage,
+}
+
+impl LocalStorageKv {
+    /// The global `localStorage`; `STORAGE_UNAVAILABLE` where there is none or it is blocked
+    /// (opaque origins, storage disabled: its getter throws `SecurityError`).
+    pub fn new() -> Result<LocalStorageKv> {
+        let v = js_sys::Reflect::get(&js_sys::global(), &"localStorage".into())
+            .map_err(|e| Error::StorageUnavailable(format!("localStorage is blocked here: {}", super::error::js_message(&e))))?;
+        if v.is_undefined() || v.is_null() {
+            return Err(Error::StorageUnavailable("there is no localStorage in this runtime".into()));
+        }
+        Ok(LocalStorageKv { storage: v.unchecked_into() })
+    }
+
+    fn read(&self, key: &str) -> Result<Option<String>> {
+        self.storage.get_item(key).map_err(|e| storage_error(&e, "localStorage read"))
+    }
+
+    fn write(&self, key: &str, value: &str) -> Result<()> {
+        // QuotaExceededError → STORAGE_QUOTA; nothing was written.
+        self.storage.set_item(key, value).map_err(|e| storage_error(&e, "localStorage write"))
+    }
+}
+
+impl KvStore for LocalStorageKv {
+    fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
+        Box::pin(std::future::ready(self.read(key)))
+    }
+
+    fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
+        Box::pin(std::future::ready(self.write(key, value)))
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
+        Box::pin(std::future::ready(self.storage.remove_item(key).map_err(|e| storage_error(&e, "localStorage delete"))))
+    }
+
+    fn capabilities(&self) -> KvCapabilities {
+        // compare_and_set is one synchronous read and write, so no other code of this tab
+        // can run in between. Across tabs nothing is atomic: that is what LeaderStore is for.
+        KvCapabilities { keys: true, compare_and_set: true }
+    }
+
+    fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
+        let r = (|| {
+            let n = self.storage.length().map_err(|e| storage_error(&e, "localStorage"))?;
+            let mut keys = Vec::new();
+            for i in 0..n {
+                if let Ok(Some(k)) = self.storage.key(i) {
+                    if k.starts_with(prefix) {
+                        keys.push(k);
+                    }
+                }
+            }
+            Ok(keys)
+        })();
+        Box::pin(std::future::ready(r))
+    }
+
+    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
+        let r = match self.read(key) {
+            Ok(now) if now.as_deref() == expected => self.write(key, value).map(|_| true),
+            Ok(_) => Ok(false),
+            Err(e) => Err(e),
+        };
+        Box::pin(std::future::ready(r))
+    }
+
+    fn describe(&self) -> String {
+        "localStorage".to_string()
+    }
+}
+
+/// Whether this runtime can elect a leader tab (`navigator.locks` and `BroadcastChannel`).
+pub(crate) fn can_elect() -> bool {
+    let locks = prop(&prop(&js_sys::global(), "navigator"), "locks");
+    !(locks.is_undefined() || locks.is_null()) && super::stores::has_global("BroadcastChannel")
+}
+
+/// The localStorage store and, when tabs elect a leader, its [`LeaderStore`] (to close it).
+pub(crate) type Opened = (Rc<dyn Store>, Option<Rc<LeaderStore>>);
+
+/// Opens the localStorage store of `agent`: led by one tab where the browser can elect one,
+/// else direct.
+pub(crate) fn open(agent: &str) -> Result<Opened> {
+    let kv = Rc::new(LocalStorageKv::new()?);
+    let direct = Rc::new(VersionedKv::new(kv, agent));
+    if !can_elect() {
+        return Ok((direct, None));
+    }
+    let leader = LeaderStore::start(direct)?;
+    Ok((leader.clone(), Some(leader)))
 }

@@ -8,11 +8,18 @@ mod convert;
 mod error;
 mod idb;
 mod js_store;
+mod leader;
 mod llm;
 mod local;
 mod options;
 mod platform;
 mod stores;
+mod tabs;
 mod types;
 
 pub use api::UserMemory;
+
+// The browser storage backends, public for the browser tests (tests/wasm_browser.rs).
+pub use idb::{AbortPoint, IdbStore};
+pub use leader::{LeaderStore, Role};
+pub use local::LocalStorageKv;

@@ -2,6 +2,7 @@
 
 use super::convert::prop;
 use super::js_store::JsKvStore;
+use super::tabs::Tabs;
 use crate::error::{Error, Result};
 use crate::storage::{shared_memory_kv, Store, VersionedKv};
 use std::rc::Rc;
@@ -13,9 +14,24 @@ pub(crate) fn has_global(name: &str) -> bool {
     !(v.is_undefined() || v.is_null())
 }
 
-/// Opens the store for `agent` named by the `storage` option (SPEC §11: default IndexedDB
-/// where it exists, else memory).
+/// What [`open_backend`] opened.
+pub(crate) struct Backend {
+    /// The store the engine uses.
+    pub(crate) store: Rc<dyn Store>,
+    /// For IndexedDB and localStorage: the instance's cross-tab session (commit
+    /// notifications, the localStorage leader). `close()` must close it.
+    pub(crate) tabs: Option<Tabs>,
+}
+
+/// Opens the store for `agent` named by the `storage` option (for one-off use: `inspect`,
+/// `reset`; a cross-tab session, if any, ends when the store is dropped).
 pub(crate) async fn open_store(storage: &JsValue, agent: &str) -> Result<Rc<dyn Store>> {
+    Ok(open_backend(storage, agent).await?.store)
+}
+
+/// Opens the store for `agent` named by the `storage` option (SPEC §11: default IndexedDB
+/// where it exists, else memory), with its cross-tab session for the browser backends.
+pub(crate) async fn open_backend(storage: &JsValue, agent: &str) -> Result<Backend> {
     if storage.is_undefined() || storage.is_null() {
         let kind = if has_global("indexedDB") { "indexeddb" } else { "memory" };
         return named_store(kind, agent).await;
@@ -25,21 +41,23 @@ pub(crate) async fn open_store(storage: &JsValue, agent: &str) -> Result<Rc<dyn 
     }
     if storage.is_object() {
         let kv = JsKvStore::new(storage.clone())?;
-        return Ok(Rc::new(VersionedKv::new(Rc::new(kv), agent)));
+        return Ok(Backend { store: Rc::new(VersionedKv::new(Rc::new(kv), agent)), tabs: None });
     }
     Err(Error::invalid("`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object"))
 }
 
-async fn named_store(kind: &str, agent: &str) -> Result<Rc<dyn Store>> {
+async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
     match kind {
-        "memory" => Ok(Rc::new(VersionedKv::new(shared_memory_kv(), agent))),
+        "memory" => Ok(Backend { store: Rc::new(VersionedKv::new(shared_memory_kv(), agent)), tabs: None }),
         "indexeddb" => {
             if !has_global("indexedDB") {
                 return Err(Error::StorageUnavailable(
                     "IndexedDB is not available in this runtime (Node.js and Workers have none): use storage: \"memory\" or a storage adapter".into(),
                 ));
             }
-            super::idb::open(agent).await
+            let store = super::idb::open(agent).await?;
+            let (store, tabs) = Tabs::start("indexeddb", agent, store, None);
+            Ok(Backend { store, tabs })
         }
         "localstorage" => {
             if !has_global("localStorage") {
@@ -47,7 +65,9 @@ async fn named_store(kind: &str, agent: &str) -> Result<Rc<dyn Store>> {
                     "localStorage is not available in this runtime (or is blocked, e.g. for an opaque origin): use storage: \"indexeddb\", \"memory\" or a storage adapter".into(),
                 ));
             }
-            super::local::open(agent).await
+            let (store, leader) = super::local::open(agent)?;
+            let (store, tabs) = Tabs::start("localstorage", agent, store, leader);
+            Ok(Backend { store, tabs })
         }
         other => Err(Error::invalid(format!(
             "`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object, found \"{other}\""
