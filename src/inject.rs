@@ -33,6 +33,7 @@ use crate::document::{Document, SectionId};
 use crate::filter::recent_turns;
 use crate::message::ChatMessage;
 use crate::relevance::FactIndex;
+use crate::tokenize::char_at;
 use crate::tokens::TokenCounter;
 use std::cmp::Ordering;
 
@@ -125,12 +126,15 @@ struct Ranked {
 }
 
 /// Score order: score, then confidence, then newer, then later position (best first).
+/// Scores and confidences are finite (options and documents are validated).
 fn better(a: &Ranked, b: &Ranked) -> Ordering {
-    b.score
-        .total_cmp(&a.score)
-        .then(b.conf.total_cmp(&a.conf))
-        .then(b.created.cmp(&a.created))
-        .then(b.pos.cmp(&a.pos))
+    if a.score != b.score {
+        return if a.score > b.score { Ordering::Less } else { Ordering::Greater };
+    }
+    if a.conf != b.conf {
+        return if a.conf > b.conf { Ordering::Less } else { Ordering::Greater };
+    }
+    b.created.cmp(&a.created).then(b.pos.cmp(&a.pos))
 }
 
 fn run(
@@ -173,7 +177,7 @@ fn run(
         let score = opts.similarity_weight * sim + opts.confidence_weight * conf;
         Ranked { pos, sim, conf, score, created: index.created_ms(pos) }
     };
-    let usable = |pos: usize| !doc.facts[pos].content.trim().is_empty();
+    let usable = |pos: usize| !index.is_blank(pos);
 
     // `ranked` holds every fact for `explain`, only the best `top_facts` for `inject`.
     let n = doc.facts.len();
@@ -182,7 +186,7 @@ fn run(
         all.sort_by(better);
         all
     } else {
-        top_k((0..n).filter(|&p| usable(p)).map(rank), opts.top_facts)
+        top_k((0..n).filter(|&p| usable(p)), rank, opts.top_facts)
     };
     let top: Vec<usize> =
         (0..ranked.len()).filter(|&i| usable(ranked[i].pos)).take(opts.top_facts).collect();
@@ -193,8 +197,9 @@ fn run(
     if opts.enabled {
         let mut budget = opts.max_tokens;
         loop {
-            let (block, picked) = fit(doc, &lines, &costs, budget, counter);
-            let tokens = counter.count(&block);
+            let (block, picked, counted) = fit(doc, &lines, &costs, budget, counter);
+            let trusted = !full && counter.subadditive_over_lines();
+            let tokens = if trusted { counted } else { counter.count(&block) };
             if tokens <= opts.max_tokens || block.is_empty() {
                 (out.block, out.tokens, chosen) = (block, tokens, picked);
                 break;
@@ -237,14 +242,17 @@ fn run(
     out
 }
 
-/// The best `k` of `items` in [`better`] order, keeping only `k` at a time.
-fn top_k(items: impl Iterator<Item = Ranked>, k: usize) -> Vec<Ranked> {
+/// The best `k` of the facts at `positions` in [`better`] order, keeping only `k` at a
+/// time (no allocation per fact).
+fn top_k(positions: impl Iterator<Item = usize>, rank: impl Fn(usize) -> Ranked, k: usize) -> Vec<Ranked> {
     let mut top: Vec<Ranked> = Vec::with_capacity(k + 1);
     if k == 0 {
         return top;
     }
-    for r in items {
-        if top.len() == k && better(&r, &top[k - 1]) != Ordering::Less {
+    for pos in positions {
+        let r = rank(pos);
+        // Most facts lose on the score alone; `better` only settles ties.
+        if top.len() == k && (r.score < top[k - 1].score || better(&r, &top[k - 1]) != Ordering::Less) {
             continue;
         }
         let at = top.partition_point(|x| better(x, &r) == Ordering::Less);
@@ -265,19 +273,19 @@ const GROUPS: [(&str, [SectionId; 3]); 2] = [
     ("History:\n", [SectionId::RecentMonths, SectionId::EarlierContext, SectionId::LongTermBackground]),
 ];
 
-/// Lays out the block within `budget` (counted piece by piece). Returns the block (or `""`)
-/// and which of the candidate fact lines it holds.
+/// Lays out the block within `budget` (counted piece by piece). Returns the block (or `""`),
+/// which of the candidate fact lines it holds, and the sum of the pieces' counts.
 fn fit(
     doc: &Document,
     lines: &[String],
     costs: &[usize],
     budget: usize,
     counter: &dyn TokenCounter,
-) -> (String, Vec<bool>) {
+) -> (String, Vec<bool>, usize) {
     let mut chosen = vec![false; lines.len()];
     let mut used = counter.count(OPEN) + counter.count(CLOSE);
     if used > budget {
-        return (String::new(), chosen);
+        return (String::new(), chosen, 0);
     }
     let mut body = String::new();
     let mut cut = false;
@@ -337,7 +345,7 @@ fn fit(
         }
     }
     if body.is_empty() && facts.is_empty() {
-        return (String::new(), chosen);
+        return (String::new(), chosen, 0);
     }
     let mut block = String::with_capacity(OPEN.len() + body.len() + lead.len() + facts.len() + CLOSE.len());
     block.push_str(OPEN);
@@ -347,7 +355,7 @@ fn fit(
         block.push_str(&facts);
     }
     block.push_str(CLOSE);
-    (block, chosen)
+    (block, chosen, used)
 }
 
 /// `- Label: value\n` with the value escaped (and a cut mark if given).
@@ -356,7 +364,7 @@ fn summary_line(label: &str, value: &str, mark: Option<char>) -> String {
     s.push_str("- ");
     s.push_str(label);
     s.push_str(": ");
-    push_escaped(&mut s, value);
+    push_value(&mut s, value);
     s.extend(mark);
     s.push('\n');
     s
@@ -367,12 +375,13 @@ fn fact_line(doc: &Document, pos: usize) -> String {
     let f = &doc.facts[pos];
     let mut s = String::with_capacity(f.content.len() + f.category.len() + 16);
     s.push_str("- [");
-    let category = collapse(&f.category);
-    push_escaped(&mut s, if category.is_empty() { crate::document::DEFAULT_CATEGORY } else { &category });
+    if !push_value(&mut s, &f.category) {
+        s.push_str(crate::document::DEFAULT_CATEGORY);
+    }
     s.push_str(" | ");
     push_confidence(&mut s, f.confidence);
     s.push_str("] ");
-    push_escaped(&mut s, &collapse(&f.content));
+    push_value(&mut s, &f.content);
     s.push('\n');
     s
 }
@@ -389,15 +398,61 @@ fn collapse(s: &str) -> String {
     out
 }
 
-/// Appends `s` with `&`, `<`, `>` escaped.
-fn push_escaped(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
+/// Appends `s` trimmed, with every whitespace run collapsed to one space and `&`, `<`, `>`
+/// escaped, in one pass that copies unescaped stretches whole. Returns whether anything
+/// was appended.
+fn push_value(out: &mut String, s: &str) -> bool {
+    let start = out.len();
+    let mut stretch: Option<usize> = None;
+    let mut space = false;
+    let mut i = 0;
+    while i < s.len() {
+        let (c, len) = char_at_if_special(s, i);
+        if c == ' ' || (len > 1 && c.is_whitespace()) {
+            if let Some(from) = stretch.take() {
+                out.push_str(&s[from..i]);
+            }
+            space = true;
+        } else {
+            if space && out.len() > start {
+                out.push(' ');
+            }
+            space = false;
+            let entity = match c {
+                '&' => "&amp;",
+                '<' => "&lt;",
+                '>' => "&gt;",
+                _ => "",
+            };
+            if entity.is_empty() {
+                stretch.get_or_insert(i);
+            } else {
+                if let Some(from) = stretch.take() {
+                    out.push_str(&s[from..i]);
+                }
+                out.push_str(entity);
+            }
         }
+        i += len;
+    }
+    if let Some(from) = stretch {
+        out.push_str(&s[from..]);
+    }
+    out.len() > start
+}
+
+/// Like [`char_at`], but only decodes characters that can be whitespace (lead bytes
+/// `C2`, `E1`, `E2`, `E3`); other non-ASCII characters come back as `'x'` with their
+/// length, ASCII whitespace as `' '`.
+#[inline(always)]
+fn char_at_if_special(s: &str, i: usize) -> (char, usize) {
+    match s.as_bytes()[i] {
+        b'\t'..=b'\r' | b' ' => (' ', 1),
+        x @ 0..=0x7F => (char::from(x), 1),
+        0xC2 | 0xE1..=0xE3 => char_at(s, i),
+        0xC0..=0xDF => ('x', 2),
+        0xE0..=0xEF => ('x', 3),
+        _ => ('x', 4),
     }
 }
 
@@ -428,7 +483,9 @@ mod tests {
     #[test]
     fn values_are_escaped_and_collapsed() {
         let mut out = String::new();
-        push_escaped(&mut out, &collapse("  a <b>\n & </memory>\r\n c "));
-        assert_eq!(out, "a &lt;b&gt; &amp; &lt;/memory&gt; c");
+        assert!(push_value(&mut out, "  a <b>\n & </memory>\r\n c\u{3000}d "));
+        assert_eq!(out, "a &lt;b&gt; &amp; &lt;/memory&gt; c d");
+        assert!(!push_value(&mut out, " \n "));
+        assert_eq!(collapse(" x \n y "), "x y");
     }
 }

@@ -13,9 +13,7 @@
 
 use crate::document::Fact;
 use crate::time::millis_from_iso;
-use crate::tokenize::{for_each_term, Term, TokenKind, TokenizerOptions};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::tokenize::{for_each_term, FxMap, Term, TokenKind, TokenizerOptions};
 
 /// Tuning of tokenisation and BM25. [`Params::default`] is what measured best on the
 /// development set (`docs/relevance.md`); the evaluation example varies the fields.
@@ -48,73 +46,47 @@ impl Default for Params {
     }
 }
 
-/// FxHash: a fast non-cryptographic hash for the intern tables (keys are not adversarial
-/// in a way that matters here: a user's own facts).
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// One posting: a fact slot and how often the term occurs in it.
+/// One posting: a fact (its position in the facts of the last sync), how often the term
+/// occurs in it, and the fact's length (copied here so scoring reads one array).
 #[derive(Debug, Clone, Copy)]
 struct Posting {
-    slot: u32,
+    pos: u32,
     tf: f32,
+    len: f32,
 }
 
-/// An indexed fact.
+/// An indexed fact, kept in the order of the facts of the last sync.
 #[derive(Debug, Clone, Default)]
 struct Entry {
     /// The key under which it is found in `by_id` (the id, suffixed for duplicate ids).
     key: Box<str>,
     content: Box<str>,
     created_at: Box<str>,
-    created_ms: u64,
     /// Distinct term ids of the content.
     terms: Vec<u32>,
-    /// Length in tokens (a CJK character counts once, not once per gram).
+    /// Length in words and CJK characters (grams and CJK-derived concepts do not count).
     len: f32,
-    /// Position in the facts of the last sync.
-    pos: u32,
-    /// Sync generation that last claimed it; 0 = free slot.
-    mark: u32,
 }
+
+/// Where an entry of the previous sync went.
+const DROPPED: u32 = u32::MAX;
 
 /// An inverted index over the facts of one document, kept up to date incrementally.
 #[derive(Debug, Default, Clone)]
 pub struct FactIndex {
     params: Params,
     vocab: FxMap<Box<str>, u32>,
+    /// Per term id: the facts containing it (so `df` is the length).
     postings: Vec<Vec<Posting>>,
+    /// Per position of the facts of the last sync.
     entries: Vec<Entry>,
-    free: Vec<u32>,
+    /// Per position: `createdAt` in epoch ms (0 if unknown).
+    created: Vec<u64>,
+    /// Per position: whether the content is blank.
+    blank: Vec<bool>,
+    /// Entry key → position.
     by_id: FxMap<Box<str>, u32>,
-    /// Slot of each position of the facts of the last sync.
-    order: Vec<u32>,
     total_len: f64,
-    generation: u32,
     /// Terms with a non-empty posting list.
     live_terms: usize,
     /// Facts tokenised since creation.
@@ -139,7 +111,12 @@ impl FactIndex {
 
     /// Number of facts indexed.
     pub fn len(&self) -> usize {
-        self.order.len()
+        self.entries.len()
+    }
+
+    /// Whether no fact is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// How many facts were tokenised since the index was created (diagnostics and tests:
@@ -153,97 +130,112 @@ impl FactIndex {
         self.vocab.len()
     }
 
-    /// Whether no fact is indexed.
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
-
-    /// Whether the index was last synced with facts that have these ids in this order (a
-    /// cheap check that it belongs to `facts`; content edits are only seen by [`sync`]).
+    /// A cheap sanity check that the index was last synced with `facts`: same number of
+    /// facts and the same ids at 17 or 18 evenly spread positions (first and last
+    /// included). It costs O(1); it does not see content edits, which only [`sync`] does.
     ///
     /// [`sync`]: FactIndex::sync
     pub fn is_synced_with(&self, facts: &[Fact]) -> bool {
-        facts.len() == self.order.len()
-            && facts.iter().zip(&self.order).all(|(f, &s)| key_matches(&self.entries[s as usize].key, &f.id))
+        let n = facts.len();
+        if n != self.entries.len() {
+            return false;
+        }
+        let step = n.saturating_sub(1) / 16 + 1;
+        (0..n).step_by(step).chain(n.checked_sub(1)).all(|pos| key_matches(&self.entries[pos].key, &facts[pos].id))
     }
 
     /// `createdAt` of the fact at `position` (of the last sync) in epoch ms; 0 if unknown.
     pub fn created_ms(&self, position: usize) -> u64 {
-        self.order.get(position).map_or(0, |&s| self.entries[s as usize].created_ms)
+        self.created.get(position).copied().unwrap_or(0)
+    }
+
+    /// Whether the fact at `position` (of the last sync) has blank content.
+    pub fn is_blank(&self, position: usize) -> bool {
+        self.blank.get(position).copied().unwrap_or(true)
     }
 
     /// Brings the index in line with `facts`, re-tokenising only added or changed facts
-    /// (compared by id, content and `createdAt`); facts no longer present are removed.
+    /// (compared by id and content); facts no longer present leave the index, and a changed
+    /// `createdAt` is just recorded.
+    ///
+    /// When nothing changed this is one comparison pass (no allocation). Otherwise the
+    /// posting lists are renumbered to the new positions in one pass (skipped when the old
+    /// facts kept their positions, e.g. after appending), which is much cheaper than
+    /// re-tokenising.
     pub fn sync(&mut self, facts: &[Fact]) {
-        if facts.len() == self.order.len()
-            && facts.iter().zip(&self.order).all(|(f, &s)| {
-                let e = &self.entries[s as usize];
+        if facts.len() == self.entries.len()
+            && facts.iter().zip(&self.entries).all(|(f, e)| {
                 key_matches(&e.key, &f.id) && *e.content == *f.content && *e.created_at == *f.created_at
             })
         {
             return;
         }
-        self.generation = self.generation.wrapping_add(1).max(1);
-        let gen = self.generation;
-        let mut order = Vec::with_capacity(facts.len());
+        let mut old = std::mem::take(&mut self.entries);
+        // Old position → new position, or DROPPED (removed, or changed and re-tokenised).
+        let mut remap = vec![DROPPED; old.len()];
+        let mut claimed = vec![false; old.len()];
+        let mut fresh = Vec::new();
         for (pos, f) in facts.iter().enumerate() {
             let mut key: Option<String> = None;
             let mut dup = 0u32;
-            let slot = loop {
+            let found = loop {
                 match self.by_id.get(key.as_deref().unwrap_or(&f.id)) {
-                    Some(&s) if self.entries[s as usize].mark == gen => {
+                    Some(&o) if claimed[o as usize] => {
                         dup += 1;
                         key = Some(format!("{}\u{0}{dup}", f.id));
                     }
-                    Some(&s) => break Some(s),
-                    None => break None,
+                    found => break found.copied(),
                 }
             };
-            let slot = match slot {
-                Some(s) => {
-                    let e = &self.entries[s as usize];
-                    if *e.content != *f.content {
-                        self.unlink(s);
-                        self.link(s, &f.content);
-                    }
-                    let e = &mut self.entries[s as usize];
-                    if *e.created_at != *f.created_at {
-                        e.created_at = f.created_at.as_str().into();
-                        e.created_ms = millis_from_iso(&f.created_at).unwrap_or(0);
-                    }
-                    s
+            let key: Box<str> = key.map_or_else(|| f.id.as_str().into(), String::into_boxed_str);
+            let entry = match found {
+                Some(o) if *old[o as usize].content == *f.content => {
+                    claimed[o as usize] = true;
+                    remap[o as usize] = pos as u32;
+                    std::mem::take(&mut old[o as usize])
                 }
-                None => {
-                    let s = self.free.pop().unwrap_or_else(|| {
-                        self.entries.push(Entry::default());
-                        (self.entries.len() - 1) as u32
-                    });
-                    let e = &mut self.entries[s as usize];
-                    let key: Box<str> = key.map_or_else(|| f.id.as_str().into(), String::into_boxed_str);
-                    e.key = key.clone();
-                    e.created_at = f.created_at.as_str().into();
-                    e.created_ms = millis_from_iso(&f.created_at).unwrap_or(0);
-                    self.by_id.insert(key, s);
-                    self.link(s, &f.content);
-                    s
+                other => {
+                    if let Some(o) = other {
+                        claimed[o as usize] = true;
+                    }
+                    fresh.push(pos);
+                    Entry { key, content: f.content.as_str().into(), ..Entry::default() }
                 }
             };
-            let e = &mut self.entries[slot as usize];
-            e.mark = gen;
-            e.pos = pos as u32;
-            order.push(slot);
+            self.entries.push(Entry { created_at: f.created_at.as_str().into(), ..entry });
         }
-        let old = std::mem::replace(&mut self.order, order);
-        for s in old {
-            let e = &self.entries[s as usize];
-            if e.mark != gen && e.mark != 0 {
-                self.unlink(s);
-                let e = &mut self.entries[s as usize];
+        // Drop what left or changed (a changed fact keeps its key), renumber the rest.
+        for (o, e) in old.iter().enumerate() {
+            if remap[o] == DROPPED {
+                self.total_len -= f64::from(e.len);
+            }
+            if !claimed[o] {
                 self.by_id.remove(&e.key);
-                *e = Entry::default();
-                self.free.push(s);
             }
         }
+        if remap.iter().enumerate().any(|(o, &r)| r != o as u32) {
+            for p in &mut self.postings {
+                let was = !p.is_empty();
+                p.retain_mut(|x| {
+                    x.pos = remap[x.pos as usize];
+                    x.pos != DROPPED
+                });
+                self.live_terms -= usize::from(was && p.is_empty());
+            }
+        }
+        for (pos, e) in self.entries.iter().enumerate() {
+            match self.by_id.get_mut(&e.key) {
+                Some(p) => *p = pos as u32,
+                None => {
+                    self.by_id.insert(e.key.clone(), pos as u32);
+                }
+            }
+        }
+        for pos in fresh {
+            self.link(pos);
+        }
+        self.created = self.entries.iter().map(|e| millis_from_iso(&e.created_at).unwrap_or(0)).collect();
+        self.blank = self.entries.iter().map(|e| e.content.trim().is_empty()).collect();
         // Terms of edited and removed facts stay interned; rebuild once they dominate.
         if self.vocab.len() > 4 * self.live_terms + 4096 {
             let tokenised = self.tokenised;
@@ -253,12 +245,12 @@ impl FactIndex {
         }
     }
 
-    /// Tokenises `content` into slot `s` and adds its postings.
-    fn link(&mut self, s: u32, content: &str) {
+    /// Tokenises the content of the entry at `pos` and adds its postings.
+    fn link(&mut self, pos: usize) {
         let mut tf: Vec<(u32, f32)> = Vec::new();
         let mut len = 0.0f32;
         let (vocab, postings) = (&mut self.vocab, &mut self.postings);
-        for_each_term(content, self.params.tokenizer, |term| {
+        for_each_term(&self.entries[pos].content, self.params.tokenizer, |term| {
             let id = match term {
                 Term::Token(t, kind) => {
                     len += if kind == TokenKind::CjkBigram { 0.0 } else { 1.0 };
@@ -266,7 +258,7 @@ impl FactIndex {
                 }
                 Term::Concept { id, word } => {
                     len += if word { 1.0 } else { 0.0 };
-                    intern(vocab, postings, &concept_key(id))
+                    intern(vocab, postings, concept_key(id, &mut [0; 8]))
                 }
             };
             tf.push((id, 1.0));
@@ -275,29 +267,13 @@ impl FactIndex {
         for &(id, n) in &tf {
             let p = &mut self.postings[id as usize];
             self.live_terms += usize::from(p.is_empty());
-            p.push(Posting { slot: s, tf: n });
+            p.push(Posting { pos: pos as u32, tf: n, len });
         }
         self.tokenised += 1;
-        let e = &mut self.entries[s as usize];
-        e.content = content.into();
+        let e = &mut self.entries[pos];
         e.terms = tf.into_iter().map(|(id, _)| id).collect();
         e.len = len;
         self.total_len += f64::from(len);
-    }
-
-    /// Removes the postings of slot `s`.
-    fn unlink(&mut self, s: u32) {
-        let e = &mut self.entries[s as usize];
-        for &t in &e.terms {
-            let p = &mut self.postings[t as usize];
-            if let Some(i) = p.iter().position(|x| x.slot == s) {
-                p.swap_remove(i);
-                self.live_terms -= usize::from(p.is_empty());
-            }
-        }
-        self.total_len -= f64::from(e.len);
-        e.terms.clear();
-        e.len = 0.0;
     }
 
     /// The query's known terms with their weights: the sum over occurrences of the kind
@@ -315,7 +291,7 @@ impl FactIndex {
                         TokenKind::CjkBigram => p.bigram_weight,
                     },
                 ),
-                Term::Concept { id, .. } => (self.vocab.get(concept_key(id).as_str()), p.concept_weight),
+                Term::Concept { id, .. } => (self.vocab.get(concept_key(id, &mut [0; 8])), p.concept_weight),
             };
             if let Some(&id) = id {
                 q.push((id, w));
@@ -340,9 +316,9 @@ impl FactIndex {
     ///
     /// [`sync`]: FactIndex::sync
     pub fn similarities(&self, query: &str) -> Vec<f32> {
-        let mut out = vec![0.0f32; self.order.len()];
+        let mut out = vec![0.0f32; self.entries.len()];
         let q = self.query_terms(query);
-        let n = self.order.len() as f32;
+        let n = self.entries.len() as f32;
         if q.is_empty() || n == 0.0 {
             return out;
         }
@@ -356,12 +332,16 @@ impl FactIndex {
             let df = post.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for p in post {
-                let e = &self.entries[p.slot as usize];
-                let norm = k1 * (1.0 - b + b * e.len / avg);
-                out[e.pos as usize] += w * idf * p.tf * (k1 + 1.0) / (p.tf + norm);
+                let norm = k1 * (1.0 - b + b * p.len / avg);
+                out[p.pos as usize] += w * idf * p.tf * (k1 + 1.0) / (p.tf + norm);
             }
         }
-        let best = out.iter().copied().fold(0.0f32, f32::max);
+        let mut best = 0.0f32;
+        for &x in &out {
+            if x > best {
+                best = x;
+            }
+        }
         if best > 0.0 {
             for x in &mut out {
                 *x /= best;
@@ -382,9 +362,13 @@ fn intern(vocab: &mut FxMap<Box<str>, u32>, postings: &mut Vec<Vec<Posting>>, t:
     id
 }
 
-/// The vocabulary key of lexicon concept `c` (no real token contains `\0`).
-fn concept_key(c: u32) -> String {
-    format!("\u{0}{c}")
+/// The vocabulary key of lexicon concept `c`: `\0` and one private-use character (no real
+/// token contains `\0`), written into `buf`.
+fn concept_key(c: u32, buf: &mut [u8; 8]) -> &str {
+    buf[0] = 0;
+    let ch = char::from_u32(0xF_0000 + (c & 0xFFFF)).unwrap_or('\u{F0000}');
+    let n = ch.encode_utf8(&mut buf[1..]).len();
+    std::str::from_utf8(&buf[..1 + n]).unwrap_or("\0")
 }
 
 /// Whether an entry key belongs to `id` (duplicate ids are suffixed with `\0n`).

@@ -14,7 +14,47 @@
 //! that `"my lower back hurts"` can meet `"久坐导致腰不太好"`. See [`for_each_term`].
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
+
+/// FxHash (as in rustc): a fast non-cryptographic hash for short keys (tokens, ids). The
+/// keys are a user's own facts, so there is no adversary to defend against.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut w = 0u64;
+        for (k, &x) in bytes.iter().enumerate() {
+            w |= u64::from(x) << ((k & 7) * 8);
+            if k & 7 == 7 {
+                self.add(w);
+                w = 0;
+            }
+        }
+        if bytes.len() & 7 != 0 {
+            self.add(w);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// A `HashMap` with [`FxHasher`].
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// What a token is, so scoring can weight the kinds differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +100,7 @@ impl Default for TokenizerOptions {
 }
 
 /// Whether `c` is a Han ideograph, a kana or a Hangul character.
+#[inline]
 pub fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3005 | 0x3007            // 々 〇
@@ -86,14 +127,66 @@ fn fold_width(c: char) -> char {
     }
 }
 
-/// English function words dropped when [`TokenizerOptions::stopwords`] is on.
-const STOPWORDS: &[&str] = &[
-    "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
-    "could", "do", "does", "for", "from", "had", "has", "have", "how", "if", "in", "into", "is",
-    "it", "its", "me", "my", "of", "on", "or", "our", "should", "so", "that", "the", "their",
-    "them", "there", "they", "this", "to", "was", "we", "were", "what", "when", "which", "who",
-    "will", "with", "would", "you", "your",
-];
+/// The English function words dropped when [`TokenizerOptions::stopwords`] is on, each
+/// packed little-endian into a `u64` (see [`pack`]) and sorted, so a lookup is a binary
+/// search over integers.
+const STOPWORDS: [u64; 56] = {
+    const WORDS: [&str; 56] = [
+        "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
+        "could", "do", "does", "for", "from", "had", "has", "have", "how", "if", "in", "into",
+        "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so", "that", "the",
+        "their", "them", "there", "they", "this", "to", "was", "we", "were", "what", "when",
+        "which", "who", "will", "with", "would", "you", "your",
+    ];
+    let mut out = [0u64; 56];
+    let mut i = 0;
+    while i < 56 {
+        out[i] = pack(WORDS[i].as_bytes());
+        i += 1;
+    }
+    // Insertion sort (const context).
+    let mut i = 1;
+    while i < 56 {
+        let mut j = i;
+        while j > 0 && out[j - 1] > out[j] {
+            let t = out[j - 1];
+            out[j - 1] = out[j];
+            out[j] = t;
+            j -= 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// Up to 8 bytes as a little-endian integer (0 for longer words, which are no stopwords).
+const fn pack(b: &[u8]) -> u64 {
+    if b.len() > 8 {
+        return 0;
+    }
+    let mut x = 0u64;
+    let mut i = b.len();
+    while i > 0 {
+        i -= 1;
+        x = (x << 8) | b[i] as u64;
+    }
+    x
+}
+
+/// Whether `w` is one of the [`STOPWORDS`].
+fn is_stopword(w: &str) -> bool {
+    let key = pack(w.as_bytes());
+    let (mut lo, mut hi) = (0, STOPWORDS.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if STOPWORDS[mid] < key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    key != 0 && lo < STOPWORDS.len() && STOPWORDS[lo] == key
+}
 
 /// Conservative English suffix stripping for ASCII words longer than four letters.
 fn stem(w: &mut String) {
@@ -127,54 +220,104 @@ fn undouble(w: &mut String) {
     }
 }
 
-/// Calls `f` once per token of `text`, in order (the lexicon option is ignored here).
-/// Allocation-free apart from one word buffer.
-pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str, TokenKind)) {
-    let mut word = String::new();
-    let mut prev: Option<char> = None;
-    let flush = |word: &mut String, f: &mut dyn FnMut(&str, TokenKind)| {
-        if word.is_empty() {
+/// The character starting at byte `i` of `s` (a char boundary) and its length in bytes.
+/// ASCII is answered without decoding; callers loop over bytes and only pay for UTF-8
+/// decoding on non-ASCII text.
+#[inline(always)]
+pub(crate) fn char_at(s: &str, i: usize) -> (char, usize) {
+    let b = s.as_bytes();
+    let x = u32::from(b[i]);
+    if x < 0x80 {
+        return (char::from(b[i]), 1);
+    }
+    decode(b, i)
+}
+
+/// Decodes the multi-byte UTF-8 sequence starting at `b[i]` (a valid `str`'s bytes).
+fn decode(b: &[u8], i: usize) -> (char, usize) {
+    let x = u32::from(b[i]);
+    let (len, mut c) = if x < 0xE0 {
+        (2, x & 0x1F)
+    } else if x < 0xF0 {
+        (3, x & 0x0F)
+    } else {
+        (4, x & 0x07)
+    };
+    for &y in &b[i + 1..i + len] {
+        c = (c << 6) | (u32::from(y) & 0x3F);
+    }
+    (char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER), len)
+}
+
+/// The word being read: a slice of the text while it is plain lower-case ASCII, copied
+/// (lower-cased) into `buf` otherwise.
+struct Word {
+    start: Option<usize>,
+    copied: bool,
+    buf: String,
+    stemmed: String,
+}
+
+impl Word {
+    /// Emits the word ending at byte `end`, if any.
+    fn flush(&mut self, text: &str, end: usize, opts: TokenizerOptions, f: &mut impl FnMut(&str, TokenKind)) {
+        let Some(start) = self.start.take() else { return };
+        let w = if self.copied { self.buf.as_str() } else { &text[start..end] };
+        let b = w.as_bytes();
+        if opts.stopwords && ((b.len() == 1 && b[0].is_ascii_alphabetic()) || is_stopword(w)) {
             return;
         }
-        let drop = opts.stopwords
-            && ((word.len() == 1 && word.as_bytes()[0].is_ascii_alphabetic())
-                || STOPWORDS.binary_search(&word.as_str()).is_ok());
-        if !drop {
-            if opts.stem {
-                stem(word);
-            }
-            f(word, TokenKind::Word);
-        }
-        word.clear();
-    };
-    for c in text.chars() {
-        let c = fold_width(c);
-        if is_cjk(c) {
-            flush(&mut word, &mut f);
-            let mut buf = [0u8; 8];
-            let n = c.encode_utf8(&mut buf[4..]).len();
-            f(std::str::from_utf8(&buf[4..4 + n]).unwrap_or(""), TokenKind::CjkUnigram);
-            if let Some(p) = prev {
-                let mut pair = [0u8; 8];
-                let a = p.encode_utf8(&mut pair).len();
-                let b = c.encode_utf8(&mut pair[a..]).len();
-                f(std::str::from_utf8(&pair[..a + b]).unwrap_or(""), TokenKind::CjkBigram);
-            }
-            prev = Some(c);
+        let stemmable = b.len() > 4 && (b.ends_with(b"s") || b.ends_with(b"ing") || b.ends_with(b"ed"));
+        if opts.stem && stemmable && w.is_ascii() {
+            self.stemmed.clear();
+            self.stemmed.push_str(w);
+            stem(&mut self.stemmed);
+            f(&self.stemmed, TokenKind::Word);
         } else {
-            prev = None;
-            if c.is_alphanumeric() {
-                if c.is_ascii() {
-                    word.push(c.to_ascii_lowercase());
-                } else {
-                    word.extend(c.to_lowercase());
-                }
-            } else {
-                flush(&mut word, &mut f);
-            }
+            f(w, TokenKind::Word);
         }
     }
-    flush(&mut word, &mut f);
+}
+
+/// Calls `f` once per token of `text`, in order (the lexicon option is ignored here).
+/// Tokens are slices of `text` where possible; one small buffer serves the rest.
+pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str, TokenKind)) {
+    let mut word = Word { start: None, copied: false, buf: String::new(), stemmed: String::new() };
+    // Byte offset of the previous character when it was CJK (for bigrams).
+    let mut prev_cjk: Option<usize> = None;
+    let mut i = 0;
+    while i < text.len() {
+        let (raw, len) = char_at(text, i);
+        let c = fold_width(raw);
+        if is_cjk(c) {
+            word.flush(text, i, opts, &mut f);
+            f(&text[i..i + len], TokenKind::CjkUnigram);
+            if let Some(p) = prev_cjk {
+                f(&text[p..i + len], TokenKind::CjkBigram);
+            }
+            prev_cjk = Some(i);
+        } else {
+            prev_cjk = None;
+            if c.is_alphanumeric() {
+                if word.start.is_none() {
+                    word.start = Some(i);
+                    word.copied = false;
+                }
+                if !word.copied && (c != raw || !c.is_ascii() || c.is_ascii_uppercase()) {
+                    word.buf.clear();
+                    word.buf.push_str(&text[word.start.unwrap_or(i)..i]);
+                    word.copied = true;
+                }
+                if word.copied {
+                    word.buf.extend(c.to_lowercase());
+                }
+            } else {
+                word.flush(text, i, opts, &mut f);
+            }
+        }
+        i += len;
+    }
+    word.flush(text, text.len(), opts, &mut f);
 }
 
 /// The built-in bilingual concept lexicon: one concept per line, its English words and its
@@ -184,14 +327,14 @@ const LEXICON: &str = include_str!("lexicon.txt");
 /// The parsed lexicon: English word (as is and stemmed) → concept; first character →
 /// `(CJK term, concept)`.
 struct Lexicon {
-    words: HashMap<String, u32>,
-    cjk: HashMap<char, Vec<(&'static str, u32)>>,
+    words: FxMap<Box<str>, u32>,
+    cjk: FxMap<char, Vec<(&'static str, u32)>>,
 }
 
 fn lexicon() -> &'static Lexicon {
     static LEX: OnceLock<Lexicon> = OnceLock::new();
     LEX.get_or_init(|| {
-        let mut lex = Lexicon { words: HashMap::new(), cjk: HashMap::new() };
+        let mut lex = Lexicon { words: FxMap::default(), cjk: FxMap::default() };
         for (id, line) in LEXICON.lines().enumerate() {
             for term in line.split_whitespace() {
                 let first = term.chars().next().unwrap_or(' ');
@@ -201,8 +344,8 @@ fn lexicon() -> &'static Lexicon {
                 }
                 let mut stemmed = term.to_string();
                 stem(&mut stemmed);
-                lex.words.entry(stemmed).or_insert(id as u32);
-                lex.words.entry(term.to_string()).or_insert(id as u32);
+                lex.words.entry(stemmed.into()).or_insert(id as u32);
+                lex.words.entry(term.into()).or_insert(id as u32);
             }
         }
         lex
@@ -223,15 +366,17 @@ pub fn for_each_term(text: &str, opts: TokenizerOptions, mut f: impl FnMut(Term)
         Some(&id) if kind == TokenKind::Word => f(Term::Concept { id, word: true }),
         _ => f(Term::Token(t, kind)),
     });
-    for (i, c) in text.char_indices() {
-        if !is_cjk(c) {
-            continue;
-        }
-        for &(term, id) in lex.cjk.get(&c).into_iter().flatten() {
-            if text[i..].starts_with(term) {
-                f(Term::Concept { id, word: false });
+    let mut i = 0;
+    while i < text.len() {
+        let (c, len) = char_at(text, i);
+        if len > 1 && is_cjk(c) {
+            for &(term, id) in lex.cjk.get(&c).into_iter().flatten() {
+                if text[i..].starts_with(term) {
+                    f(Term::Concept { id, word: false });
+                }
             }
         }
+        i += len;
     }
 }
 
@@ -249,7 +394,13 @@ mod tests {
     const PLAIN: TokenizerOptions = TokenizerOptions { stopwords: false, stem: false, lexicon: false };
 
     #[test]
-    fn stopwords_are_sorted_for_binary_search() {
+    fn stopwords_are_found_and_only_they() {
+        for w in ["the", "your", "should", "about", "am"] {
+            assert!(is_stopword(w), "{w}");
+        }
+        for w in ["", "th", "them2", "theirs", "shoulder", "aboutness", "x"] {
+            assert!(!is_stopword(w), "{w}");
+        }
         assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
     }
 

@@ -7,6 +7,14 @@
 pub trait TokenCounter {
     /// The number of tokens of `text`.
     fn count(&self, text: &str) -> usize;
+
+    /// Whether counting never grows when lines are joined: `count(a + b) ≤ count(a) +
+    /// count(b)` whenever `a` ends with a line break. When true, `inject` trusts the sum of
+    /// the lines it counted and skips recounting the whole block. Defaults to `false` (the
+    /// block is always recounted, so any counter is safe).
+    fn subadditive_over_lines(&self) -> bool {
+        false
+    }
 }
 
 /// The built-in, CJK-aware, slightly conservative token estimate.
@@ -32,60 +40,58 @@ pub trait TokenCounter {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Estimate;
 
-/// Character classes of the estimate.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Letter,
-    Digit,
-    Other,
-}
+use crate::tokenize::char_at;
 
 impl TokenCounter for Estimate {
     fn count(&self, text: &str) -> usize {
-        let mut quarters = 0usize;
-        let mut run = 0usize;
-        let mut class = Class::Other;
-        let end_run = |class: Class, run: usize| -> usize {
-            match class {
-                Class::Letter if run > 0 => 4 + run.saturating_sub(3) / 2,
-                Class::Digit if run > 0 => run.div_ceil(3) * 4,
-                _ => 0,
+        let b = text.as_bytes();
+        let run = |i: &mut usize, f: fn(&u8) -> bool| {
+            let from = *i;
+            while *i < b.len() && f(&b[*i]) {
+                *i += 1;
             }
+            *i - from
         };
-        let mut spaces = 0usize;
-        for c in text.chars() {
-            let this = if c.is_ascii_alphabetic() {
-                Class::Letter
-            } else if c.is_ascii_digit() {
-                Class::Digit
+        let mut quarters = 0usize;
+        let mut i = 0;
+        while i < b.len() {
+            let x = b[i];
+            quarters += if x.is_ascii_alphabetic() {
+                4 + run(&mut i, u8::is_ascii_alphabetic).saturating_sub(3) / 2
+            } else if x.is_ascii_digit() {
+                run(&mut i, u8::is_ascii_digit).div_ceil(3) * 4
+            } else if x == b' ' || x == b'\t' {
+                if run(&mut i, |&y| y == b' ' || y == b'\t') >= 2 {
+                    4
+                } else {
+                    0
+                }
+            } else if x < 0x80 {
+                i += 1;
+                if x == b'\n' || (0x21..=0x7E).contains(&x) {
+                    4
+                } else {
+                    0
+                }
             } else {
-                Class::Other
-            };
-            if this != class {
-                quarters += end_run(class, run);
-                run = 0;
-                class = this;
-            }
-            if this != Class::Other {
-                run += 1;
-                spaces = 0;
-                continue;
-            }
-            spaces = if c == ' ' || c == '\t' { spaces + 1 } else { 0 };
-            quarters += match c as u32 {
-                0x20 | 0x09 if spaces == 2 => 4,
-                0x20 | 0x09 | 0x0D => 0,
-                0x0A => 4,
-                0x21..=0x7E => 4,
-                0x3000..=0x303F | 0xFF00..=0xFF65 | 0xFFA0..=0xFFEF => 4,
-                0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => 5,
-                0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => 5,
-                0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3134F => 6,
-                _ if c.is_alphabetic() => 2,
-                _ => (c.len_utf8() * 2).max(4),
+                let (c, len) = char_at(text, i);
+                i += len;
+                match c as u32 {
+                    0x3000..=0x303F | 0xFF00..=0xFF65 | 0xFFA0..=0xFFEF => 4,
+                    0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => 5,
+                    0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => 5,
+                    0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3134F => 6,
+                    _ if c.is_alphabetic() => 2,
+                    _ => (len * 2).max(4),
+                }
             };
         }
-        (quarters + end_run(class, run)).div_ceil(4)
+        quarters.div_ceil(4)
+    }
+
+    /// True: a line break ends every run and space count, and each piece is rounded up.
+    fn subadditive_over_lines(&self) -> bool {
+        true
     }
 }
 
@@ -113,6 +119,17 @@ mod tests {
         assert_eq!(Estimate.count("東京で"), 5);
         assert_eq!(Estimate.count("한국어"), 4);
         assert_eq!(Estimate.count("用Redis做缓存"), 8);
+    }
+
+    #[test]
+    fn joining_lines_never_costs_more() {
+        let lines = ["- [context | 0.90] 养了一只垂耳兔\n", "User Context:\n", "  x  \n", "abc12\n", "…\n", "\n"];
+        for a in lines {
+            for b in lines {
+                let joined = format!("{a}{b}");
+                assert!(Estimate.count(&joined) <= Estimate.count(a) + Estimate.count(b), "{joined:?}");
+            }
+        }
     }
 
     #[test]
