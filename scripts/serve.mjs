@@ -15,6 +15,7 @@
 //   GET  /…                          the page (www/)
 //
 // `startServer()` is exported for the tests.
+import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import { Readable } from "node:stream";
 import { dirname, join } from "node:path";
@@ -204,6 +205,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   if (!Number.isInteger(requested) || requested < 0 || requested > 65535) {
     console.error(`PORT must be a port number, found "${process.env.PORT}"`);
     process.exit(2);
+  }
+  if (!existsSync(join(ROOT, "pkg", "browser.js"))) {
+    console.error("pkg/ is not built: run `npm start` (or `node scripts/build.mjs`) first");
+    process.exit(1);
   }
   const s = await startServer({ port: requested });
   if (s.movedFrom !== null) console.log(`port ${s.movedFrom} is taken; using ${s.port}`);

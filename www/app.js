@@ -73,7 +73,8 @@ const app = {
     const removed = await app.run("Deleting the fact", () => app.memory.removeFact(fact.id));
     if (!removed) return;
     await refresh();
-    (next && document.querySelector(`[data-focus="delete-${CSS.escape(next.dataset.id)}"]`))?.focus() ?? $("add-fact-btn").focus();
+    const target = next && document.querySelector(`[data-focus="delete-${CSS.escape(next.dataset.id)}"]`);
+    (target ?? $("add-fact-btn")).focus();
     toast("Fact deleted.", {
       action: {
         label: "Undo",
@@ -103,6 +104,9 @@ async function refresh() {
     app.explanation = explanation;
     app.opts = m.options();
     pane.renderAll();
+    // Highlight what an update changed once, not on every later re-render.
+    app.fresh.clear();
+    app.freshSections.clear();
   } catch (e) {
     if (m === app.memory) toast(`Could not read memory: ${e.message}`, { kind: "error" });
   }
@@ -150,10 +154,6 @@ function subscribe(m) {
     app.activity = { kind: "updated", at: Date.now(), queuedAt: app.activity.queuedAt, summary: describeUpdate(e), reason: e.reason };
     app.fresh = new Set([...(e.added ?? []).map((f) => f.id), ...(e.changed ?? []).map((f) => f.id)]);
     app.freshSections = new Set(e.sections ?? []);
-    setTimeout(() => {
-      app.fresh.clear();
-      app.freshSections.clear();
-    }, 2500);
     refresh();
   });
   m.on("error", (e) => {

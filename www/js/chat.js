@@ -7,7 +7,7 @@ import { chat, splitThinking } from "./llm.js";
 import { toast } from "./ui.js";
 
 const SYSTEM_PROMPT =
-  "You are a friendly, concise assistant. The <memory> block below (if any) holds what you remember " +
+  "You are a friendly, concise assistant. The memory block below (if any) holds what you remember " +
   "about the user from earlier conversations; it may be incomplete or out of date. Use it when it " +
   "helps, and do not recite it unless asked.";
 
@@ -167,7 +167,10 @@ export function createChat(app) {
     const list = $("messages");
     const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
     replace(list, conv.messages.length ? conv.messages.map(messageNode) : emptyState());
-    if (nearBottom || conv.messages.at(-1)?.pending) list.scrollTop = list.scrollHeight;
+    if (!conv.messages.length) list.scrollTop = 0;
+    else if (nearBottom || conv.messages.at(-1)?.pending) list.scrollTop = list.scrollHeight;
+    // Screen readers announce the answer once it is complete, not every streamed piece.
+    list.setAttribute("aria-busy", String(Boolean(conv.messages.at(-1)?.pending)));
     $("thread-id").textContent = conv.messages.length ? conv.threadId : "";
     renderComposer();
   }

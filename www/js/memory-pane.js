@@ -33,18 +33,6 @@ export function refreshTimes(root = document) {
   }
 }
 
-function reasonText(f) {
-  if (f.included) return "In prompt";
-  switch (f.reason) {
-    case "injection disabled":
-      return "Injection off";
-    case "empty content":
-      return "Not in prompt · empty";
-    default:
-      return `Not in prompt · ${f.reason}`;
-  }
-}
-
 function categoryOptions(selected) {
   const list = CATEGORIES.includes(selected) || !selected ? CATEGORIES : [...CATEGORIES, selected];
   return list.map((c) => h("option", { value: c, selected: c === selected }, c));
@@ -89,11 +77,11 @@ export function createMemoryPane(app) {
         },
           "score ",
           h("span", { class: "score-bar", "aria-hidden": "true" }, h("span", { style: { width: `${Math.round(Math.max(0, Math.min(1, ex.score)) * 100)}%` } })),
-          fixed2(ex.score),
-          h("span", { class: "sim" }, ` · sim ${fixed2(ex.similarity)}`),
+          h("span", { class: "score-value" }, fixed2(ex.score)),
+          h("span", { class: "sim" }, `sim ${fixed2(ex.similarity)}`),
         ),
       );
-      meta.push(h("span", { class: `inj ${included ? "inj-yes" : "inj-no"}` }, included ? icon("check") : null, reasonText(ex)));
+      if (!included && ex.reason !== "injection disabled") meta.push(h("span", { class: "meta-item reason" }, ex.reason));
     }
     const source = fact.source === "manual" ? "added by hand" : fact.source ? `from ${fact.source}` : "";
     const label = short(fact.content);
@@ -101,7 +89,10 @@ export function createMemoryPane(app) {
       "li",
       { class: `fact${included ? " included" : ""}${app.fresh.has(fact.id) ? " fresh" : ""}`, dataset: { id: fact.id } },
       h("div", { class: "fact-body" },
-        h("p", { class: "fact-text" }, fact.content),
+        h("div", { class: "fact-head" },
+          h("p", { class: "fact-text" }, fact.content),
+          ex ? h("span", { class: `inj ${included ? "inj-yes" : "inj-no"}`, title: ex.reason }, included ? icon("check") : null, included ? "In prompt" : ex.reason === "injection disabled" ? "Injection off" : "Not in prompt") : null,
+        ),
         h("div", { class: "fact-meta" }, meta),
         h("div", { class: "fact-origin" }, source, source && fact.createdAt ? " · " : "", fact.createdAt ? timeAgo(fact.createdAt) : null),
       ),

@@ -1,0 +1,652 @@
+// The demo page (www/, served by scripts/serve.mjs) end to end in Debian's Chromium:
+// chat through the server's proxy to a scripted OpenAI-protocol LLM, memory learned after
+// the debounce and shown live, the block injected into the next prompt, the editing
+// tools, storage, and safety (memory content is text, never HTML).
+//
+// Screenshots of the main states go to tests/artifacts/demo/. With UPDATE_DEMO_SCREENSHOT=1
+// the first test also rewrites docs/demo.png (the README's picture).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startServer } from "../../scripts/serve.mjs";
+import { launchBrowser } from "../helpers/browser.mjs";
+import { startLlmServer } from "../helpers/llm-server.mjs";
+import { ROOT } from "../helpers/pack.mjs";
+
+const ARTIFACTS = join(ROOT, "tests/artifacts/demo");
+const KEY = "sk-demo-test-key-42";
+const MODEL = "scripted-model";
+const T = 30_000; // generous waits: the page may be slow on a busy machine
+mkdirSync(ARTIFACTS, { recursive: true });
+
+// ---- the scripted LLM: extraction calls get deltas, chat calls get text ------------------
+
+const script = { chats: [], extractions: [] };
+let llm;
+let demo; // configured
+let bare; // no endpoint
+
+function isExtraction(r) {
+  const msgs = r.body?.messages ?? [];
+  return msgs.some((m) => typeof m.content === "string" && m.content.includes("<current_memory>"));
+}
+const extractionRequests = (from = 0) => llm.requests.slice(from).filter(isExtraction);
+const chatRequests = (from = 0) => llm.requests.slice(from).filter((r) => r.url.endsWith("/chat/completions") && !isExtraction(r));
+const systemOf = (r) => r.body.messages.find((m) => m.role === "system")?.content ?? "";
+
+function sse(text) {
+  const pieces = text.match(/[\s\S]{1,9}/g) ?? [];
+  return pieces.map((c) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: c } }] })}\n\n`).join("") + "data: [DONE]\n\n";
+}
+
+function answer(record) {
+  if (isExtraction(record)) return script.extractions.shift() ?? { json: { newFacts: [], factsToRemove: [] } };
+  const next = script.chats.shift() ?? "OK.";
+  const { text, stream = true } = typeof next === "string" ? { text: next } : next;
+  return record.body?.stream && stream ? { headers: { "content-type": "text/event-stream" }, body: sse(text) } : { content: text };
+}
+
+const MIA = {
+  json: {
+    user: {
+      workContext: { summary: "Mia is a backend engineer at Acme, writing Go microservices on Kubernetes.", shouldUpdate: true },
+      personalContext: { summary: "Prefers short answers with code examples; learning Rust in the evenings.", shouldUpdate: true },
+      topOfMind: { summary: "Choosing a language for a new command-line tool.", shouldUpdate: true },
+    },
+    history: { recentMonths: { summary: "Moved the billing service to Go and started learning Rust.", shouldUpdate: true } },
+    newFacts: [
+      { content: "Works as a backend engineer at Acme", category: "context", confidence: 0.95 },
+      { content: "Writes Go microservices on Kubernetes", category: "knowledge", confidence: 0.9 },
+      { content: "Is learning Rust in the evenings", category: "goal", confidence: 0.85 },
+      { content: "Prefers short answers with code examples", category: "preference", confidence: 0.9 },
+    ],
+    factsToRemove: [],
+  },
+};
+
+before(async () => {
+  llm = await startLlmServer({ fallback: answer });
+  demo = await startServer({ port: 0, env: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL } });
+  bare = await startServer({ port: 0, env: {} });
+});
+
+after(async () => {
+  await demo?.close();
+  await bare?.close();
+  await llm?.close();
+});
+
+// ---- page helpers ---------------------------------------------------------------------
+
+/** A fresh browser profile; `fn(ctx)` runs with it and it is always closed. */
+async function withBrowser(fn) {
+  const { context, close } = await launchBrowser();
+  script.chats.length = 0;
+  script.extractions.length = 0;
+  try {
+    return await fn(context);
+  } finally {
+    await close();
+  }
+}
+
+/**
+ * Opens the demo. Every native dialog (alert, confirm …) is recorded and dismissed: the page
+ * never uses one, so any dialog means injected code ran. Uncaught page errors are recorded.
+ */
+async function openDemo(context, { server = demo, query = "debounce=400", viewport = { width: 1440, height: 960 } } = {}) {
+  const page = await context.newPage();
+  await page.setViewportSize(viewport);
+  const problems = { dialogs: [], errors: [] };
+  page.on("dialog", (d) => {
+    problems.dialogs.push(`${d.type()}: ${d.message()}`);
+    d.dismiss().catch(() => {});
+  });
+  page.on("pageerror", (e) => problems.errors.push(e.message));
+  await page.goto(`${server.url}?${query}`);
+  await page.waitForSelector("body[data-ready=true]", { timeout: T });
+  return { page, problems };
+}
+
+async function reload(page) {
+  await page.reload();
+  await page.waitForSelector("body[data-ready=true]", { timeout: T });
+}
+
+const text = (page, selector) => page.locator(selector).innerText();
+const factTexts = (page) => page.locator("#facts-list .fact-text").allInnerTexts();
+
+/** Waits until the element's text contains `needle`. */
+async function waitForText(page, selector, needle) {
+  await page.waitForFunction(
+    ([s, n]) => [...document.querySelectorAll(s)].some((el) => el.textContent.includes(n)),
+    [selector, needle],
+    { timeout: T },
+  );
+}
+
+async function waitForState(page, state) {
+  await page.waitForSelector(`#mem-status[data-state="${state}"]`, { timeout: T });
+}
+
+async function send(page, message) {
+  const before = await page.locator(".msg-assistant:not(.pending), .msg-error").count();
+  await page.locator("#input").fill(message);
+  await page.locator("#input").press("Enter");
+  await page.waitForFunction((n) => document.querySelectorAll(".msg-assistant:not(.pending), .msg-error").length > n, before, { timeout: T });
+}
+
+async function addFact(page, content, { category, confidence } = {}) {
+  await page.getByRole("button", { name: "Add fact" }).click();
+  await page.getByLabel("Fact", { exact: true }).fill(content);
+  if (category) await page.getByLabel("Category").selectOption(category);
+  if (confidence !== undefined) await page.getByLabel("Confidence").fill(String(confidence));
+  await page.getByRole("button", { name: "Add", exact: true }).click();
+  await waitForText(page, "#facts-list .fact-text", content);
+}
+
+/** The stored document, read through the page's own instance (`window.memory`). */
+const stored = (page) => page.evaluate(() => globalThis.memory.get());
+
+async function shot(page, name, opts = {}) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), ...opts });
+}
+
+function memoryDoc(overrides = {}) {
+  const section = (summary = "") => ({ summary, updatedAt: summary ? "2026-03-14T10:30:00.000000Z" : "" });
+  return {
+    version: "1.0",
+    lastUpdated: "2026-03-14T10:30:00.000000Z",
+    user: { workContext: section(), personalContext: section(), topOfMind: section() },
+    history: { recentMonths: section(), earlierContext: section(), longTermBackground: section() },
+    facts: [],
+    ...overrides,
+  };
+}
+
+// ---- tests ----------------------------------------------------------------------------
+
+test("a chat is answered, queued with a running countdown, learned into sections and facts, and the next prompt carries that memory", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { query: "debounce=2500" });
+    await shot(page, "01-empty");
+    const from = llm.requests.length;
+    // Record every status the page shows, so the countdown can be checked afterwards.
+    await page.evaluate(() => {
+      globalThis.__seen = [];
+      const box = document.getElementById("mem-status");
+      const note = () => globalThis.__seen.push({ state: box.dataset.state, detail: document.getElementById("status-detail").textContent });
+      new MutationObserver(note).observe(box, { attributes: true, subtree: true, childList: true, characterData: true });
+    });
+
+    script.chats.push("Nice to meet you, Mia! Go on Kubernetes is a solid stack. For a CLI, Rust with `clap` is a great way to practise.");
+    script.extractions.push(MIA);
+    await send(page, "Hi! I'm Mia, a backend engineer at Acme. We write Go microservices on Kubernetes, and I'm learning Rust in the evenings.");
+    await waitForText(page, ".msg-assistant .bubble", "Nice to meet you, Mia!");
+    await waitForState(page, "queued");
+    await shot(page, "02-answered-and-queued");
+
+    // The first call had no memory to inject; it went through the proxy with the server's key.
+    const [firstChat] = chatRequests(from);
+    assert.ok(firstChat, "the chat call reached the LLM");
+    assert.ok(!systemOf(firstChat).includes("<memory>"), "nothing to inject yet");
+    assert.equal(firstChat.headers.authorization, `Bearer ${KEY}`);
+    assert.equal(firstChat.body.model, MODEL);
+    assert.equal(firstChat.body.messages.at(-1).content.slice(0, 11), "Hi! I'm Mia");
+
+    await waitForState(page, "updated");
+    const seen = await page.evaluate(() => globalThis.__seen);
+    const states = seen.map((s) => s.state);
+    assert.ok(states.indexOf("queued") >= 0 && states.lastIndexOf("updated") > states.indexOf("queued"), `queued then updated: ${states.join(",")}`);
+    const counts = seen
+      .filter((s) => s.state === "queued")
+      .map((s) => /in (\d+(?:\.\d)?) s$/.exec(s.detail)?.[1])
+      .filter(Boolean)
+      .map(Number);
+    assert.ok(new Set(counts).size >= 2, `the countdown changed while queued: ${counts.join(", ")}`);
+    assert.ok(counts[0] > counts.at(-1), `the countdown went down: ${counts.join(", ")}`);
+
+    // The extraction went through the same proxy, with the conversation.
+    const [extraction] = extractionRequests(from);
+    assert.ok(extraction, "one extraction call");
+    assert.equal(extraction.headers.authorization, `Bearer ${KEY}`);
+    assert.equal(extraction.body.model, MODEL);
+    assert.ok(extraction.body.messages.at(-1).content.includes("Go microservices on Kubernetes"));
+
+    // The memory pane shows what was learned.
+    for (const f of MIA.json.newFacts) await waitForText(page, "#facts-list .fact-text", f.content);
+    assert.match(await text(page, '[data-section="workContext"]'), /Mia is a backend engineer at Acme/);
+    assert.match(await text(page, '[data-section="workContext"]'), /updated (just now|\d+ s ago)/);
+    assert.match(await text(page, '[data-section="earlierContext"]'), /Empty/);
+    assert.match(await text(page, "#status-detail"), /Updated .*\+4 facts, 4 sections/);
+
+    // Typing the next message re-ranks the facts and previews the block for that prompt.
+    await page.locator("#input").fill("Which language should I pick for my next command-line tool, Rust or Go?");
+    await waitForText(page, "#preview-note", "your draft");
+    const preview = await text(page, "#preview-block");
+    assert.match(preview, /^<memory>/);
+    assert.ok(preview.includes("Mia is a backend engineer at Acme"));
+    assert.ok(preview.includes("[knowledge | 0.90] Writes Go microservices on Kubernetes"));
+    assert.match(await text(page, "#preview-tokens"), /^\d+ tokens \/ 2000$/);
+    const rows = await page.locator("#facts-list .fact").allInnerTexts();
+    assert.equal(rows.length, 4);
+    for (const r of rows) assert.match(r, /score\s*\d\.\d\d/);
+    assert.ok(rows.every((r) => r.includes("In prompt")), "all four facts fit the budget");
+    await shot(page, "03-learned-with-draft");
+
+    script.chats.push("Rust: you are learning it already, and `clap` makes a CLI easy. Keep Go for the services.");
+    await page.locator("#input").press("Enter");
+    await waitForText(page, ".msg-assistant .bubble", "Keep Go for the services");
+    const second = chatRequests(from)[1];
+    const system = systemOf(second);
+    assert.ok(system.includes("<memory>") && system.includes("</memory>"), "the second prompt carries the memory block");
+    assert.ok(system.includes("Writes Go microservices on Kubernetes"));
+    assert.ok(system.includes("Work: Mia is a backend engineer at Acme"));
+    assert.match(await page.locator(".msg-assistant .msg-memory summary").last().innerText(), /^Memory: 4 facts · \d+ tokens$/);
+    assert.equal(await page.locator(".msg-assistant .msg-meta").first().innerText(), "No memory in this prompt");
+    await page.locator(".msg-assistant .msg-memory summary").last().click();
+    await shot(page, "04-second-answer-with-memory");
+    if (process.env.UPDATE_DEMO_SCREENSHOT) {
+      mkdirSync(join(ROOT, "docs"), { recursive: true });
+      await page.locator(".msg-assistant .msg-memory summary").last().click(); // fold it again for the picture
+      await page.locator("#input").fill("And for the config file format?");
+      await waitForText(page, "#preview-note", "your draft");
+      await page.mouse.move(0, 0);
+      await page.screenshot({ path: join(ROOT, "docs/demo.png") });
+    }
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("memory and the chat survive a reload, and the storage choice (IndexedDB or localStorage) is remembered", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    assert.equal(await page.locator("body").getAttribute("data-storage"), "indexeddb", "IndexedDB is the default");
+    assert.equal(await page.locator("#notices").innerText(), "", "no fallback notice");
+    await addFact(page, "Prefers tea over coffee", { category: "preference" });
+    script.chats.push("Noted: tea it is.");
+    await send(page, "Remember that I like tea.");
+
+    await reload(page);
+    assert.deepEqual(await factTexts(page), ["Prefers tea over coffee"]);
+    await waitForText(page, ".msg-assistant .bubble", "Noted: tea it is.");
+    assert.match(await text(page, "#storage-name"), /IndexedDB/);
+
+    // localStorage is a separate store; the choice survives a reload.
+    await page.getByLabel("Storage", { exact: true }).selectOption("localstorage");
+    await page.waitForSelector('body[data-storage="localstorage"]', { timeout: T });
+    await page.waitForSelector("#facts-list .empty-state", { timeout: T });
+    await addFact(page, "Keeps notes in Obsidian");
+    await reload(page);
+    assert.equal(await page.locator("body").getAttribute("data-storage"), "localstorage");
+    assert.equal(await page.getByLabel("Storage", { exact: true }).inputValue(), "localstorage");
+    assert.deepEqual(await factTexts(page), ["Keeps notes in Obsidian"]);
+    await shot(page, "05-localstorage-after-reload");
+
+    await page.getByLabel("Storage", { exact: true }).selectOption("indexeddb");
+    await page.waitForSelector('body[data-storage="indexeddb"]', { timeout: T });
+    await waitForText(page, "#facts-list .fact-text", "Prefers tea over coffee");
+    assert.deepEqual(await factTexts(page), ["Prefers tea over coffee"]);
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("a storage choice given in the URL wins and is kept in the URL when changed", async () => {
+  await withBrowser(async (context) => {
+    const { page } = await openDemo(context, { query: "debounce=400&storage=localstorage" });
+    assert.equal(await page.locator("body").getAttribute("data-storage"), "localstorage");
+    await page.getByLabel("Storage", { exact: true }).selectOption("memory");
+    await page.waitForSelector('body[data-storage="memory"]', { timeout: T });
+    assert.match(page.url(), /[?&]storage=memory/);
+    assert.match(page.url(), /[?&]debounce=400/);
+  });
+});
+
+test("facts can be added, edited and deleted (with undo), and sections edited, all from the keyboard", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+
+    // Add: the button, then the form, submitted with Enter.
+    await page.getByRole("button", { name: "Add fact" }).focus();
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("Lives in Lisbon");
+    await page.getByLabel("Category").selectOption("context");
+    await page.getByLabel("Confidence").fill("0.8");
+    await page.getByLabel("Fact", { exact: true }).press("Enter");
+    await waitForText(page, "#facts-list .fact-text", "Lives in Lisbon");
+    let row = page.locator("#facts-list .fact", { hasText: "Lives in Lisbon" });
+    assert.match(await row.innerText(), /context[\s\S]*conf 0\.80/i);
+    assert.match(await row.innerText(), /added by hand/);
+    assert.equal((await stored(page)).facts[0].source, "manual");
+
+    // Edit: Enter on the edit button, change, Enter saves.
+    await page.getByRole("button", { name: "Edit fact: Lives in Lisbon" }).focus();
+    await page.keyboard.press("Enter");
+    const box = page.getByRole("textbox", { name: "Fact", exact: true });
+    await box.fill("Lives in Porto");
+    await page.locator("form.editing").getByLabel("Category").selectOption("preference");
+    await box.press("Enter");
+    await waitForText(page, "#facts-list .fact-text", "Lives in Porto");
+    const doc = await stored(page);
+    assert.deepEqual(doc.facts.map((f) => [f.content, f.category, f.confidence]), [["Lives in Porto", "preference", 0.8]]);
+
+    // Escape cancels an edit without saving.
+    await page.getByRole("button", { name: "Edit fact: Lives in Porto" }).click();
+    await page.getByRole("textbox", { name: "Fact", exact: true }).fill("Lives on the Moon");
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("form.editing", { state: "detached", timeout: T });
+    assert.deepEqual(await factTexts(page), ["Lives in Porto"]);
+    assert.equal((await stored(page)).facts[0].content, "Lives in Porto");
+
+    // Delete, then undo from the toast.
+    await addFact(page, "Has a cat called Miso");
+    await page.getByRole("button", { name: "Delete fact: Lives in Porto" }).click();
+    await page.locator("#facts-list .fact", { hasText: "Lives in Porto" }).waitFor({ state: "detached", timeout: T });
+    assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Has a cat called Miso"]);
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute("aria-label"));
+    assert.equal(focused, "Delete fact: Has a cat called Miso", "focus moves to the next fact");
+    await page.locator(".toast").getByRole("button", { name: "Undo" }).click();
+    await waitForText(page, "#facts-list .fact-text", "Lives in Porto");
+    assert.deepEqual((await stored(page)).facts.map((f) => f.content).sort(), ["Has a cat called Miso", "Lives in Porto"]);
+
+    // Sections: edit Work, Enter saves through updateSection().
+    await page.getByRole("button", { name: "Edit section Work" }).click();
+    await page.getByRole("textbox", { name: "Work summary" }).fill("Staff engineer at Initech, owns the payments platform.");
+    await page.getByRole("textbox", { name: "Work summary" }).press("Enter");
+    await waitForText(page, '[data-section="workContext"] .section-text', "Staff engineer at Initech");
+    assert.match(await text(page, '[data-section="workContext"]'), /updated (just now|\d+ s ago)/);
+    const work = (await stored(page)).user.workContext;
+    assert.equal(work.summary, "Staff engineer at Initech, owns the payments platform.");
+    assert.match(work.updatedAt, /Z$/);
+    assert.match(await text(page, "#preview-block"), /Work: Staff engineer at Initech/);
+    await shot(page, "06-edited");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("export downloads memory.json; import replaces memory keeping unknown fields; a file that is not memory is rejected and changes nothing", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    await addFact(page, "Runs marathons");
+
+    const [download] = await Promise.all([page.waitForEvent("download", { timeout: T }), page.getByRole("button", { name: "Export memory.json" }).click()]);
+    assert.equal(download.suggestedFilename(), "memory.json");
+    const exported = JSON.parse(readFileSync(await download.path(), "utf8"));
+    assert.equal(exported.version, "1.0");
+    assert.deepEqual(exported.facts.map((f) => f.content), ["Runs marathons"]);
+    assert.ok(exported.user && exported.history);
+
+    const deerflow = memoryDoc({
+      user: {
+        workContext: { summary: "Data scientist at Globex.", updatedAt: "2026-03-14T10:30:00.000000Z", mood: "curious" },
+        personalContext: { summary: "", updatedAt: "" },
+        topOfMind: { summary: "", updatedAt: "" },
+      },
+      facts: [{ id: "fact_3f9a1c2e", content: "Uses pandas daily", category: "knowledge", confidence: 0.9, createdAt: "2026-03-14T10:30:00.000000Z", source: "thread-42", tags: ["python"] }],
+      agentNotes: { kept: true },
+    });
+    await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(deerflow)) });
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor({ timeout: T });
+    assert.match(await dialog.innerText(), /replaces the whole memory \(1 fact and the profile\) with the file's 1 fact/);
+    await dialog.getByRole("button", { name: "Replace memory" }).click();
+    await waitForText(page, "#facts-list .fact-text", "Uses pandas daily");
+    assert.deepEqual(await factTexts(page), ["Uses pandas daily"]);
+    assert.match(await text(page, '[data-section="workContext"]'), /Data scientist at Globex/);
+
+    const [again] = await Promise.all([page.waitForEvent("download", { timeout: T }), page.getByRole("button", { name: "Export memory.json" }).click()]);
+    const roundTrip = JSON.parse(readFileSync(await again.path(), "utf8"));
+    assert.deepEqual(roundTrip.agentNotes, { kept: true });
+    assert.equal(roundTrip.user.workContext.mood, "curious");
+    assert.deepEqual(roundTrip.facts[0].tags, ["python"]);
+    assert.equal(roundTrip.facts[0].id, "fact_3f9a1c2e");
+
+    // Valid JSON but not memory: confirmed, then rejected by the library with its reason.
+    await page.locator("#import-file").setInputFiles({ name: "broken.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify({ user: 5, facts: "no" })) });
+    await dialog.getByRole("button", { name: "Replace memory" }).click();
+    await page.locator(".toast-error", { hasText: "Importing broken.json failed" }).waitFor({ timeout: T });
+    // Not JSON at all: rejected straight away.
+    await page.locator("#import-file").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("just some notes") });
+    await page.locator(".toast-error", { hasText: "Importing notes.txt failed" }).waitFor({ timeout: T });
+    assert.deepEqual(await factTexts(page), ["Uses pandas daily"]);
+    assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Uses pandas daily"], "memory unchanged");
+    await shot(page, "07-import-rejected");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("markup in facts, sections and answers is shown as text and never runs", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    const evilFact = "<img src=x onerror=alert(1)>";
+    await addFact(page, evilFact);
+
+    const doc = memoryDoc({
+      user: {
+        workContext: { summary: "<script>alert(2)</script><img src=x onerror=alert(3)>", updatedAt: "2026-03-14T10:30:00.000000Z" },
+        personalContext: { summary: "", updatedAt: "" },
+        topOfMind: { summary: "", updatedAt: "" },
+      },
+      facts: [
+        { id: "fact_00000001", content: evilFact, category: "<b>cat</b>", confidence: 0.9, createdAt: "2026-03-14T10:30:00.000000Z", source: "<i>src</i>" },
+        { id: "fact_00000002", content: '"><svg onload=alert(4)>', category: "knowledge", confidence: 0.8, createdAt: "2026-03-14T10:30:00.000000Z", source: "t" },
+      ],
+    });
+    await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(doc)) });
+    await page.getByRole("dialog").getByRole("button", { name: "Replace memory" }).click();
+    await waitForText(page, "#facts-list .fact-text", '"><svg onload=alert(4)>');
+
+    // An answer with markup, sent without streaming (the page reads plain JSON answers too).
+    script.chats.push({ text: "Here: <img src=x onerror=alert(5)> and **bold** <a href=javascript:alert(6)>link</a>", stream: false });
+    await send(page, "Show me <img src=x onerror=alert(7)>");
+    await waitForText(page, ".msg-assistant .bubble", "<img src=x onerror=alert(5)>");
+
+    assert.ok((await factTexts(page)).includes(evilFact), "the fact reads as the literal text");
+    assert.match(await text(page, '[data-section="workContext"] .section-text'), /^<script>alert\(2\)<\/script><img src=x onerror=alert\(3\)>$/);
+    assert.match(await text(page, ".msg-user .bubble"), /<img src=x onerror=alert\(7\)>/);
+    assert.match(await text(page, "#preview-block"), /&lt;img src=x onerror=alert\(1\)&gt;/, "the library escapes it inside the block");
+    const counts = await page.evaluate(() => ({
+      img: document.querySelectorAll("img").length,
+      script: document.querySelectorAll("script").length,
+      svgOnload: document.querySelectorAll("svg[onload]").length,
+      anchors: document.querySelectorAll(".messages a").length,
+      bold: document.querySelectorAll(".msg-assistant .bubble strong").length,
+      catHtml: document.querySelectorAll("#facts-list b, #facts-list i").length,
+    }));
+    assert.deepEqual(counts, { img: 0, script: 1, svgOnload: 0, anchors: 0, bold: 1, catHtml: 0 });
+    await page.waitForTimeout(300); // any onerror would have fired by now
+    await shot(page, "08-markup-as-text");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("without an endpoint, a banner explains how to connect one, sending is off, and the memory tools still work", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { server: bare });
+    const banner = page.locator("#endpoint-banner");
+    assert.ok(await banner.isVisible());
+    const said = await banner.innerText();
+    for (const needle of ["No model connected", "OPENAI_BASE_URL", "OPENAI_API_KEY", "MODEL=", "http://127.0.0.1:11434/v1", "OPENAI_BASE_URL is not set"]) {
+      assert.ok(said.includes(needle), `banner mentions ${needle}`);
+    }
+    assert.match(await text(page, "#model-name"), /no model/);
+    await page.locator("#input").fill("Hello?");
+    assert.ok(await page.locator("#send").isDisabled(), "Send is disabled without a model");
+    await page.locator("#input").press("Enter");
+    assert.equal(await page.locator(".msg").count(), 0, "Enter sent nothing");
+
+    await addFact(page, "Prefers dark roast coffee", { category: "preference" });
+    await page.locator("#input").fill("coffee recommendations?");
+    await waitForText(page, "#preview-block", "[preference | 0.90] Prefers dark roast coffee");
+    await shot(page, "09-no-endpoint");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("clear asks first: Cancel keeps memory, confirming empties it", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    await addFact(page, "Speaks Portuguese");
+    await page.getByRole("button", { name: "Edit section Personal" }).click();
+    await page.getByRole("textbox", { name: "Personal summary" }).fill("Bilingual.");
+    await page.getByRole("button", { name: "Save" }).click();
+    await waitForText(page, '[data-section="personalContext"] .section-text', "Bilingual.");
+
+    await page.getByRole("button", { name: "Clear memory…" }).click();
+    const dialog = page.getByRole("dialog");
+    assert.match(await dialog.innerText(), /removes 1 fact and all six profile sections/);
+    await shot(page, "10-clear-confirm");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden", timeout: T });
+    assert.deepEqual(await factTexts(page), ["Speaks Portuguese"]);
+
+    await page.getByRole("button", { name: "Clear memory…" }).click();
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden", timeout: T });
+    assert.equal((await stored(page)).facts.length, 1, "Escape cancels too");
+
+    await page.getByRole("button", { name: "Clear memory…" }).click();
+    await dialog.getByRole("button", { name: "Clear memory" }).click();
+    await page.waitForSelector("#facts-list .empty-state", { timeout: T });
+    const doc = await stored(page);
+    assert.equal(doc.facts.length, 0);
+    assert.equal(doc.user.personalContext.summary, "");
+    assert.match(await text(page, "#preview-note"), /memory is empty/);
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("pausing learning queues nothing and injection off sends prompts without memory; both settings survive a reload", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { query: "debounce=60000" });
+    await addFact(page, "Is allergic to peanuts", { category: "context" });
+    const from = llm.requests.length;
+
+    await page.getByLabel("Learn from chats").uncheck();
+    await waitForState(page, "paused");
+    script.chats.push("Sure, here is a peanut-free recipe.");
+    await send(page, "A snack idea for me, please?");
+    assert.deepEqual(await page.evaluate(() => globalThis.memory.status().pending), [], "nothing queued while paused");
+    assert.match(systemOf(chatRequests(from)[0]), /Is allergic to peanuts/, "injection still on");
+    // Control: with learning back on, the same kind of turn is queued.
+    await page.getByLabel("Learn from chats").check();
+    script.chats.push("Another one: apple slices.");
+    await send(page, "And another?");
+    await waitForState(page, "queued");
+    assert.equal((await page.evaluate(() => globalThis.memory.status().pending)).length, 1);
+
+    await page.getByLabel("Add memory to prompts").uncheck();
+    await waitForText(page, "#preview-note", "Injection is off");
+    assert.match(await text(page, "#facts-list"), /Injection off/);
+    script.chats.push("Plain answer.");
+    await send(page, "One more snack?");
+    const last = chatRequests(from).at(-1);
+    assert.ok(!systemOf(last).includes("<memory>"), "no memory block when injection is off");
+    assert.ok(!systemOf(last).includes("peanuts"));
+    assert.equal(await page.locator(".msg-assistant .msg-meta").last().innerText(), "No memory in this prompt");
+
+    await page.getByLabel("Learn from chats").uncheck();
+    await reload(page);
+    assert.equal(await page.getByLabel("Learn from chats").isChecked(), false);
+    assert.equal(await page.getByLabel("Add memory to prompts").isChecked(), false);
+    assert.deepEqual(await page.evaluate(() => [globalThis.memory.options().enabled, globalThis.memory.options().injectionEnabled]), [false, false]);
+    assert.equal(extractionRequests(from).length, 0, "the 60 s debounce never ran out");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("a failed extraction shows the error with its message, and Update now retries it", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { query: "debounce=300" });
+    script.extractions.push({ status: 400, body: { error: { message: "model 'tiny' does not support JSON" } } });
+    script.chats.push("Hello Ana!");
+    await send(page, "I'm Ana and I teach physics in Porto.");
+    await waitForState(page, "error");
+    assert.match(await text(page, "#status-title"), /Update failed/);
+    assert.match(await text(page, "#status-detail"), /HTTP 400.*model 'tiny' does not support JSON/);
+    await shot(page, "11-extraction-error");
+
+    script.extractions.push({ json: { newFacts: [{ content: "Teaches physics in Porto", category: "context", confidence: 0.95 }] } });
+    await page.getByRole("button", { name: "Update now" }).click();
+    await waitForState(page, "updated");
+    assert.deepEqual(await factTexts(page), ["Teaches physics in Porto"]);
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("at phone width the panes stack, nothing scrolls sideways, and the composer stays usable", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { viewport: { width: 390, height: 844 } });
+    await addFact(page, "Commutes by bike");
+    script.chats.push("Short answer for a small screen.");
+    await send(page, "Hi from my phone");
+    const chat = await page.locator("section.chat").boundingBox();
+    const memory = await page.locator("aside.memory").boundingBox();
+    assert.ok(memory.y >= chat.y + chat.height - 1, "the memory pane is below the chat");
+    assert.ok(memory.width > 350 && chat.width > 350, "both panes use the full width");
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `no sideways scrolling (overflow ${overflow}px)`);
+    assert.ok(await page.locator("#input").isVisible());
+    await shot(page, "12-mobile");
+    await page.locator("aside.memory").scrollIntoViewIfNeeded();
+    await shot(page, "13-mobile-memory", { fullPage: true });
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("Enter sends, Shift+Enter adds a line, and every control has an accessible name", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    const from = chatRequests().length;
+    await page.locator("#input").click();
+    await page.keyboard.type("line one");
+    await page.keyboard.press("Shift+Enter");
+    await page.keyboard.type("line two");
+    assert.equal(await page.locator("#input").inputValue(), "line one\nline two");
+    assert.equal(chatRequests().length, from, "Shift+Enter sent nothing");
+    script.chats.push("Got both lines.");
+    await page.keyboard.press("Enter");
+    await waitForText(page, ".msg-assistant .bubble", "Got both lines.");
+    assert.equal(await page.locator(".msg-user .bubble").innerText(), "line one\nline two");
+    assert.equal(await page.locator("#input").inputValue(), "", "the box is emptied");
+
+    await addFact(page, "Uses a screen reader sometimes");
+    const unnamed = await page.evaluate(() =>
+      [...document.querySelectorAll("button, input, select, textarea, summary, [tabindex]")]
+        .filter((el) => {
+          const labelled = el.getAttribute("aria-labelledby")?.split(" ").map((id) => document.getElementById(id)?.textContent ?? "").join("");
+          const name = el.getAttribute("aria-label") || labelled || [...(el.labels ?? [])].map((l) => l.textContent).join("") || (/^(BUTTON|SUMMARY)$/.test(el.tagName) ? el.textContent : "");
+          return !name.trim();
+        })
+        .map((el) => el.outerHTML.slice(0, 100)),
+    );
+    assert.deepEqual(unnamed, []);
+
+    // Tab reaches the memory tools, in order, from the message box.
+    await page.locator("#input").focus();
+    const reached = new Set();
+    for (let i = 0; i < 40; i++) {
+      await page.keyboard.press("Tab");
+      reached.add(await page.evaluate(() => document.activeElement?.getAttribute("aria-label") || document.activeElement?.textContent?.trim() || document.activeElement?.id));
+    }
+    for (const name of ["Add fact", "Edit fact: Uses a screen reader sometimes", "Delete fact: Uses a screen reader sometimes", "Edit section Work", "Export memory.json"]) {
+      assert.ok(reached.has(name), `Tab reaches "${name}"`);
+    }
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("when the chosen storage is unavailable, the page says so and keeps working in memory", async () => {
+  await withBrowser(async (context) => {
+    await context.addInitScript(() => Object.defineProperty(globalThis, "indexedDB", { value: undefined, configurable: true }));
+    const { page, problems } = await openDemo(context, { query: "debounce=400&storage=indexeddb" });
+    assert.equal(await page.locator("body").getAttribute("data-storage"), "memory");
+    assert.match(await text(page, "#notices"), /IndexedDB is not available here: .*Memory is kept in this tab only and is lost on reload\./s);
+    assert.match(await text(page, "#storage-name"), /in memory/);
+    await addFact(page, "Works offline a lot");
+    assert.deepEqual(await factTexts(page), ["Works offline a lot"]);
+    await shot(page, "14-storage-fallback");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
