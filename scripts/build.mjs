@@ -108,7 +108,7 @@ if (args.has("--if-stale") && !stale()) {
   if (existsSync(join(pkg, "wasm"))) renameSync(join(pkg, "wasm"), old);
   renameSync(scratch, join(pkg, "wasm"));
   rmSync(old, { recursive: true, force: true });
-  for (const f of ["browser.js", "node.js", "workers.js", "index.d.ts"]) {
+  for (const f of ["browser.js", "node.js", "workers.js", "index.d.ts", "file-store.js", "file-store.d.ts", "durable-object-store.js", "durable-object-store.d.ts", "ai-sdk.js", "ai-sdk.d.ts"]) {
     copyFileSync(join(root, "js", f), join(pkg, f));
   }
   const report = sizeReport();

@@ -1,0 +1,350 @@
+// `user-memory/node`: a storage adapter that keeps memory in files, for Node.js agents.
+//
+//   import { UserMemory } from "user-memory";
+//   import { fileStore } from "user-memory/node";
+//   const memory = await UserMemory.open({ storage: fileStore("./memory"), llm });
+//
+// Layout: one file per key in one flat directory. Keys are percent-encoded into file names
+// that are the same on case-sensitive and case-insensitive file systems (only a-z 0-9 _ - .
+// are kept; everything else, capitals included, becomes %xx). Names starting with "." are
+// never keys: temp files and the lock live there. A key whose name would be longer than
+// 200 characters is stored under a hashed name, with the key on the file's first line.
+//
+// Writes: temp file (unique name) → fsync → rename over the target → fsync of the directory,
+// so a file holds the old or the new value after a crash, never a torn one.
+//
+// compareAndSet is safe between processes: it holds a lock file (created with O_EXCL,
+// holding pid, host and time) while it reads, compares and renames. A lock whose holder
+// is a dead process on this host, or which is older than `staleLockMs`, is broken.
+//
+// The directory is created if it is missing and its parent exists; a missing parent, a
+// file in its place or a read-only directory is an error with code STORAGE_UNAVAILABLE
+// that names the path (so a typo never silently starts an empty memory elsewhere).
+import { createHash, randomBytes } from "node:crypto";
+import { access, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { hostname } from "node:os";
+import { dirname, join, resolve } from "node:path";
+
+const LOCK = ".lock";
+const TEMP = ".tmp-";
+const STALE = ".stale-";
+const MAX_NAME = 200;
+/** Temp files of dead writers older than this are removed (a live write takes milliseconds). */
+const ORPHAN_MS = 60 * 60_000;
+const HOST = hostname();
+/** A short tag of this host in temp file names, so orphans are only judged by pid here. */
+const HOST_TAG = createHash("sha256").update(HOST).digest("hex").slice(0, 8);
+
+/**
+ * Creates a file store in `dir`. See {@link FileStore}.
+ * @param {string} dir
+ * @param {FileStoreOptions} [options]
+ */
+export function fileStore(dir, options) {
+  return new FileStore(dir, options);
+}
+
+/**
+ * @typedef {object} FileStoreOptions
+ * @property {number} [staleLockMs] A lock held longer than this is considered abandoned
+ *   (default 10 000; a compareAndSet holds it for one read and one small write).
+ */
+
+/** A {@link StorageAdapter} over a directory. Every method may be called concurrently. */
+export class FileStore {
+  /** @type {string} */ dir;
+  /** @type {number} */ #staleLockMs;
+  /** @type {Promise<void> | undefined} */ #ready;
+
+  /**
+   * @param {string} dir the directory (created if missing, when its parent exists)
+   * @param {FileStoreOptions} [options]
+   */
+  constructor(dir, { staleLockMs = 10_000 } = {}) {
+    if (typeof dir !== "string" || dir === "") {
+      throw Object.assign(new TypeError("fileStore(dir) needs a directory path (a non-empty string)"), { code: "INVALID_INPUT" });
+    }
+    this.dir = resolve(dir);
+    this.#staleLockMs = staleLockMs;
+  }
+
+  /** Shown in error messages. */
+  get name() {
+    return `fileStore(${JSON.stringify(this.dir)})`;
+  }
+
+  /** @param {string} key @returns {Promise<string | null>} */
+  async get(key) {
+    await this.#prepare();
+    return this.#read(key);
+  }
+
+  /** @param {string} key @param {string} value */
+  async set(key, value) {
+    await this.#prepare();
+    await this.#write(key, value);
+  }
+
+  /** @param {string} key */
+  async delete(key) {
+    await this.#prepare();
+    try {
+      await unlink(this.#path(key));
+    } catch (e) {
+      if (e.code === "ENOENT") return;
+      throw e;
+    }
+    await syncDir(this.dir);
+  }
+
+  /** Keys starting with `prefix` (files that are not keys are ignored). @param {string} prefix */
+  async keys(prefix) {
+    await this.#prepare();
+    const out = [];
+    for (const name of await readdir(this.dir)) {
+      if (name.startsWith(".")) continue;
+      const key = name.includes("~") ? await this.#hashedKey(name) : decodeName(name);
+      if (key !== null && key.startsWith(prefix)) out.push(key);
+    }
+    return out;
+  }
+
+  /**
+   * Sets `key` to `value` if it currently holds `expected` (`null`: absent), atomically
+   * with respect to every other process using this directory.
+   * @param {string} key @param {string | null} expected @param {string} value
+   * @returns {Promise<boolean>}
+   */
+  async compareAndSet(key, expected, value) {
+    await this.#prepare();
+    const token = await this.#lock();
+    try {
+      if ((await this.#read(key)) !== expected) return false;
+      // If the lock was broken meanwhile (we were slower than staleLockMs), someone else
+      // may be writing: report a conflict, and the library re-reads and replays.
+      return await this.#write(key, value, () => this.#holds(token));
+    } finally {
+      await this.#unlock(token);
+    }
+  }
+
+  // ---- files ----
+
+  #path(key) {
+    return join(this.dir, fileName(key));
+  }
+
+  async #read(key) {
+    const name = fileName(key);
+    let text;
+    try {
+      text = await readFile(join(this.dir, name), "utf8");
+    } catch (e) {
+      if (e.code === "ENOENT") return null;
+      throw e;
+    }
+    if (!name.includes("~")) return text;
+    const newline = text.indexOf("\n");
+    return newline < 0 ? null : text.slice(newline + 1);
+  }
+
+  /** Writes atomically; `beforeRename` may cancel (→ false). */
+  async #write(key, value, beforeRename) {
+    const name = fileName(key);
+    const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
+    const body = name.includes("~") ? `${JSON.stringify(key)}\n${value}` : value;
+    const fh = await open(temp, "wx");
+    try {
+      await fh.writeFile(body, "utf8");
+      await fh.sync();
+    } catch (e) {
+      await fh.close().catch(() => {});
+      await unlink(temp).catch(() => {});
+      throw e;
+    }
+    await fh.close();
+    if (beforeRename && !(await beforeRename())) {
+      await unlink(temp).catch(() => {});
+      return false;
+    }
+    try {
+      await rename(temp, join(this.dir, name));
+    } catch (e) {
+      await unlink(temp).catch(() => {});
+      throw e;
+    }
+    await syncDir(this.dir);
+    return true;
+  }
+
+  async #hashedKey(name) {
+    try {
+      const text = await readFile(join(this.dir, name), "utf8");
+      const key = JSON.parse(text.slice(0, text.indexOf("\n")));
+      return typeof key === "string" && fileName(key) === name ? key : null;
+    } catch {
+      return null;
+    }
+  }
+
+  // ---- the directory ----
+
+  /** Checks (once) that the directory exists and is writable, creating it if needed. */
+  #prepare() {
+    this.#ready ??= this.#check().catch((e) => {
+      this.#ready = undefined; // try again next time (the user may fix the directory)
+      throw e;
+    });
+    return this.#ready;
+  }
+
+  async #check() {
+    const dir = this.dir;
+    try {
+      await mkdir(dir);
+    } catch (e) {
+      if (e.code === "ENOENT") throw unavailable(`the memory directory ${dir} does not exist and cannot be created: its parent ${dirname(dir)} is missing`, e);
+      if (e.code === "ENOTDIR") throw unavailable(`the memory directory ${dir} cannot be created: a parent is not a directory`, e);
+      if (e.code !== "EEXIST") throw unavailable(`the memory directory ${dir} cannot be created (${e.code}: ${e.message})`, e);
+    }
+    if (!(await stat(dir)).isDirectory()) throw unavailable(`the memory directory ${dir} is a file, not a directory`);
+    try {
+      await access(dir, constants.R_OK | constants.W_OK | constants.X_OK);
+    } catch (e) {
+      throw unavailable(`the memory directory ${dir} is not writable (${e.code})`, e);
+    }
+    await this.#removeOrphans();
+  }
+
+  /** Removes temp files and broken locks left by writers that died. */
+  async #removeOrphans() {
+    for (const name of await readdir(this.dir)) {
+      if (!name.startsWith(TEMP) && !name.startsWith(STALE)) continue;
+      const [tag, pid] = name.slice(name.indexOf("-") + 1).split("-");
+      const file = join(this.dir, name);
+      const ownDead = tag === HOST_TAG && !alive(Number(pid));
+      const old = await stat(file).then((s) => Date.now() - s.mtimeMs > ORPHAN_MS, () => false);
+      if (ownDead || old) await unlink(file).catch(() => {});
+    }
+  }
+
+  // ---- the lock ----
+
+  /** Takes the directory lock; resolves to this holder's token. */
+  async #lock() {
+    const path = join(this.dir, LOCK);
+    const token = randomBytes(8).toString("hex");
+    const content = JSON.stringify({ pid: process.pid, host: HOST, at: Date.now(), token });
+    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+      try {
+        await writeFile(path, content, { flag: "wx" });
+        return token;
+      } catch (e) {
+        if (e.code !== "EEXIST") throw e;
+      }
+      if (await this.#breakIfStale(path)) continue;
+      await new Promise((r) => setTimeout(r, wait * (0.5 + Math.random())));
+    }
+  }
+
+  /** Removes the lock if its holder is dead or it is too old; true if it is gone. */
+  async #breakIfStale(path) {
+    let raw;
+    let mtime;
+    try {
+      raw = await readFile(path, "utf8");
+      mtime = (await stat(path)).mtimeMs;
+    } catch (e) {
+      if (e.code === "ENOENT") return true;
+      throw e;
+    }
+    const holder = parseLock(raw);
+    const age = Date.now() - (holder?.at ?? mtime);
+    const dead = holder !== null && holder.host === HOST && !alive(holder.pid);
+    if (!dead && age < this.#staleLockMs) return false;
+    // Move it aside with one rename: of several processes breaking it at once, one wins.
+    const aside = join(this.dir, `${STALE}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
+    try {
+      await rename(path, aside);
+    } catch (e) {
+      if (e.code === "ENOENT") return true;
+      throw e;
+    }
+    // Between our read and the rename, another process may have broken it and taken a
+    // fresh lock: then we moved *its* lock. Put it back unless yet another one exists.
+    if ((await readFile(aside, "utf8").catch(() => "")) !== raw) await link(aside, path).catch(() => {});
+    await unlink(aside).catch(() => {});
+    return true;
+  }
+
+  async #holds(token) {
+    return parseLock(await readFile(join(this.dir, LOCK), "utf8").catch(() => ""))?.token === token;
+  }
+
+  async #unlock(token) {
+    if (await this.#holds(token)) await unlink(join(this.dir, LOCK)).catch(() => {});
+  }
+}
+
+/** The file name of `key`. @param {string} key */
+export function fileName(key) {
+  let name = "";
+  for (const byte of Buffer.from(key, "utf8")) {
+    const keep = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte === 0x5f || byte === 0x2d || (byte === 0x2e && name !== "");
+    name += keep ? String.fromCharCode(byte) : `%${byte.toString(16).padStart(2, "0")}`;
+  }
+  if (name === "" || name.length > MAX_NAME) {
+    name = `${name.slice(0, MAX_NAME - 41)}~${createHash("sha256").update(key).digest("hex").slice(0, 40)}`;
+  }
+  return name;
+}
+
+/** The key of a file name, or null if it is not one of ours. @param {string} name */
+function decodeName(name) {
+  if (!/^[a-z0-9_\-.%]+$/.test(name)) return null;
+  try {
+    const key = decodeURIComponent(name);
+    return fileName(key) === name ? key : null;
+  } catch {
+    return null;
+  }
+}
+
+function parseLock(raw) {
+  try {
+    const v = JSON.parse(raw);
+    return v && typeof v === "object" && typeof v.token === "string" ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether process `pid` exists on this host. */
+function alive(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+/** fsync of a directory, so a rename or unlink in it is durable (not possible on Windows). */
+async function syncDir(dir) {
+  if (process.platform === "win32") return;
+  const fh = await open(dir, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+function unavailable(message, cause) {
+  const e = new Error(message);
+  e.code = "STORAGE_UNAVAILABLE";
+  if (cause) e.cause = cause;
+  return e;
+}
