@@ -98,7 +98,7 @@ impl UserMemory {
     #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
     pub fn observe(
         &self,
-        #[wasm_bindgen(js_name = threadId)] thread_id: JsValue,
+        #[wasm_bindgen(js_name = threadId, unchecked_param_type = "string")] thread_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue,
     ) -> std::result::Result<Promise, JsValue> {
         let thread = thread_id.as_string().ok_or_else(|| to_js(&Error::invalid("`threadId` must be a string")))?;
@@ -153,10 +153,10 @@ impl UserMemory {
         promise(async move { e.process_due().await.map(|r| report_js(&r)) })
     }
 
-    /// When the queue is next due (epoch ms), or `null`.
-    #[wasm_bindgen(js_name = nextDueAt)]
-    pub fn next_due_at(&self) -> Option<f64> {
-        self.engine.next_due_at().map(|t| t as f64)
+    /// When the queue is next due (epoch ms), or `null` (SPEC §9).
+    #[wasm_bindgen(js_name = nextDueAt, unchecked_return_type = "number | null")]
+    pub fn next_due_at(&self) -> JsValue {
+        self.engine.next_due_at().map_or(JsValue::NULL, |t| JsValue::from_f64(t as f64))
     }
 
     /// The queue as this instance sees it: pending thread ids, next due time, whether a
