@@ -495,6 +495,9 @@ impl Engine {
         }
         self.inner.state.borrow_mut().closed = true;
         self.parts().scheduler.arm(None);
+        // A call in flight (or waiting to retry) ends now with `CLOSED`; its entry stays
+        // queued, unclaimed, without counting an attempt.
+        self.parts().llm.cancel();
         let me = self.parts().instance_id.clone();
         let result = self.update_queue(move |q| q.release(&me)).await;
         self.parts().scheduler.arm(None);

@@ -69,10 +69,33 @@ impl Engine {
             })
             .await?;
         let mut report = RunReport::default();
-        for (entry, version) in claimed {
+        for (i, (mut entry, mut version)) in claimed.into_iter().enumerate() {
+            if self.is_closed() {
+                break; // close() released the claims; the entries stay queued
+            }
+            if i > 0 {
+                // The batch claimed everything at its start, but each claim only lasts one
+                // attempt: renew it right before this entry's turn (which also picks up
+                // messages observed meanwhile). Taken over by another instance, or gone:
+                // skip it.
+                let now = self.now();
+                let renewed = self
+                    .update_queue(|q| {
+                        let got = q.claim(std::slice::from_ref(&entry.thread_id), &me, now, lease);
+                        got.into_iter().next().and_then(|(thread, v)| q.entry(&thread).cloned().map(|e| (e, v)))
+                    })
+                    .await?;
+                match renewed {
+                    Some((e, v)) => (entry, version) = (e, v),
+                    None => continue,
+                }
+            }
             let outcome = self.process_entry(&entry).await;
             let now = self.now();
             match outcome {
+                // Cancelled by close(): not a failure of the entry (no attempt counted, no
+                // event); it stays queued for the next open().
+                Err(Error::Closed) => break,
                 Ok(()) => {
                     self.update_queue(|q| q.succeed(&entry.thread_id, &version, now)).await?;
                     report.processed.push(entry.thread_id.clone());

@@ -30,4 +30,9 @@ pub struct LlmRequest {
 pub trait Llm {
     /// Sends the request and returns the reply text.
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>>;
+
+    /// Called once by `close()`: abort calls in flight and the waits between retries, so
+    /// nothing keeps the process alive; those calls and any later ones fail with `CLOSED`.
+    /// The default does nothing (the call in flight, if any, runs to its end).
+    fn cancel(&self) {}
 }

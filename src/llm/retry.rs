@@ -14,7 +14,7 @@ pub const MAX_DELAY_MS: u64 = 60_000;
 /// Whether a failed try should be repeated.
 pub fn is_retryable(err: &Error) -> bool {
     match err {
-        Error::LlmHttp { status, .. } => *status == 429 || *status == 408 || (500..=599).contains(status),
+        Error::LlmHttp { status, .. } => *status == 429 || (500..=599).contains(status),
         Error::LlmTimeout(_) | Error::LlmNetwork(_) => true,
         _ => false,
     }
@@ -27,6 +27,14 @@ pub fn delay_ms(retry: u32, retry_after_ms: Option<u64>) -> u64 {
         Some(ms) => ms.min(MAX_DELAY_MS),
         None => BASE_DELAY_MS.saturating_mul(1u64 << retry.min(16)).min(MAX_DELAY_MS),
     }
+}
+
+/// The longest one attempt can take: every try running into `timeout_ms`, plus the longest
+/// possible wait before each retry (a `Retry-After` at the cap). A queue claim must outlast
+/// this, or another instance could take the entry over while the attempt is still running.
+pub fn attempt_budget_ms(timeout_ms: u64, max_retries: u32) -> u64 {
+    let tries = u64::from(max_retries) + 1;
+    timeout_ms.saturating_mul(tries).saturating_add(MAX_DELAY_MS.saturating_mul(u64::from(max_retries)))
 }
 
 /// Parses a `Retry-After` header: delta-seconds (`"3"`, `"1.5"`) or an HTTP date
@@ -77,7 +85,7 @@ mod tests {
         for s in [429, 500, 502, 503, 504] {
             assert!(is_retryable(&http(s)), "{s}");
         }
-        for s in [400, 401, 403, 404, 422] {
+        for s in [400, 401, 403, 404, 408, 409, 422] {
             assert!(!is_retryable(&http(s)), "{s}");
         }
         assert!(is_retryable(&Error::LlmTimeout(String::new())));
@@ -91,6 +99,17 @@ mod tests {
         assert_eq!(delay_ms(30, None), 60_000);
         assert_eq!(delay_ms(0, Some(3_000)), 3_000);
         assert_eq!(delay_ms(0, Some(3_600_000)), 60_000);
+    }
+
+    #[test]
+    fn the_attempt_budget_covers_every_timeout_and_capped_retry_after_waits() {
+        assert_eq!(attempt_budget_ms(60_000, 2), 3 * 60_000 + 2 * 60_000);
+        assert_eq!(attempt_budget_ms(1_000, 0), 1_000);
+        // Each wait can be a Retry-After at the cap, whatever the exponential step.
+        for r in 0..5 {
+            assert!(delay_ms(r, Some(u64::MAX)) <= MAX_DELAY_MS);
+        }
+        assert_eq!(attempt_budget_ms(u64::MAX, 10), u64::MAX);
     }
 
     #[test]

@@ -10,8 +10,11 @@ use crate::llm::{Llm, LlmConfig, LlmRequest};
 use crate::message::content_text;
 use crate::sync::LocalFuture;
 use js_sys::{Function, Object, Promise};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -27,19 +30,66 @@ extern "C" {
     fn fetch_with_request(this: &GlobalScope, input: &Request) -> std::result::Result<Promise, JsValue>;
 }
 
-/// Sleeps without blocking the event loop.
-pub(crate) async fn sleep(ms: u64) {
-    gloo_timers::future::TimeoutFuture::new(ms.min(u32::MAX as u64) as u32).await;
+/// What `close()` must be able to stop: the requests in flight (their `AbortController`s)
+/// and the waits between retries (their wakers).
+#[derive(Default)]
+struct Cancel {
+    cancelled: Cell<bool>,
+    controllers: RefCell<Vec<AbortController>>,
+    sleepers: RefCell<Vec<Waker>>,
+}
+
+impl Cancel {
+    /// Aborts every request in flight and wakes every sleeper (once).
+    fn cancel(&self) {
+        if self.cancelled.replace(true) {
+            return;
+        }
+        for c in self.controllers.take() {
+            c.abort();
+        }
+        for w in self.sleepers.take() {
+            w.wake();
+        }
+    }
+}
+
+/// A wait between retries that ends early, with `CLOSED`, when the instance is closed.
+/// Dropping it clears its `setTimeout`, so a closed instance leaves no timer behind.
+struct Sleep {
+    timer: gloo_timers::future::TimeoutFuture,
+    cancel: Rc<Cancel>,
+}
+
+impl Future for Sleep {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        if self.cancel.cancelled.get() {
+            return Poll::Ready(Err(Error::Closed));
+        }
+        if Pin::new(&mut self.timer).poll(cx).is_ready() {
+            return Poll::Ready(Ok(()));
+        }
+        self.cancel.sleepers.borrow_mut().push(cx.waker().clone());
+        Poll::Pending
+    }
 }
 
 /// An HTTP endpoint reached with `fetch`, with timeout and retries.
 pub(crate) struct FetchLlm {
     cfg: LlmConfig,
+    cancel: Rc<Cancel>,
 }
 
 impl FetchLlm {
     pub(crate) fn new(cfg: LlmConfig) -> FetchLlm {
-        FetchLlm { cfg }
+        FetchLlm { cfg, cancel: Rc::default() }
+    }
+
+    /// Waits `ms` without blocking the event loop; `CLOSED` if cancelled meanwhile.
+    fn sleep(&self, ms: u64) -> Sleep {
+        Sleep { timer: gloo_timers::future::TimeoutFuture::new(ms.min(u32::MAX as u64) as u32), cancel: self.cancel.clone() }
     }
 
     /// One HTTP try: the reply body, or the error plus the server's `Retry-After` (ms).
@@ -55,8 +105,14 @@ impl FetchLlm {
         }
         init.set_headers(&headers);
         init.set_body(&JsValue::from_str(&http.body));
+        if self.cancel.cancelled.get() {
+            return Err(no_wait(Error::Closed));
+        }
         let controller = AbortController::new().map_err(|e| no_wait(Error::LlmFailed(js_message(&e))))?;
         init.set_signal(Some(&controller.signal()));
+        self.cancel.controllers.borrow_mut().push(controller.clone());
+        // Forget the controller when this try ends, however it ends.
+        let _registered = Unregister { cancel: &self.cancel, controller: controller.clone() };
         let request = Request::new_with_str_and_init(&http.url, &init)
             .map_err(|e| no_wait(Error::invalid(format!("invalid llm.baseUrl \"{}\": {}", self.cfg.base_url, js_message(&e)))))?;
 
@@ -69,7 +125,9 @@ impl FetchLlm {
             controller.abort();
         });
         let fail = |e: JsValue| {
-            if timed_out.get() {
+            if self.cancel.cancelled.get() {
+                Error::Closed
+            } else if timed_out.get() {
                 Error::LlmTimeout(format!("no answer from {} within {} ms (llm.timeoutMs)", http.url, self.cfg.timeout_ms))
             } else {
                 let cause = prop(&e, "cause");
@@ -97,6 +155,19 @@ impl FetchLlm {
     }
 }
 
+/// Removes a try's `AbortController` from [`Cancel`] when the try ends.
+struct Unregister<'a> {
+    cancel: &'a Cancel,
+    controller: AbortController,
+}
+
+impl Drop for Unregister<'_> {
+    fn drop(&mut self) {
+        let target: &JsValue = self.controller.as_ref();
+        self.cancel.controllers.borrow_mut().retain(|c| !Object::is(c.as_ref(), target));
+    }
+}
+
 impl Llm for FetchLlm {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
         Box::pin(async move {
@@ -106,13 +177,17 @@ impl Llm for FetchLlm {
                 match self.try_once(&http).await {
                     Ok(body) => return extract_reply(self.cfg.provider, &body),
                     Err((e, retry_after)) if retry < self.cfg.max_retries && is_retryable(&e) => {
-                        sleep(delay_ms(retry, retry_after)).await;
+                        self.sleep(delay_ms(retry, retry_after)).await?;
                         retry += 1;
                     }
                     Err((e, _)) => return Err(e),
                 }
             }
         })
+    }
+
+    fn cancel(&self) {
+        self.cancel.cancel();
     }
 }
 

@@ -5,7 +5,7 @@ use super::convert::{prop, to_json};
 use super::llm::{FetchLlm, JsFunctionLlm};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::llm::retry::delay_ms;
+use crate::llm::retry::attempt_budget_ms;
 use crate::llm::{Llm, LlmConfig};
 use js_sys::{Function, Object};
 use serde_json::{Map, Value};
@@ -74,9 +74,9 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
     } else if llm.is_object() {
         check_finite(&llm, "llm")?;
         let cfg = LlmConfig::from_value(&to_json(&llm, "`llm`")?)?;
-        // A claim must outlast one attempt: every try timing out plus the waits between.
-        let waits: u64 = (0..cfg.max_retries).map(|r| delay_ms(r, None)).sum();
-        let lease = cfg.timeout_ms.saturating_mul(u64::from(cfg.max_retries) + 1) + waits + 60_000;
+        // A claim must outlast one attempt: every try timing out plus the waits between
+        // (each up to a capped Retry-After), with a minute to spare.
+        let lease = attempt_budget_ms(cfg.timeout_ms, cfg.max_retries).saturating_add(60_000);
         (Rc::new(FetchLlm::new(cfg)), lease)
     } else {
         return Err(Error::invalid(
