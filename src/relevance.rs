@@ -62,8 +62,6 @@ struct Entry {
     key: Box<str>,
     content: Box<str>,
     created_at: Box<str>,
-    /// Distinct term ids of the content.
-    terms: Vec<u32>,
     /// Length in words and CJK characters (grams and CJK-derived concepts do not count).
     len: f32,
 }
@@ -187,8 +185,7 @@ impl FactIndex {
                     found => break found.copied(),
                 }
             };
-            let key: Box<str> = key.map_or_else(|| f.id.as_str().into(), String::into_boxed_str);
-            let entry = match found {
+            let mut entry = match found {
                 Some(o) if *old[o as usize].content == *f.content => {
                     claimed[o as usize] = true;
                     remap[o as usize] = pos as u32;
@@ -199,10 +196,14 @@ impl FactIndex {
                         claimed[o as usize] = true;
                     }
                     fresh.push(pos);
+                    let key = key.map_or_else(|| f.id.as_str().into(), String::into_boxed_str);
                     Entry { key, content: f.content.as_str().into(), ..Entry::default() }
                 }
             };
-            self.entries.push(Entry { created_at: f.created_at.as_str().into(), ..entry });
+            if *entry.created_at != *f.created_at {
+                entry.created_at = f.created_at.as_str().into();
+            }
+            self.entries.push(entry);
         }
         // Drop what left or changed (a changed fact keeps its key), renumber the rest.
         for (o, e) in old.iter().enumerate() {
@@ -270,9 +271,7 @@ impl FactIndex {
             p.push(Posting { pos: pos as u32, tf: n, len });
         }
         self.tokenised += 1;
-        let e = &mut self.entries[pos];
-        e.terms = tf.into_iter().map(|(id, _)| id).collect();
-        e.len = len;
+        self.entries[pos].len = len;
         self.total_len += f64::from(len);
     }
 
