@@ -322,7 +322,7 @@ impl Engine {
     pub fn inject(&self, messages: &[InputMessage]) -> String {
         let kept = filter::filter_messages(messages);
         let st = self.inner.state.borrow();
-        inject::explain(&st.doc, &st.index, &kept, &self.config().inject, &*self.parts().counter).block
+        inject::inject(&st.doc, &st.index, &kept, &self.config().inject, &*self.parts().counter)
     }
 
     /// Per-fact scores and the reasons for the selection.
