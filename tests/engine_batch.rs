@@ -198,7 +198,11 @@ fn close_cancels_the_call_in_flight_without_counting_a_failed_attempt() {
     pool.run_until(a.close()).unwrap();
     pool.run_until_stalled();
     assert!(llm.cancelled.get(), "close() cancelled the transport");
-    assert!(result.borrow().is_some(), "flush() settled once the call was cancelled");
+    match result.borrow().as_ref() {
+        Some(Err(e)) => assert_eq!(e.code(), "CLOSED", "the interrupted flush() fails with CLOSED"),
+        Some(Ok(r)) => panic!("flush() resolved although nothing was applied: {r:?}"),
+        None => panic!("flush() did not settle once the call was cancelled"),
+    }
     assert_eq!(llm.calls.get(), 1, "the batch stopped: t2 was not started");
     assert!(events.error_codes().is_empty(), "a cancelled call is not a failure: {:?}", events.error_codes());
     let q = pool.run_until(stored_queue(&kv));
@@ -212,4 +216,68 @@ fn close_cancels_the_call_in_flight_without_counting_a_failed_attempt() {
     let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").replies(vec![reply_with_facts(&["x"]), reply_with_facts(&["y"])]).open()).unwrap();
     let r = pool.run_until(b.engine.flush()).unwrap();
     assert_eq!(r.processed, vec!["t1", "t2"]);
+}
+
+/// A store whose queue writes fail while `broken` is set (storage gone mid-session).
+struct FlakyQueueStore {
+    inner: VersionedKv,
+    broken: Cell<bool>,
+}
+
+impl Store for FlakyQueueStore {
+    fn load(&self, slot: Slot) -> LocalFuture<'_, Result<Option<user_memory::storage::Versioned>>> {
+        self.inner.load(slot)
+    }
+    fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<user_memory::storage::Commit>> {
+        if slot == Slot::Queue && self.broken.get() {
+            return Box::pin(async { Err(Error::StorageFailed("disk gone".into())) });
+        }
+        self.inner.commit(slot, base, value)
+    }
+    fn discard(&self, slot: Slot) -> LocalFuture<'_, Result<()>> {
+        self.inner.discard(slot)
+    }
+    fn describe(&self) -> String {
+        "flaky store".into()
+    }
+}
+
+#[test]
+fn a_storage_failure_of_a_timer_run_is_an_error_event_and_backs_off_instead_of_spinning() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let clock = FakeClock::at(T0);
+        let store = Rc::new(FlakyQueueStore { inner: VersionedKv::new(kv.clone(), "default"), broken: Cell::new(false) });
+        let rig = RigBuilder::shared(&kv, &clock).store(store.clone()).open().await.unwrap();
+        rig.engine.observe("t1", &turn("about t1", "ok")).unwrap().unwrap().await.unwrap();
+        store.broken.set(true);
+        clock.advance(30_000);
+        // The timer fires: the claim cannot be written.
+        let err = rig.engine.process_due().await.unwrap_err();
+        assert_eq!(err.code(), "STORAGE_FAILED");
+        assert_eq!(rig.events.error_codes(), vec!["STORAGE_FAILED"], "reported to listeners");
+        assert_eq!(rig.llm.calls(), 0);
+        let armed = rig.scheduler.armed().expect("the timer is armed again");
+        assert!(armed >= clock.now() + 30_000, "backs off ({} ms) instead of firing again at once", armed as i64 - clock.now() as i64);
+        // Storage is back: the retry processes the entry.
+        store.broken.set(false);
+        rig.llm.push(reply_with_facts(&["ok"]));
+        clock.advance(30_000);
+        let r = rig.engine.process_due().await.unwrap();
+        assert_eq!(r.processed, vec!["t1"]);
+    });
+}
+
+#[test]
+fn with_auto_process_off_a_run_never_arms_a_timer() {
+    run(async {
+        let rig = RigBuilder::new().config(|c| c.auto_process = false).open().await.unwrap();
+        rig.engine.observe("t1", &turn("about t1", "ok")).unwrap().unwrap().await.unwrap();
+        rig.llm.push(Err(Error::LlmHttp { status: 500, message: "down".into() }));
+        rig.clock.advance(30_000);
+        let r = rig.engine.process_due().await.unwrap();
+        assert_eq!(r.failed, vec!["t1"]);
+        assert_eq!(rig.scheduler.armed(), None, "no timer: the caller drives processDue()");
+        assert_eq!(rig.engine.next_due_at(), Some(rig.clock.now() + 30_000), "but nextDueAt() says when");
+    });
 }

@@ -5,7 +5,7 @@ use crate::apply::{apply_delta, ApplyContext};
 use crate::error::{Error, Result};
 use crate::parse::parse_reply;
 use crate::prompt::build_request;
-use crate::queue::{Entry, FailureOutcome};
+use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
 use crate::time::iso_from_millis;
 
 /// Which entries a run takes.
@@ -39,12 +39,27 @@ impl Engine {
         self.inner.state.borrow_mut().processing = true;
         let result = self.run_locked(mode).await;
         self.inner.state.borrow_mut().processing = false;
+        // A failure of the batch itself (storage could not be read or written) is reported
+        // like any other failure, also when a timer ran the batch and nobody awaits it.
+        if let Err(e) = &result {
+            if *e != Error::Closed {
+                self.emit(Event::Error(ErrorEvent { error: e.clone(), thread_id: None, attempt: None }));
+            }
+        }
         let next = self.rearm();
-        // A due time in the past with nothing claimable would make the timer spin: if the
-        // run took nothing, look again a little later rather than at once.
-        if let (Ok(r), Some(at)) = (&result, next) {
-            if r.processed.is_empty() && r.failed.is_empty() && at <= self.now() && mode == Mode::Due {
-                self.parts().scheduler.arm(Some(self.now() + 1_000));
+        // A due time in the past would make the timer fire again at once: after a run that
+        // took nothing, look again a little later; after a failed run, back off as after a
+        // failed attempt (a storage outage must not turn into a busy loop).
+        if let Some(at) = next {
+            let now = self.now();
+            if at <= now && self.config().auto_process {
+                match &result {
+                    Err(_) => self.parts().scheduler.arm(Some(now + RETRY_BASE_MS)),
+                    Ok(r) if r.processed.is_empty() && r.failed.is_empty() && mode == Mode::Due => {
+                        self.parts().scheduler.arm(Some(now + 1_000))
+                    }
+                    Ok(_) => {}
+                }
             }
         }
         result
@@ -71,7 +86,10 @@ impl Engine {
         let mut report = RunReport::default();
         for (i, (mut entry, mut version)) in claimed.into_iter().enumerate() {
             if self.is_closed() {
-                break; // close() released the claims; the entries stay queued
+                // close() released the claims; the entries stay queued. A flush() that
+                // could not finish rejects with CLOSED.
+                report.first_error.get_or_insert(Error::Closed);
+                break;
             }
             if i > 0 {
                 // The batch claimed everything at its start, but each claim only lasts one
@@ -95,7 +113,10 @@ impl Engine {
             match outcome {
                 // Cancelled by close(): not a failure of the entry (no attempt counted, no
                 // event); it stays queued for the next open().
-                Err(Error::Closed) => break,
+                Err(Error::Closed) => {
+                    report.first_error.get_or_insert(Error::Closed);
+                    break;
+                }
                 Ok(()) => {
                     self.update_queue(|q| q.succeed(&entry.thread_id, &version, now)).await?;
                     report.processed.push(entry.thread_id.clone());
