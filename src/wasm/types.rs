@@ -93,9 +93,13 @@ export interface LlmEndpoint {
   apiKey?: string;
   model: string;
   headers?: Record<string, string>;
-  /** Default 60 000. */
+  /** Abort one HTTP request after this many ms (each retry gets its own). Default 60 000. */
   timeoutMs?: number;
-  /** Retries within one attempt on 429, 5xx, timeouts and network errors. Default 2. */
+  /**
+   * Retries within one attempt on 429, 5xx, timeouts and network errors, waiting 0.5 s, 1 s,
+   * 2 s … or the server's `Retry-After` (at most 60 s); other 4xx are never retried.
+   * Default 2, at most 10.
+   */
   maxRetries?: number;
   /** Default 0. */
   temperature?: number;
@@ -105,8 +109,18 @@ export interface LlmEndpoint {
   jsonMode?: boolean;
 }
 
-/** Any LLM as a function: an SDK, a server proxy, Workers AI … */
-export type LlmFunction = (request: { system: string; prompt: string }) => string | Promise<string>;
+/**
+ * What an `LlmFunction` may return: the reply text, an AI SDK `generateText()` result (its
+ * `text` is read), a list of content parts, or `{ content }`.
+ */
+export type LlmReply = string | { text: string; [key: string]: unknown } | ContentPart[] | { content: string | ContentPart[]; [key: string]: unknown };
+
+/**
+ * Any LLM as a function: an SDK, a server proxy, Workers AI … A throw or rejection is
+ * `LLM_FAILED` (or the `code` of the error when it is one of ours, e.g. `LLM_HTTP` with
+ * `status`); a reply without a memory delta is `LLM_BAD_OUTPUT`.
+ */
+export type LlmFunction = (request: { system: string; prompt: string }) => LlmReply | Promise<LlmReply>;
 
 /** A string key-value store: files, Durable Object storage, KV, anything. */
 export interface StorageAdapter {
@@ -266,8 +280,9 @@ export interface ErrorEvent {
   type: "error";
   code: ErrorCode;
   message: string;
+  /** The queued thread concerned; `null` for queue-wide problems (storage, a corrupt entry). */
   threadId: string | null;
-  /** Which attempt of that thread failed (1-based). */
+  /** Which attempt of that thread failed (1-based); the entry is dropped after `maxAttempts` (then `code` is `"ABANDONED"`). */
   attempt: number | null;
   error: UserMemoryError;
 }
