@@ -9,7 +9,8 @@
 //   llm.script.push({ hang: true });                           // never answers
 //   llm.script.push({ content: "raw text reply" });
 //   llm.script.push({ destroy: true });                        // drops the connection
-//   ... llm.baseUrl  (http://127.0.0.1:PORT/v1), llm.requests, await llm.close()
+//   ... llm.baseUrl  (http://127.0.0.1:PORT/v1), llm.requests, await llm.waitForRequests(n),
+//   await llm.close()
 // When the script is empty, `fallback` (a function of the request) answers, default 500.
 import { createServer } from "node:http";
 
@@ -17,6 +18,7 @@ export async function startLlmServer({ fallback } = {}) {
   const script = [];
   const requests = [];
   const hanging = new Set();
+  const waiters = new Set();
   const server = createServer((req, res) => {
     let body = "";
     req.setEncoding("utf8");
@@ -28,6 +30,7 @@ export async function startLlmServer({ fallback } = {}) {
       } catch {}
       const record = { method: req.method, url: req.url, headers: req.headers, body: json, raw: body, at: Date.now() };
       requests.push(record);
+      for (const w of [...waiters]) if (requests.length >= w.n) (waiters.delete(w), w.resolve(record));
       const step = script.length ? script.shift() : fallback ? fallback(record) : { status: 500, body: { error: { message: "script exhausted" } } };
       answer(step, record, res);
     });
@@ -65,6 +68,11 @@ export async function startLlmServer({ fallback } = {}) {
     port,
     origin: `http://127.0.0.1:${port}`,
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    /** Resolves once `n` requests have arrived (at once if they already have). */
+    waitForRequests(n) {
+      if (requests.length >= n) return Promise.resolve(requests[n - 1]);
+      return new Promise((resolve) => waiters.add({ n, resolve }));
+    },
     /** The user prompt of request i (OpenAI or Anthropic shape). */
     prompt(i) {
       const b = requests[i]?.body;
