@@ -150,7 +150,7 @@ fn evict(doc: &mut Document, max_facts: usize) {
         doc.facts.iter().enumerate().map(|(i, f)| (f.confidence, millis_from_iso(&f.created_at), i)).collect();
     // Eviction order: confidence ascending, then created descending (unknown = oldest),
     // then position descending.
-    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
+    crate::sort::sort_by(&mut order, |a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)).is_lt());
     let mut drop = vec![false; doc.facts.len()];
     for &(_, _, i) in order.iter().take(excess) {
         drop[i] = true;

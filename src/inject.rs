@@ -183,7 +183,7 @@ fn run(
     let n = doc.facts.len();
     let ranked: Vec<Ranked> = if full || opts.top_facts.saturating_mul(4) >= n {
         let mut all: Vec<Ranked> = (0..n).map(rank).collect();
-        all.sort_by(better);
+        crate::sort::sort_by(&mut all, |a, b| better(a, b).is_lt());
         all
     } else {
         top_k((0..n).filter(|&p| usable(p)), rank, opts.top_facts)

@@ -41,6 +41,7 @@ pub mod prompt;
 pub mod queue;
 pub mod relevance;
 pub mod scrub;
+pub mod sort;
 pub mod storage;
 pub mod sync;
 pub mod time;

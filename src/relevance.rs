@@ -379,7 +379,7 @@ fn key_matches(key: &str, id: &str) -> bool {
 
 /// Sorts `(term, weight)` pairs by term and sums the weights of equal terms.
 fn merge(v: &mut Vec<(u32, f32)>) {
-    v.sort_unstable_by_key(|&(t, _)| t);
+    crate::sort::sort_by(v, |a, b| a.0 < b.0);
     let mut w = 0;
     for r in 0..v.len() {
         if w > 0 && v[w - 1].0 == v[r].0 {

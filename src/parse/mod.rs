@@ -163,7 +163,7 @@ fn key_positions(text: &str) -> Vec<usize> {
         .flat_map(|k| [format!("\"{k}\""), format!("'{k}'")])
         .flat_map(|pat| text.match_indices(&pat).map(|(i, _)| i).collect::<Vec<_>>())
         .collect();
-    at.sort_unstable();
+    crate::sort::sort_by(&mut at, |a, b| a < b);
     at
 }
 

@@ -331,7 +331,7 @@ impl QueueFile {
     /// Ids of the entries passing `keep`, stably sorted by `first_at`.
     fn oldest_first(&self, keep: impl Fn(&Entry) -> bool) -> Vec<String> {
         let mut picked: Vec<&Entry> = self.entries.iter().filter(|e| keep(e)).collect();
-        picked.sort_by_key(|e| e.first_at);
+        crate::sort::sort_by(&mut picked, |a, b| a.first_at < b.first_at);
         picked.into_iter().map(|e| e.thread_id.clone()).collect()
     }
 
