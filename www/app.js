@@ -52,6 +52,7 @@ const app = {
   fresh: new Set(),
   freshSections: new Set(),
   activity: { kind: "idle", at: 0, queuedAt: 0 },
+  lastUpdateAt: 0,
   options() {
     return app.opts ?? { debounceMs: debounceMs ?? 30_000, enabled: prefs.enabled, injectionEnabled: prefs.injectionEnabled, maxInjectionTokens: 2000, similarityWeight: 0.6, confidenceWeight: 0.4 };
   },
@@ -151,6 +152,7 @@ function subscribe(m) {
     pane.renderStatus();
   });
   m.on("update", (e) => {
+    app.lastUpdateAt = Date.now();
     app.activity = { kind: "updated", at: Date.now(), queuedAt: app.activity.queuedAt, summary: describeUpdate(e), reason: e.reason };
     app.fresh = new Set([...(e.added ?? []).map((f) => f.id), ...(e.changed ?? []).map((f) => f.id)]);
     app.freshSections = new Set(e.sections ?? []);
@@ -189,7 +191,7 @@ async function open(kind) {
 }
 
 function corruptNotice(kind, e) {
-  notice(`The memory stored in ${STORAGE_NAMES[kind]} cannot be read: ${sentence(e.message)} Nothing was changed. Save the raw data, then reset that storage to start over.`, {
+  notice(`Stored memory cannot be read, and nothing was changed: ${sentence(e.message)} Save the raw data, then reset ${STORAGE_NAMES[kind]} to start over. Meanwhile memory is kept in this tab only.`, {
     kind: "error",
     id: "storage",
     actions: [
@@ -233,6 +235,7 @@ async function switchStorage(kind) {
   globalThis.memory = app.memory;
   subscribe(app.memory);
   app.activity = { kind: "idle", at: 0, queuedAt: 0 };
+  queueWatch = { busy: false, since: 0, lastTick: Date.now() };
   $("storage-select").value = opened.kind;
   $("storage-name").textContent = STORAGE_NAMES[opened.kind];
   document.body.dataset.storage = opened.kind;
@@ -368,6 +371,33 @@ function wireControls() {
   });
 }
 
+// ---- the status tick ----------------------------------------------------------------------
+
+let queueWatch = { busy: false, since: 0, lastTick: 0 };
+/**
+ * Redraws the status (countdown) and notices a queue that drained without an `update`
+ * event: an extraction that finds nothing new commits nothing and emits nothing. A failed
+ * entry stays queued until it succeeds or is abandoned (an ABANDONED error), so a queue
+ * that drains otherwise was processed.
+ */
+function tick() {
+  const m = app.memory;
+  if (m) {
+    const st = m.status();
+    const busy = st.pending.length > 0 || st.processing;
+    const now = Date.now();
+    if (busy && !queueWatch.busy) queueWatch.since = queueWatch.lastTick;
+    if (!busy && queueWatch.busy) {
+      const updated = app.lastUpdateAt >= queueWatch.since;
+      const abandoned = app.activity.kind === "error" && app.activity.code === "ABANDONED" && app.activity.at >= queueWatch.since;
+      if (!updated && !abandoned) app.activity = { kind: "updated", at: now, queuedAt: app.activity.queuedAt, nothingNew: true };
+    }
+    queueWatch.busy = busy;
+    queueWatch.lastTick = now;
+  }
+  pane.renderStatus();
+}
+
 // ---- start ------------------------------------------------------------------------------
 
 function showConfig(config) {
@@ -386,7 +416,7 @@ async function main() {
   showConfig(app.config);
   chat = createChat(app);
   await switchStorage(prefs.storage);
-  setInterval(() => pane.renderStatus(), 200);
+  setInterval(tick, 200);
   setInterval(() => refreshTimes(), 10_000);
   document.body.dataset.ready = "true";
 }

@@ -43,6 +43,7 @@ function sse(text) {
 function answer(record) {
   if (isExtraction(record)) return script.extractions.shift() ?? { json: { newFacts: [], factsToRemove: [] } };
   const next = script.chats.shift() ?? "OK.";
+  if (next.step) return next.step; // a raw llm-server step: an error status, a hang …
   const { text, stream = true } = typeof next === "string" ? { text: next } : next;
   return record.body?.stream && stream ? { headers: { "content-type": "text/event-stream" }, body: sse(text) } : { content: text };
 }
@@ -247,6 +248,10 @@ test("a chat is answered, queued with a running countdown, learned into sections
     assert.equal(await page.locator(".msg-assistant .msg-meta").first().innerText(), "No memory in this prompt");
     await page.locator(".msg-assistant .msg-memory summary").last().click();
     await shot(page, "04-second-answer-with-memory");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.waitForTimeout(400); // let the colour transitions finish (a picture, not a check)
+    await shot(page, "04-dark");
+    await page.emulateMedia({ colorScheme: "light" });
     if (process.env.UPDATE_DEMO_SCREENSHOT) {
       mkdirSync(join(ROOT, "docs"), { recursive: true });
       await page.locator(".msg-assistant .msg-memory summary").last().click(); // fold it again for the picture
@@ -648,5 +653,109 @@ test("when the chosen storage is unavailable, the page says so and keeps working
     assert.deepEqual(await factTexts(page), ["Works offline a lot"]);
     await shot(page, "14-storage-fallback");
     assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("a failed model call shows the error with Retry, and Stop interrupts an answer that does not come", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { query: "debounce=60000" });
+    script.chats.push({ step: { status: 500, body: { error: { message: "upstream overloaded" } } } });
+    await send(page, "Hello?");
+    const error = page.locator(".msg-error");
+    assert.match(await error.innerText(), /The model call failed.*HTTP 500: upstream overloaded/s);
+    await shot(page, "15-chat-error");
+    script.chats.push("Back online.");
+    await error.getByRole("button", { name: "Retry" }).click();
+    await waitForText(page, ".msg-assistant .bubble", "Back online.");
+    assert.equal(await page.locator(".msg-error").count(), 0, "the error is replaced by the answer");
+    assert.equal(await page.locator(".msg-user").count(), 1, "the question is not repeated");
+
+    script.chats.push({ step: { hang: true } });
+    await page.locator("#input").fill("Tell me a very long story");
+    await page.locator("#input").press("Enter");
+    const stop = page.getByRole("button", { name: "Stop the answer" });
+    await stop.waitFor({ timeout: T });
+    await stop.click();
+    await waitForText(page, ".msg-assistant .bubble", "Stopped.");
+    await page.getByRole("button", { name: "Send message" }).waitFor({ timeout: T });
+    assert.deepEqual(
+      (await page.evaluate(() => globalThis.memory.status().pending)).length,
+      1,
+      "the answered turn is queued; the stopped one adds nothing",
+    );
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("a reasoning model's <think> preamble is folded away in the chat and not remembered", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { query: "debounce=300" });
+    const from = llm.requests.length;
+    script.chats.push("<think>The user asks about tea. Secret pondering.</think>Green tea is a good choice.");
+    await send(page, "What tea should I try? I like mild flavours.");
+    await waitForText(page, ".msg-assistant .bubble", "Green tea is a good choice.");
+    assert.ok(!(await text(page, ".msg-assistant .bubble")).includes("pondering"));
+    const reasoning = page.locator(".msg-assistant details.thinking");
+    assert.equal(await reasoning.getAttribute("open"), null, "folded");
+    assert.match(await reasoning.innerText(), /Reasoning/);
+    // The scripted model finds nothing to remember: no commit, no event, and the page says so.
+    await waitForState(page, "updated");
+    assert.match(await text(page, "#status-detail"), /^Checked (just now|\d+ s ago) · nothing new to remember$/);
+    const [extraction] = extractionRequests(from);
+    const prompt = extraction.body.messages.at(-1).content;
+    assert.ok(prompt.includes("Green tea is a good choice."));
+    assert.ok(!prompt.includes("pondering"), "the reasoning is not sent for extraction");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("unreadable stored memory is reported, never replaced: its raw data can be saved, then the storage reset", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context, { query: "debounce=400&storage=localstorage" });
+    await addFact(page, "Plays the cello");
+    // Damage the stored document behind the page's back (the pointer stays valid).
+    const damaged = await page.evaluate(() => {
+      const pointer = JSON.parse(localStorage.getItem("user-memory/default/doc"));
+      localStorage.setItem(pointer.key, '{"version":"1.0","user":');
+      return pointer.key;
+    });
+    await reload(page);
+    const note = page.locator("#notices .notice-error");
+    await note.waitFor({ timeout: T });
+    assert.match(await note.innerText(), /^Stored memory cannot be read, and nothing was changed: .*localStorage.*not valid JSON.* Save the raw data, then reset localStorage to start over\./s);
+    assert.equal(await page.locator("body").getAttribute("data-storage"), "memory", "the page keeps working in memory");
+    assert.equal(await page.evaluate((k) => localStorage.getItem(k), damaged), '{"version":"1.0","user":', "the stored data is untouched");
+    await shot(page, "16-corrupt-memory");
+
+    const [download] = await Promise.all([page.waitForEvent("download", { timeout: T }), note.getByRole("button", { name: "Download raw data" }).click()]);
+    const raw = JSON.parse(readFileSync(await download.path(), "utf8"));
+    assert.equal(raw.document, '{"version":"1.0","user":');
+
+    await note.getByRole("button", { name: "Reset storage…" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Reset" }).click();
+    await page.waitForSelector('body[data-storage="localstorage"]', { timeout: T });
+    assert.equal(await page.locator("#notices .notice-error").count(), 0);
+    await page.waitForSelector("#facts-list .empty-state", { timeout: T });
+    await addFact(page, "Starts over");
+    await reload(page);
+    assert.deepEqual(await factTexts(page), ["Starts over"]);
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
+test("two tabs share memory: an edit in one shows up live in the other", async () => {
+  await withBrowser(async (context) => {
+    for (const storage of ["indexeddb", "localstorage"]) {
+      const a = await openDemo(context, { query: `debounce=400&storage=${storage}` });
+      const b = await openDemo(context, { query: `debounce=400&storage=${storage}` });
+      const fact = `Shared through ${storage}`;
+      await addFact(a.page, fact);
+      await waitForText(b.page, "#facts-list .fact-text", fact);
+      await b.page.getByRole("button", { name: `Delete fact: ${fact}` }).click();
+      await a.page.locator("#facts-list .fact", { hasText: fact }).waitFor({ state: "detached", timeout: T });
+      assert.deepEqual([a.problems, b.problems], [{ dialogs: [], errors: [] }, { dialogs: [], errors: [] }]);
+      await a.page.close();
+      await b.page.close();
+    }
   });
 });

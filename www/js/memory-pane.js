@@ -300,7 +300,9 @@ export function createMemoryPane(app) {
       state = "updated";
       title = "Up to date";
       const at = act.kind === "updated" ? new Date(act.at).toISOString() : app.doc.lastUpdated;
-      detail = `Updated ${relativeTime(at, now)}${act.summary ? ` · ${act.summary}` : ""}`;
+      detail = act.nothingNew
+        ? `Checked ${relativeTime(at, now)} · nothing new to remember`
+        : `Updated ${relativeTime(at, now)}${act.summary ? ` · ${act.summary}` : ""}`;
     } else {
       state = "idle";
       title = "Waiting for a conversation";
