@@ -421,6 +421,30 @@ test("export downloads memory.json; import replaces memory keeping unknown field
   });
 });
 
+test("a long fact list gets a filter that narrows it by content or category", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    assert.ok(await page.locator("#facts-filter").isHidden(), "no filter for a short list");
+    const facts = Array.from({ length: 12 }, (_, i) => ({
+      id: `fact_0000000${i.toString(16)}`, content: i === 7 ? "Plays chess on Sundays" : `Routine fact number ${i}`,
+      category: i === 3 ? "goal" : "context", confidence: 0.8, createdAt: "2026-03-14T10:30:00.000000Z", source: "t",
+    }));
+    await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(memoryDoc({ facts }))) });
+    await page.getByRole("dialog").getByRole("button", { name: "Replace memory" }).click();
+    await waitForText(page, "#facts-list .fact-text", "Plays chess on Sundays");
+    assert.equal((await factTexts(page)).length, 12);
+    await page.getByLabel("Filter facts").fill("chess");
+    assert.deepEqual(await factTexts(page), ["Plays chess on Sundays"]);
+    await page.getByLabel("Filter facts").fill("goal");
+    assert.deepEqual(await factTexts(page), ["Routine fact number 3"]);
+    await page.getByLabel("Filter facts").fill("nothing like this");
+    assert.match(await text(page, "#facts-list"), /No fact matches the filter/);
+    await page.getByLabel("Filter facts").fill("");
+    assert.equal((await factTexts(page)).length, 12);
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
 test("markup in facts, sections and answers is shown as text and never runs", async () => {
   await withBrowser(async (context) => {
     const { page, problems } = await openDemo(context);

@@ -13,6 +13,9 @@ export const SECTIONS = [
   { group: "history", name: "longTermBackground", label: "Long-term background" },
 ];
 
+/** The facts filter appears above this many facts. */
+const FILTER_FROM = 8;
+
 export const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
 
 const $ = (id) => document.getElementById(id);
@@ -157,12 +160,17 @@ export function createMemoryPane(app) {
     for (const id of factEditors.keys()) if (!facts.some((f) => f.id === id)) factEditors.delete(id);
     const included = (app.explanation?.facts ?? []).filter((f) => f.included).length;
     $("facts-count").textContent = facts.length ? `${facts.length} · ${included} in prompt` : "0";
+    // A filter once the list gets long (memory holds up to maxFacts, 100 by default).
+    const filter = $("facts-filter");
+    filter.hidden = facts.length <= FILTER_FROM && !filter.value;
+    const q = filter.value.trim().toLowerCase();
+    const shown = q ? ordered.filter((f) => `${f.content} ${f.category}`.toLowerCase().includes(q)) : ordered;
     keepFocus(() => {
       replace(
         $("facts-list"),
-        ordered.length
-          ? ordered.map((f) => factRow(f, ex.get(f.id)))
-          : h("li", { class: "empty-state" }, "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand."),
+        shown.length
+          ? shown.map((f) => factRow(f, ex.get(f.id)))
+          : h("li", { class: "empty-state" }, ordered.length ? "No fact matches the filter." : "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand."),
       );
     });
   }
@@ -324,6 +332,8 @@ export function createMemoryPane(app) {
     renderPreview();
     renderStatus();
   }
+
+  $("facts-filter").addEventListener("input", () => renderFacts());
 
   return { renderAll, renderFacts, renderSections, renderPreview, renderStatus };
 }
