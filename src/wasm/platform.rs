@@ -23,7 +23,9 @@ impl Clock for JsClock {
 #[derive(Default)]
 pub(crate) struct TimerScheduler {
     timer: RefCell<Option<gloo_timers::callback::Timeout>>,
-    target: RefCell<Option<WeakEngine>>,
+    /// Read when the timer fires, not when it is armed: `Engine::open` arms the timer for a
+    /// resumed queue before `set_target` can be called.
+    target: std::rc::Rc<RefCell<Option<WeakEngine>>>,
 }
 
 impl TimerScheduler {
@@ -39,9 +41,10 @@ impl Scheduler for TimerScheduler {
         drop(self.timer.borrow_mut().take());
         let Some(at) = at else { return };
         let delay = at.saturating_sub(js_sys::Date::now() as Millis).min(i32::MAX as u64) as u32;
-        let target = self.target.borrow().clone();
+        let target = self.target.clone();
         let timeout = gloo_timers::callback::Timeout::new(delay, move || {
-            if let Some(engine) = target.as_ref().and_then(WeakEngine::upgrade) {
+            let engine = target.borrow().as_ref().and_then(WeakEngine::upgrade);
+            if let Some(engine) = engine {
                 wasm_bindgen_futures::spawn_local(async move {
                     // Failures are reported as `error` events by the engine.
                     let _ = engine.process_due().await;
