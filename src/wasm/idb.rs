@@ -25,7 +25,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{IdbDatabase, IdbFactory, IdbObjectStore, IdbOpenDbRequest, IdbRequest, IdbTransaction, IdbTransactionMode, IdbVersionChangeEvent};
+use web_sys::{IdbDatabase, IdbFactory, IdbObjectStore, IdbOpenDbRequest, IdbRequest, IdbTransaction, IdbTransactionMode};
 
 /// The database name.
 pub(crate) const DB_NAME: &str = "user-memory";
@@ -111,7 +111,8 @@ async fn open_db() -> Result<IdbDatabase> {
     let req = factory.open_with_u32(DB_NAME, DB_VERSION).map_err(|e| storage_error(&e, "cannot open IndexedDB"))?;
     let on_upgrade = {
         let req = req.clone();
-        Closure::<dyn FnMut(IdbVersionChangeEvent)>::new(move |ev: IdbVersionChangeEvent| upgrade(&req, ev.old_version()))
+        // (JsValue rather than IdbVersionChangeEvent: one closure type for the whole crate)
+        Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| upgrade(&req, prop(&ev, "oldVersion").as_f64().unwrap_or(0.0)))
     };
     req.set_onupgradeneeded(Some(on_upgrade.as_ref().unchecked_ref()));
     // If another tab holds an older version open, `blocked` fires and the open waits until
@@ -195,56 +196,58 @@ impl IdbStore {
         }
     }
 
-    async fn load_slot(&self, slot: Slot) -> Result<Option<Versioned>> {
-        let (_tx, store) = self.transaction(IdbTransactionMode::Readonly).await?;
-        let req = store.get(&JsValue::from_str(&self.key(slot))).map_err(|e| storage_error(&e, "IndexedDB read"))?;
-        if wait(&req).await.is_err() {
-            return Err(request_error(&req, "IndexedDB read"));
+    /// Runs `op` on `slot` in one transaction and reports only after the transaction's
+    /// `complete` event. A commit's `put` is issued in the success callback of its `get`,
+    /// inside the transaction, with nothing foreign awaited in between.
+    async fn transact(&self, slot: Slot, op: Op) -> Result<Done> {
+        let mode = if let Op::Load = op { IdbTransactionMode::Readonly } else { IdbTransactionMode::Readwrite };
+        let (tx, store) = self.transaction(mode).await?;
+        let key_text = self.key(slot);
+        let key = JsValue::from_str(&key_text);
+        let req = match op {
+            Op::Discard => store.delete(&key),
+            _ => store.get(&key),
         }
-        let v = req.result().map_err(|e| storage_error(&e, "IndexedDB read"))?;
-        parse_record(&self.key(slot), &v)
-    }
-
-    async fn commit_slot(&self, slot: Slot, base: u64, value: String) -> Result<Commit> {
-        let (tx, store) = self.transaction(IdbTransactionMode::Readwrite).await?;
-        let key = JsValue::from_str(&self.key(slot));
-        let get = store.get(&key).map_err(|e| storage_error(&e, "IndexedDB read"))?;
-        let outcome: Rc<RefCell<Option<Result<Commit>>>> = Rc::default();
-        let on_get = {
-            let (tx, get, decided, key_text) = (tx.clone(), get.clone(), outcome.clone(), self.key(slot));
-            let abort_at = self.abort_at.get();
-            Closure::once(move || {
-                let current = get.result().unwrap_or(JsValue::UNDEFINED);
-                let r = decide(&tx, &store, &key, &key_text, &current, base, &value, abort_at);
+        .map_err(|e| storage_error(&e, "IndexedDB"))?;
+        let outcome: Rc<RefCell<Option<Result<Done>>>> = Rc::default();
+        let on_success = {
+            let (tx, req, decided, abort_at) = (tx.clone(), req.clone(), outcome.clone(), self.abort_at.get());
+            Closure::once(move |_event: JsValue| {
+                let current = req.result().unwrap_or(JsValue::UNDEFINED);
+                let r = match op {
+                    Op::Load => parse_record(&key_text, &current).map(Done::Loaded),
+                    Op::Commit(base, value) => decide(&tx, &store, &key, &key_text, &current, base, &value, abort_at).map(Done::Committed),
+                    Op::Discard => Ok(Done::Discarded),
+                };
                 *decided.borrow_mut() = Some(r);
             })
         };
-        get.set_onsuccess(Some(on_get.as_ref().unchecked_ref()));
+        req.set_onsuccess(Some(on_success.as_ref().unchecked_ref()));
         let finished = done(&tx).await;
-        drop(on_get);
+        drop(on_success);
         let decided = outcome.borrow_mut().take();
         match (finished, decided) {
-            (Ok(_), Some(r)) => r,
-            (Err(_), Some(Err(e))) => Err(e),
-            (Err(_), _) => Err(match tx.error() {
-                Some(e) => storage_error(&e, "IndexedDB commit"),
-                None => Error::StorageFailed("the IndexedDB commit was aborted; the previous data is intact".into()),
+            (Ok(_), Some(r)) | (Err(_), Some(r @ Err(_))) => r,
+            _ => Err(match tx.error() {
+                Some(e) => storage_error(&e, "IndexedDB"),
+                None => Error::StorageFailed("the IndexedDB transaction was aborted; the previous data is intact".into()),
             }),
-            (Ok(_), None) => Err(Error::StorageFailed("the IndexedDB commit ended before its read".into())),
         }
     }
+}
 
-    async fn discard_slot(&self, slot: Slot) -> Result<()> {
-        let (tx, store) = self.transaction(IdbTransactionMode::Readwrite).await?;
-        store.delete(&JsValue::from_str(&self.key(slot))).map_err(|e| storage_error(&e, "IndexedDB delete"))?;
-        if done(&tx).await.is_err() {
-            return Err(match tx.error() {
-                Some(e) => storage_error(&e, "IndexedDB delete"),
-                None => Error::StorageFailed("the IndexedDB delete was aborted".into()),
-            });
-        }
-        Ok(())
-    }
+/// What one transaction does.
+enum Op {
+    Load,
+    Commit(u64, String),
+    Discard,
+}
+
+/// What it did.
+enum Done {
+    Loaded(Option<Versioned>),
+    Committed(Commit),
+    Discarded,
 }
 
 /// Inside the `get`'s success callback: compare the revision, then `put` (or abort).
@@ -301,15 +304,25 @@ impl Drop for IdbStore {
 
 impl Store for IdbStore {
     fn load(&self, slot: Slot) -> LocalFuture<'_, Result<Option<Versioned>>> {
-        Box::pin(self.load_slot(slot))
+        Box::pin(async move {
+            match self.transact(slot, Op::Load).await? {
+                Done::Loaded(v) => Ok(v),
+                _ => Ok(None),
+            }
+        })
     }
 
     fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<Commit>> {
-        Box::pin(self.commit_slot(slot, base, value))
+        Box::pin(async move {
+            match self.transact(slot, Op::Commit(base, value)).await? {
+                Done::Committed(c) => Ok(c),
+                _ => Ok(Commit::Conflict),
+            }
+        })
     }
 
     fn discard(&self, slot: Slot) -> LocalFuture<'_, Result<()>> {
-        Box::pin(self.discard_slot(slot))
+        Box::pin(async move { self.transact(slot, Op::Discard).await.map(|_| ()) })
     }
 
     fn describe(&self) -> String {

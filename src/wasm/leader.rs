@@ -35,7 +35,7 @@ use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
-use web_sys::{AbortController, BroadcastChannel, MessageEvent};
+use web_sys::{AbortController, BroadcastChannel};
 
 /// How long a new leader waits before it serves anything.
 pub(crate) const SETTLE_MS: i32 = 50;
@@ -60,6 +60,12 @@ pub(crate) async fn sleep(ms: i32) {
         set_timeout(&resolve, ms);
     }))
     .await;
+}
+
+/// Runs `f` on the event loop. One boxed future type, so `spawn_local` is instantiated once
+/// for this module and tabs.rs.
+pub(crate) fn spawn(f: LocalFuture<'static, ()>) {
+    spawn_local(f);
 }
 
 /// `Function.prototype`: a function that does nothing (for `promise.catch`).
@@ -137,7 +143,7 @@ pub struct LeaderStore {
     serve_lock: AsyncLock,
     id_prefix: String,
     next_id: Cell<u32>,
-    on_message: Closure<dyn FnMut(MessageEvent)>,
+    on_message: Closure<dyn FnMut(JsValue)>,
     on_grant: Closure<dyn FnMut(JsValue) -> Promise>,
 }
 
@@ -154,9 +160,9 @@ impl LeaderStore {
         let me = Rc::new_cyclic(|weak: &Weak<LeaderStore>| {
             let on_message = {
                 let weak = weak.clone();
-                Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
                     if let Some(me) = weak.upgrade() {
-                        me.on_message(ev.data());
+                        me.on_message(prop(&ev, "data"));
                     }
                 })
             };
@@ -221,7 +227,7 @@ impl LeaderStore {
         let held = Promise::new(&mut |resolve, _| *self.release.borrow_mut() = Some(resolve));
         self.role.set(Role::Settling);
         let weak: Weak<LeaderStore> = Rc::downgrade(self);
-        spawn_local(async move {
+        spawn(Box::pin(async move {
             sleep(SETTLE_MS).await;
             let Some(me) = weak.upgrade() else { return };
             if me.role.get() != Role::Settling {
@@ -231,7 +237,7 @@ impl LeaderStore {
             let _ = me.serve(&Op::Cleanup, [0, 0], false).await;
             me.post(&message("leader"));
             me.wake_all();
-        });
+        }));
         held
     }
 
@@ -270,7 +276,7 @@ impl LeaderStore {
         match prop(&data, "t").as_string().as_deref() {
             Some("req") if self.role.get() == Role::Leader => {
                 let me = self.clone();
-                spawn_local(async move { me.answer_request(data).await });
+                spawn(Box::pin(async move { me.answer_request(data).await }));
             }
             Some("res") => {
                 if let Some(slot) = slot_of(&data) {

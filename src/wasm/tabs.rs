@@ -20,7 +20,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{BroadcastChannel, MessageEvent};
+use web_sys::BroadcastChannel;
 
 /// The channel every instance of every agent listens on.
 pub(crate) const CHANNEL: &str = "user-memory";
@@ -50,7 +50,7 @@ impl Listener {
             return;
         }
         let me = self.clone();
-        wasm_bindgen_futures::spawn_local(async move {
+        super::leader::spawn(Box::pin(async move {
             while me.dirty[i].replace(false) {
                 let Some(engine) = me.engine.borrow().as_ref().and_then(WeakEngine::upgrade) else { break };
                 if engine.is_closed() {
@@ -60,7 +60,7 @@ impl Listener {
                 let _ = if i == 0 { engine.refresh().await.map(|_| ()) } else { engine.refresh_queue().await };
             }
             me.busy[i].set(false);
-        });
+        }));
     }
 }
 
@@ -69,7 +69,7 @@ struct Shared {
     listener: Rc<Listener>,
     closed: Cell<bool>,
     leader: Option<Rc<LeaderStore>>,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_message: Closure<dyn FnMut(JsValue)>,
 }
 
 impl Shared {
@@ -126,7 +126,7 @@ impl Tabs {
         });
         let on_message = {
             let listener = listener.clone();
-            Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| listener.on_message(&ev.data()))
+            Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| listener.on_message(&prop(&ev, "data")))
         };
         channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         let shared = Rc::new(Shared { channel, listener, closed: Cell::new(false), leader, _on_message: on_message });
