@@ -1,0 +1,235 @@
+// Browser storage in real (headless) Chromium, through the built package: reloads, two and
+// three pages of one origin at once, a leader page closing, full localStorage, opaque
+// origins. Each test runs for IndexedDB and for localStorage where it applies.
+//
+// Pages come from tests/browser/pages/ (index.html keeps one instance in `window.memory`);
+// the LLM is this file's /v1/chat/completions route on the same origin: it extracts every
+// `FACT[…]` of the conversation as a fact and records what it was asked.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { launchBrowser } from "../helpers/browser.mjs";
+import { staticHandler } from "../helpers/static-server.mjs";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const BACKENDS = ["indexeddb", "localstorage"];
+/** How long the scripted LLM takes to answer, so that concurrent flushes really overlap. */
+const LLM_DELAY_MS = 150;
+
+/** Every LLM request: the facts it was asked to extract. */
+const llmRequests = [];
+let server;
+let browser;
+let agentSeq = 0;
+/** A fresh agent per test, so tests never see each other's data. */
+const freshAgent = (name) => `${name}-${process.pid}-${agentSeq++}`;
+
+function llmRoute(req, res) {
+  let body = "";
+  req.setEncoding("utf8");
+  req.on("data", (c) => (body += c));
+  req.on("end", () => {
+    const request = JSON.parse(body);
+    const prompt = request.messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n");
+    const facts = [...prompt.matchAll(/FACT\[([^\]]+)\]/g)].map((m) => m[1]);
+    llmRequests.push({ facts });
+    const delta = { newFacts: facts.map((content) => ({ content, category: "knowledge", confidence: 0.9 })), factsToRemove: [] };
+    setTimeout(() => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content: JSON.stringify(delta) }, finish_reason: "stop" }] }));
+    }, LLM_DELAY_MS);
+  });
+}
+
+/** How many LLM requests were asked to extract `fact`. */
+const extractionsOf = (fact) => llmRequests.filter((r) => r.facts.includes(fact)).length;
+
+before(async () => {
+  const serveFile = staticHandler([
+    ["/pkg/", join(ROOT, "pkg")],
+    ["/", join(ROOT, "tests/browser/pages")],
+  ]);
+  const http = createServer((req, res) => {
+    // Lets the sandboxed (opaque-origin) page load the package.
+    res.setHeader("access-control-allow-origin", "*");
+    if (req.url === "/v1/chat/completions" && req.method === "POST") return llmRoute(req, res);
+    if (!serveFile(req, res)) {
+      res.writeHead(404);
+      res.end("not found");
+    }
+  });
+  await new Promise((resolve) => http.listen(0, "127.0.0.1", resolve));
+  server = {
+    url: `http://127.0.0.1:${http.address().port}`,
+    close: () => new Promise((resolve) => { http.closeAllConnections(); http.close(resolve); }),
+  };
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** A new tab on the test page, ready to use. */
+async function newPage() {
+  const page = await browser.context.newPage();
+  page.on("pageerror", (e) => console.error("page error:", e));
+  await page.goto(`${server.url}/`);
+  await page.waitForFunction(() => window.ready === true);
+  return page;
+}
+
+const open = (page, options) => page.evaluate((o) => window.openMemory(o), options);
+const storedFacts = (page) => page.evaluate(() => window.storedFacts());
+
+for (const storage of BACKENDS) {
+  describe(storage, () => {
+    test("memory survives a reload", async () => {
+      const agent = freshAgent("reload");
+      const page = await newPage();
+      await open(page, { agent, storage });
+      await page.evaluate(() => window.memory.addFact({ content: "Writes Go microservices" }));
+      await page.reload();
+      await page.waitForFunction(() => window.ready === true);
+      await open(page, { agent, storage });
+      assert.deepEqual(await storedFacts(page), ["Writes Go microservices"]);
+      await page.close();
+    });
+
+    test("a queued entry observed before a reload is applied after it, once", async () => {
+      const agent = freshAgent("queue-reload");
+      const fact = `Survives reloads (${storage})`;
+      const page = await newPage();
+      await open(page, { agent, storage, debounceMs: 600_000 });
+      const persisted = await page.evaluate((f) => window.memory.observe("t-reload", window.conversation(f)), fact);
+      assert.equal(persisted, true);
+      assert.deepEqual(await page.evaluate(() => window.memory.status().pending), ["t-reload"]);
+      assert.equal(extractionsOf(fact), 0, "nothing was processed before the reload");
+
+      await page.reload();
+      await page.waitForFunction(() => window.ready === true);
+      // The resumed entry is due at once with the new, short debounce: no flush() needed.
+      await open(page, { agent, storage, debounceMs: 50 });
+      await page.waitForFunction((f) => window.sawUpdate("extraction", f), fact);
+      assert.deepEqual(await storedFacts(page), [fact]);
+      assert.equal(extractionsOf(fact), 1);
+      assert.deepEqual(await page.evaluate(() => window.memory.status().pending), []);
+      await page.close();
+    });
+
+    test("two pages flushing different facts at the same moment end with both facts, each once", async () => {
+      const agent = freshAgent("two-flush");
+      const [alpha, beta] = [`Alpha (${storage})`, `Beta (${storage})`];
+      const [a, b] = [await newPage(), await newPage()];
+      await open(a, { agent, storage, debounceMs: 600_000 });
+      await open(b, { agent, storage, debounceMs: 600_000 });
+      await Promise.all([
+        a.evaluate((f) => window.memory.observe("t-a", window.conversation(f)), alpha),
+        b.evaluate((f) => window.memory.observe("t-b", window.conversation(f)), beta),
+      ]);
+      const [ra, rb] = await Promise.all([
+        a.evaluate(() => window.memory.flush()),
+        b.evaluate(() => window.memory.flush()),
+      ]);
+      assert.deepEqual([...ra.processed, ...rb.processed].sort(), ["t-a", "t-b"], "each entry was processed by exactly one page");
+      assert.deepEqual(await storedFacts(a), [alpha, beta]);
+      assert.deepEqual(await storedFacts(b), [alpha, beta]);
+      assert.equal(extractionsOf(alpha), 1);
+      assert.equal(extractionsOf(beta), 1);
+      await a.close();
+      await b.close();
+    });
+
+    test("two pages adding facts at the same moment lose none of them", async () => {
+      const agent = freshAgent("two-add");
+      const [a, b] = [await newPage(), await newPage()];
+      await open(a, { agent, storage });
+      await open(b, { agent, storage });
+      const addMany = (prefix) => Promise.all(Array.from({ length: 15 }, (_, i) => window.memory.addFact({ content: `${prefix} ${i}` })));
+      await Promise.all([a.evaluate(addMany, "from a"), b.evaluate(addMany, "from b")]);
+      const facts = await storedFacts(a);
+      assert.equal(facts.length, 30, `all 30 facts are stored: ${facts}`);
+      assert.equal(new Set(facts).size, 30);
+      await a.close();
+      await b.close();
+    });
+
+    test("a third page sees the other pages' changes without reloading (update, reason remote)", async () => {
+      const agent = freshAgent("third-page");
+      const [a, b, c] = [await newPage(), await newPage(), await newPage()];
+      for (const p of [a, b, c]) await open(p, { agent, storage });
+      await Promise.all([
+        a.evaluate(() => window.memory.addFact({ content: "Lives in Chengdu" })),
+        b.evaluate(() => window.memory.addFact({ content: "Prefers dark mode" })),
+      ]);
+      await c.waitForFunction(() => window.sawUpdate("remote", "Lives in Chengdu") && window.sawUpdate("remote", "Prefers dark mode"));
+      // Its cached memory (what inject() uses) has both, without a get() or a reload.
+      const block = await c.evaluate(() => window.memory.inject([]));
+      assert.match(block, /Lives in Chengdu/);
+      assert.match(block, /Prefers dark mode/);
+      for (const p of [a, b, c]) await p.close();
+    });
+  });
+}
+
+test("localstorage: when the leader page closes, another page takes over and nothing is lost", async () => {
+  const agent = freshAgent("handoff");
+  const leader = await newPage();
+  await open(leader, { agent, storage: "localstorage" }); // the first instance leads
+  const follower = await newPage();
+  await open(follower, { agent, storage: "localstorage" });
+  await follower.evaluate(() => window.memory.addFact({ content: "Written through the leader" }));
+  await leader.close(); // the tab goes away without close(): the browser releases its lock
+  await follower.evaluate(() => window.memory.addFact({ content: "Written after the handoff" }));
+  assert.deepEqual(await storedFacts(follower), ["Written after the handoff", "Written through the leader"]);
+  const late = await newPage();
+  await open(late, { agent, storage: "localstorage" });
+  assert.deepEqual(await storedFacts(late), ["Written after the handoff", "Written through the leader"]);
+  await follower.close();
+  await late.close();
+});
+
+test("localstorage filled to its quota gives STORAGE_QUOTA and the old document stays", async () => {
+  const agent = freshAgent("quota");
+  const leader = await newPage();
+  await open(leader, { agent, storage: "localstorage" });
+  const follower = await newPage();
+  await open(follower, { agent, storage: "localstorage" });
+  await leader.evaluate(() => window.memory.addFact({ content: "Stored before the disk filled up" }));
+  const fillers = await leader.evaluate(() => {
+    let n = 0;
+    for (let size = 1 << 20; size >= 1; ) {
+      try {
+        localStorage.setItem(`filler-${n}`, "x".repeat(size));
+        n++;
+      } catch {
+        size = Math.floor(size / 2);
+      }
+    }
+    return n;
+  });
+  assert.ok(fillers > 0);
+  // From the page that writes localStorage and from a page that asks it to.
+  for (const page of [leader, follower]) {
+    const code = await page.evaluate(() => window.codeOf(() => window.memory.addFact({ content: "Does not fit" })));
+    assert.equal(code, "STORAGE_QUOTA");
+  }
+  assert.deepEqual(await storedFacts(follower), ["Stored before the disk filled up"]);
+  // Making room is enough to continue.
+  await leader.evaluate((n) => { for (let i = 0; i < n; i++) localStorage.removeItem(`filler-${i}`); }, fillers);
+  await follower.evaluate(() => window.memory.addFact({ content: "Fits again" }));
+  assert.deepEqual(await storedFacts(leader), ["Fits again", "Stored before the disk filled up"]);
+  await leader.close();
+  await follower.close();
+});
+
+test("in an opaque origin (sandboxed iframe) both backends reject open() with STORAGE_UNAVAILABLE", async () => {
+  const page = await browser.context.newPage();
+  await page.goto(`${server.url}/opaque.html`);
+  const results = await page.waitForFunction(() => window.results).then((h) => h.jsonValue());
+  assert.deepEqual(results, { indexeddb: "STORAGE_UNAVAILABLE", localstorage: "STORAGE_UNAVAILABLE" });
+  await page.close();
+});
