@@ -6,7 +6,7 @@
 import { UserMemory } from "/pkg/browser.js";
 import { createChat } from "./js/chat.js";
 import { loadConfig } from "./js/llm.js";
-import { createMemoryPane, refreshTimes } from "./js/memory-pane.js";
+import { confidenceOf, createMemoryPane, refreshTimes } from "./js/memory-pane.js";
 import { plural } from "./js/format.js";
 import { clearNotice, confirmDialog, notice, toast } from "./js/ui.js";
 
@@ -318,7 +318,7 @@ function wireControls() {
     const content = $("new-fact-content").value.trim();
     if (!content) return $("new-fact-content").focus();
     const fact = await app.run("Adding the fact", () =>
-      app.memory.addFact({ content, category: $("new-fact-category").value, confidence: Number($("new-fact-confidence").value) }),
+      app.memory.addFact({ content, category: $("new-fact-category").value, ...confidenceOf($("new-fact-confidence")) }),
     );
     if (!fact) return;
     $("new-fact-content").value = "";

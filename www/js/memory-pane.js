@@ -36,6 +36,12 @@ export function refreshTimes(root = document) {
   }
 }
 
+/** `{ confidence }` from a number input, or `{}` when it is empty or not a number. */
+export function confidenceOf(input) {
+  const v = input.value.trim() === "" ? NaN : Number(input.value);
+  return Number.isFinite(v) ? { confidence: Math.max(0, Math.min(1, v)) } : {};
+}
+
 function categoryOptions(selected) {
   const list = CATEGORIES.includes(selected) || !selected ? CATEGORIES : [...CATEGORIES, selected];
   return list.map((c) => h("option", { value: c, selected: c === selected }, c));
@@ -125,7 +131,7 @@ export function createMemoryPane(app) {
           const text = content.value.trim();
           if (!text) return content.focus();
           const ok = await app.run("Saving the fact", () =>
-            app.memory.updateFact(fact.id, { content: text, category: category.value, confidence: Number(confidence.value) }),
+            app.memory.updateFact(fact.id, { content: text, category: category.value, ...confidenceOf(confidence) }),
           );
           if (ok !== undefined) close();
         },
