@@ -27,6 +27,9 @@ use crate::ids::{IdSource, RandomIds};
 use crate::sync::LocalFuture;
 use std::rc::Rc;
 
+/// How often a load follows a pointer that moved while it was reading.
+const LOAD_RETRIES: usize = 16;
+
 /// Makes a [`KvStore`] into a revisioned [`Store`] for one agent.
 pub struct VersionedKv {
     kv: Rc<dyn KvStore>,
@@ -85,16 +88,26 @@ impl VersionedKv {
     }
 
     async fn load_slot(&self, slot: Slot) -> Result<Option<Versioned>> {
-        let Some((_, ptr)) = self.read_pointer(slot).await? else { return Ok(None) };
-        match self.kv.get(&ptr.key).await? {
-            Some(value) => Ok(Some(Versioned { revision: ptr.rev, value })),
-            None => Err(Error::corrupt(format!(
-                "{}: `{}` points to `{}`, which does not exist",
-                self.kv.describe(),
-                self.pointer_key(slot),
-                ptr.key
-            ))),
+        let Some((mut raw, mut ptr)) = self.read_pointer(slot).await? else { return Ok(None) };
+        // Another tab or process may commit between our two reads and delete the version we
+        // were pointed to. That is only corruption if the pointer still names it: otherwise
+        // follow the new pointer (a bounded number of times, each one a commit elsewhere).
+        for _ in 0..LOAD_RETRIES {
+            if let Some(value) = self.kv.get(&ptr.key).await? {
+                return Ok(Some(Versioned { revision: ptr.rev, value }));
+            }
+            match self.read_pointer(slot).await? {
+                Some((now, p)) if now != raw => (raw, ptr) = (now, p),
+                Some(_) => break,
+                None => return Ok(None),
+            }
         }
+        Err(Error::corrupt(format!(
+            "{}: `{}` points to `{}`, which does not exist",
+            self.kv.describe(),
+            self.pointer_key(slot),
+            ptr.key
+        )))
     }
 
     async fn commit_slot(&self, slot: Slot, base: u64, value: String) -> Result<Commit> {
@@ -159,9 +172,10 @@ impl VersionedKv {
                 continue;
             }
             let rev = key[prefix.len()..].split('-').next().and_then(|r| r.parse::<u64>().ok());
-            // A version of revision current+1 may belong to a commit in flight in another
-            // tab or process: leave it; it becomes removable after the next commit.
-            if rev == Some(current_rev + 1) {
+            // A version newer than the pointer we read may belong to a commit in flight in
+            // another tab or process (which may also have committed several times since our
+            // read): leave it; it becomes removable once the pointer has passed it.
+            if rev.is_some_and(|r| r > current_rev) {
                 continue;
             }
             self.kv.delete(&key).await?;
@@ -261,6 +275,87 @@ mod tests {
             // Only the pointer and the current version remain: the old one was deleted.
             assert_eq!(kv.snapshot().len(), 2);
         });
+    }
+
+    /// A store that runs `hook` once, right after the first read of `key`: another
+    /// writer acting between two reads of this one.
+    struct Interleaved {
+        kv: Rc<MemoryKv>,
+        key: String,
+        hook: std::cell::RefCell<Option<Box<dyn FnOnce()>>>,
+    }
+
+    impl KvStore for Interleaved {
+        fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
+            Box::pin(async move {
+                let v = self.kv.get(key).await;
+                if key == self.key {
+                    if let Some(hook) = self.hook.borrow_mut().take() {
+                        hook();
+                    }
+                }
+                v
+            })
+        }
+        fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
+            self.kv.set(key, value)
+        }
+        fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
+            self.kv.delete(key)
+        }
+        fn capabilities(&self) -> crate::storage::KvCapabilities {
+            self.kv.capabilities()
+        }
+        fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
+            self.kv.keys(prefix)
+        }
+        fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
+            self.kv.compare_and_set(key, expected, value)
+        }
+        fn describe(&self) -> String {
+            "interleaved".into()
+        }
+    }
+
+    /// Commits on `kv` as another process would (MemoryKv futures are ready at once).
+    fn commit_elsewhere(kv: &Rc<MemoryKv>, base: u64, value: &str) {
+        use futures::FutureExt;
+        let other = VersionedKv::new(kv.clone(), "a");
+        let done = other.commit(Slot::Document, base, value.into()).now_or_never();
+        assert_eq!(done.unwrap().unwrap(), Commit::Committed(base + 1));
+    }
+
+    #[test]
+    fn a_load_racing_a_commit_elsewhere_follows_the_new_pointer() {
+        let kv = Rc::new(MemoryKv::new());
+        block_on(VersionedKv::new(kv.clone(), "a").commit(Slot::Document, 0, "one".into())).unwrap();
+        // Between our pointer read and our version read, revision 2 is committed and the
+        // version of revision 1 deleted.
+        let racing = kv.clone();
+        let hooked = Interleaved { kv: kv.clone(), key: "user-memory/a/doc".into(), hook: std::cell::RefCell::new(Some(Box::new(move || commit_elsewhere(&racing, 1, "two")))) };
+        let s = VersionedKv::new(Rc::new(hooked), "a");
+        let v = block_on(s.load(Slot::Document)).unwrap().unwrap();
+        assert_eq!((v.revision, v.value.as_str()), (2, "two"));
+    }
+
+    #[test]
+    fn cleanup_leaves_versions_newer_than_the_pointer_it_read() {
+        let kv = Rc::new(MemoryKv::new());
+        block_on(VersionedKv::new(kv.clone(), "a").commit(Slot::Document, 0, "one".into())).unwrap();
+        // While our cleanup runs, another process commits revision 2 and has written the
+        // value of revision 3 without flipping the pointer yet.
+        let racing = kv.clone();
+        let in_flight = "user-memory/a/doc/v3-0000abcd";
+        let hooked = Interleaved {
+            kv: kv.clone(),
+            key: "user-memory/a/doc".into(),
+            hook: std::cell::RefCell::new(Some(Box::new(move || {
+                commit_elsewhere(&racing, 1, "two");
+                racing.put_raw(in_flight, "three");
+            }))),
+        };
+        block_on(VersionedKv::new(Rc::new(hooked), "a").cleanup()).unwrap();
+        assert_eq!(kv.snapshot().get(in_flight).map(String::as_str), Some("three"), "the commit in flight keeps its value");
     }
 
     #[test]
