@@ -388,15 +388,20 @@ async fn localstorage_cleanup_removes_crash_orphans_but_not_the_live_or_an_in_fl
     let s = VersionedKv::new(kv.clone(), agent);
     s.commit(Slot::Document, 0, "one".into()).await.unwrap();
     s.commit(Slot::Document, 1, "two".into()).await.unwrap();
+    s.commit(Slot::Queue, 0, "q1".into()).await.unwrap();
+    s.commit(Slot::Queue, 1, "q2".into()).await.unwrap();
+    // Left by crashed commits: versions older than the live one.
     kv.set(&format!("user-memory/{agent}/doc/v1-00000000"), "stale orphan").await.unwrap();
-    kv.set(&format!("user-memory/{agent}/doc/v9-00000000"), "stale orphan from the future").await.unwrap();
-    kv.set(&format!("user-memory/{agent}/doc/v3-11111111"), "a commit in flight in another tab").await.unwrap();
-    kv.set(&format!("user-memory/{agent}/queue/v4-22222222"), "queue orphan").await.unwrap();
+    kv.set(&format!("user-memory/{agent}/queue/v1-22222222"), "stale queue orphan").await.unwrap();
+    // Newer than the pointer: may be a commit in flight in another tab.
+    kv.set(&format!("user-memory/{agent}/doc/v3-11111111"), "a commit in flight").await.unwrap();
     s.cleanup().await.unwrap();
     let keys: Vec<String> = local_snapshot(agent).into_iter().map(|(k, _)| k).collect();
-    assert!(!keys.iter().any(|k| k.ends_with("v1-00000000") || k.ends_with("v9-00000000") || k.ends_with("v4-22222222")), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.ends_with("v1-00000000") || k.ends_with("v1-22222222")), "{keys:?}");
     assert!(keys.iter().any(|k| k.ends_with("v3-11111111")), "{keys:?}");
+    assert_eq!(keys.len(), 5, "two pointers, two live versions, the one in flight: {keys:?}");
     assert_eq!(s.load(Slot::Document).await.unwrap().unwrap().value, "two");
+    assert_eq!(s.load(Slot::Queue).await.unwrap().unwrap().value, "q2");
     clear_local(agent);
 }
 
