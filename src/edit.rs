@@ -22,6 +22,12 @@ pub struct NewManualFact {
     pub confidence: f64,
     /// Any other fields given, kept on the fact.
     pub extra: Map<String, Value>,
+    /// An id to restore (undo of a removal); must not be in use. Default: a fresh one.
+    pub id: Option<String>,
+    /// A creation time to restore. Default: now.
+    pub created_at: Option<String>,
+    /// A source to restore. Default: `"manual"`.
+    pub source: Option<String>,
 }
 
 impl NewManualFact {
@@ -40,7 +46,15 @@ impl NewManualFact {
         for k in ["id", "content", "category", "confidence", "createdAt", "source"] {
             extra.shift_remove(k);
         }
+        let text = |key: &str| match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
+            Some(other) => Err(Error::invalid(format!("`{key}` must be a non-empty string, found {}", type_name(other)))),
+        };
         Ok(NewManualFact {
+            id: text("id")?,
+            created_at: text("createdAt")?,
+            source: text("source")?,
             content,
             category: category(obj.get("category"))?.unwrap_or_else(|| crate::document::DEFAULT_CATEGORY.into()),
             confidence: read_confidence(obj.get("confidence"))
@@ -60,25 +74,32 @@ fn category(v: Option<&Value>) -> Result<Option<String>> {
     }
 }
 
-/// Adds a hand-written fact (`source: "manual"`). If a fact with the same content
-/// (case- and whitespace-insensitive) exists, nothing is added and that fact is returned
-/// with `false`.
-pub fn add_fact(doc: &mut Document, fact: &NewManualFact, now_iso: &str, ids: &dyn IdSource) -> (Fact, bool) {
+/// Adds a hand-written fact (`source: "manual"` unless one is given). If a fact with the
+/// same content (case- and whitespace-insensitive) exists, nothing is added and that fact
+/// is returned with `false`. A given `id` already used by another fact is `INVALID_INPUT`.
+pub fn add_fact(doc: &mut Document, fact: &NewManualFact, now_iso: &str, ids: &dyn IdSource) -> Result<(Fact, bool)> {
     let key = normalize_content(&fact.content);
     if let Some(existing) = doc.facts.iter().find(|f| normalize_content(&f.content) == key) {
-        return (existing.clone(), false);
+        return Ok((existing.clone(), false));
     }
+    let id = match &fact.id {
+        Some(id) if doc.fact(id).is_some() => {
+            return Err(Error::invalid(format!("a fact with id \"{id}\" already exists")));
+        }
+        Some(id) => id.clone(),
+        None => doc.fresh_id(ids),
+    };
     let f = Fact {
-        id: doc.fresh_id(ids),
+        id,
         content: fact.content.clone(),
         category: fact.category.clone(),
         confidence: fact.confidence,
-        created_at: now_iso.to_string(),
-        source: MANUAL_SOURCE.to_string(),
+        created_at: fact.created_at.clone().unwrap_or_else(|| now_iso.to_string()),
+        source: fact.source.clone().unwrap_or_else(|| MANUAL_SOURCE.to_string()),
         extra: fact.extra.clone(),
     };
     doc.facts.push(f.clone());
-    (f, true)
+    Ok((f, true))
 }
 
 /// Applies a patch `{content?, category?, confidence?, …}` to fact `id`. `id`, `createdAt`
@@ -163,17 +184,24 @@ mod tests {
         let ids = SequentialIds::starting_at(1);
         let mut doc = Document::empty();
         let nf = NewManualFact::from_value(&json!({"content": "  Uses Rust  ", "pinned": true})).unwrap();
-        let (f, added) = add_fact(&mut doc, &nf, "2026-01-01T00:00:00.000Z", &ids);
+        let (f, added) = add_fact(&mut doc, &nf, "2026-01-01T00:00:00.000Z", &ids).unwrap();
         assert!(added);
         assert_eq!((f.id.as_str(), f.content.as_str(), f.category.as_str()), ("fact_00000001", "Uses Rust", "context"));
         assert_eq!((f.confidence, f.source.as_str()), (0.9, "manual"));
         assert_eq!(f.extra.get("pinned"), Some(&json!(true)));
 
         let dup = NewManualFact::from_value(&json!({"content": "uses   RUST"})).unwrap();
-        let (same, added) = add_fact(&mut doc, &dup, "later", &ids);
+        let (same, added) = add_fact(&mut doc, &dup, "later", &ids).unwrap();
         assert!(!added);
         assert_eq!(same.id, f.id);
         assert_eq!(doc.facts.len(), 1);
+
+        // Undo of a removal restores the fact exactly.
+        let removed = remove_fact(&mut doc, &f.id).unwrap();
+        let restore = NewManualFact::from_value(&removed.to_value()).unwrap();
+        let (back, _) = add_fact(&mut doc, &restore, "much later", &ids).unwrap();
+        assert_eq!(back, removed);
+        assert_eq!(add_fact(&mut doc, &NewManualFact { content: "other".into(), ..restore }, "", &ids).unwrap_err().code(), "INVALID_INPUT");
 
         let u = update_fact(&mut doc, &f.id, &json!({"confidence": "0.75", "category": "knowledge", "pinned": null, "note": "x"})).unwrap();
         assert_eq!((u.confidence, u.category.as_str()), (0.75, "knowledge"));

@@ -38,6 +38,7 @@ fn a_burst_of_three_observes_makes_one_llm_call_with_the_newest_messages() {
         assert_eq!(rig.engine.next_due_at(), None, "the queue is empty afterwards");
         assert_eq!(rig.events.names().iter().filter(|n| **n == "queued").count(), 3);
         assert_eq!(rig.events.names().iter().filter(|n| **n == "update").count(), 1);
+        assert_eq!(rig.events.names().last(), Some(&"processed"), "processed comes after the update");
     });
 }
 
@@ -420,5 +421,24 @@ fn sections_can_be_edited_by_hand_and_learning_paused_at_runtime() {
         rig.engine.configure(&serde_json::json!({"injectionEnabled": false})).unwrap();
         assert_eq!(rig.engine.inject(&turn("go", "ok")), "");
         assert_eq!(rig.engine.configure(&serde_json::json!({"agent": "x"})).unwrap_err().code(), "INVALID_INPUT");
+    });
+}
+
+#[test]
+fn an_extraction_that_finds_nothing_new_still_reports_processed() {
+    run(async {
+        let rig = RigBuilder::new()
+            .replies(vec![Ok(r#"{"newFacts": [{"content": "", "confidence": 0.9}, {"content": "low", "confidence": 0.2}]}"#.into())])
+            .open()
+            .await
+            .unwrap();
+        rig.engine.observe("t1", &turn("hi", "hello")).unwrap().unwrap().await.unwrap();
+        rig.engine.flush().await.unwrap();
+        let events = rig.events.0.borrow();
+        let processed: Vec<_> = events.iter().filter_map(|e| if let Event::Processed(p) = e { Some(p.clone()) } else { None }).collect();
+        assert_eq!(processed.len(), 1);
+        assert!(!processed[0].changed, "below threshold and empty facts change nothing");
+        assert_eq!(processed[0].skipped.len(), 1, "the empty fact is reported as skipped");
+        assert!(!events.iter().any(|e| matches!(e, Event::Update(_))));
     });
 }

@@ -59,8 +59,6 @@ pub struct UpdateEvent {
     pub changed: Vec<Fact>,
     /// Sections whose summary changed.
     pub sections: Vec<SectionId>,
-    /// Parts of the model's reply that were invalid and skipped.
-    pub skipped: Vec<Skipped>,
 }
 
 impl UpdateEvent {
@@ -74,7 +72,6 @@ impl UpdateEvent {
             removed: Vec::new(),
             changed: Vec::new(),
             sections: Vec::new(),
-            skipped: Vec::new(),
         };
         for f in &after.facts {
             match before.fact(&f.id) {
@@ -103,6 +100,20 @@ pub struct ErrorEvent {
     pub attempt: Option<u32>,
 }
 
+/// A queued conversation was extracted and applied: the payload of `processed` (also when
+/// the model found nothing new, so a status display can tell "done" from "never ran").
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessedEvent {
+    /// The thread.
+    pub thread_id: String,
+    /// Whether memory changed (if so, an `update` event came first).
+    pub changed: bool,
+    /// The stored revision afterwards.
+    pub revision: u64,
+    /// Parts of the model's reply that were invalid and skipped.
+    pub skipped: Vec<Skipped>,
+}
+
 /// A conversation was queued: the payload of `queued`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueuedEvent {
@@ -123,6 +134,8 @@ pub enum Event {
     Error(ErrorEvent),
     /// A conversation was queued.
     Queued(QueuedEvent),
+    /// A queued conversation was processed.
+    Processed(ProcessedEvent),
 }
 
 impl Event {
@@ -132,6 +145,7 @@ impl Event {
             Event::Update(_) => "update",
             Event::Error(_) => "error",
             Event::Queued(_) => "queued",
+            Event::Processed(_) => "processed",
         }
     }
 }

@@ -15,7 +15,7 @@ mod events;
 mod process;
 mod store_ops;
 
-pub use events::{ErrorEvent, Event, QueuedEvent, UpdateEvent, UpdateReason};
+pub use events::{ErrorEvent, Event, ProcessedEvent, QueuedEvent, UpdateEvent, UpdateReason};
 pub use process::RunReport;
 
 use crate::config::Config;
@@ -412,7 +412,7 @@ impl Engine {
         let nf = NewManualFact::from_value(fact)?;
         let ids = self.parts().ids.clone();
         let now = crate::time::iso_from_millis(self.now());
-        let (fact, _) = self.commit_with(UpdateReason::AddFact, None, true, |d| Ok(edit::add_fact(d, &nf, &now, &*ids).0)).await?;
+        let (fact, _) = self.commit_with(UpdateReason::AddFact, None, true, |d| Ok(edit::add_fact(d, &nf, &now, &*ids)?.0)).await?;
         Ok(fact)
     }
 

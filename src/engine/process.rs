@@ -1,6 +1,6 @@
 //! Processing queued threads: claim → prompt → LLM → parse → apply → commit → settle.
 
-use super::{Engine, ErrorEvent, Event, UpdateReason};
+use super::{Engine, ErrorEvent, Event, ProcessedEvent, UpdateReason};
 use crate::apply::{apply_delta, ApplyContext};
 use crate::error::{Error, Result};
 use crate::parse::parse_reply;
@@ -160,12 +160,14 @@ impl Engine {
         let ids = self.parts().ids.clone();
         let now_iso = iso_from_millis(self.now());
         let thread = entry.thread_id.clone();
-        let (_, _) = self
+        let (report, _) = self
             .commit_with(UpdateReason::Extraction, Some(&thread), true, |doc| {
                 let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids };
                 Ok(apply_delta(doc, &delta, &cfg, &ctx))
             })
             .await?;
+        let revision = self.revision();
+        self.emit(Event::Processed(ProcessedEvent { thread_id: thread, changed: !report.is_empty(), revision, skipped: delta.skipped }));
         Ok(())
     }
 }

@@ -124,7 +124,7 @@ pub fn http_error(status: u16, body: &str, api_key: Option<&str>) -> Error {
         _ => detail,
     };
     let hint = match status {
-        401 | 403 => " — check llm.apiKey",
+        401 | 403 => " — check the API key (llm.apiKey, or the key your proxy adds)",
         404 => " — check llm.baseUrl and llm.model",
         429 => " — rate limited",
         _ => "",
@@ -199,6 +199,6 @@ mod tests {
         assert_eq!(e.status(), Some(401));
         assert!(e.message().contains("Incorrect API key provided: ***"));
         assert!(!e.message().contains("sk-secret-123"));
-        assert!(e.message().contains("check llm.apiKey"));
+        assert!(e.message().contains("check the API key"));
     }
 }

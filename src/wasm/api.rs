@@ -258,11 +258,14 @@ impl UserMemory {
         promise(async move { e.clear().await.map(|_| JsValue::UNDEFINED) })
     }
 
-    /// Subscribes to `"update"`, `"error"` or `"queued"`; returns the unsubscribe function.
+    /// Subscribes to `"update"`, `"error"`, `"queued"` or `"processed"`; returns the
+    /// unsubscribe function.
     #[wasm_bindgen(skip_typescript)]
     pub fn on(&self, event: String, listener: Function) -> std::result::Result<JsValue, JsValue> {
-        if !matches!(event.as_str(), "update" | "error" | "queued") {
-            return Err(to_js(&Error::invalid(format!("unknown event \"{event}\" (use \"update\", \"error\" or \"queued\")"))));
+        if !matches!(event.as_str(), "update" | "error" | "queued" | "processed") {
+            return Err(to_js(&Error::invalid(format!(
+                "unknown event \"{event}\" (use \"update\", \"error\", \"queued\" or \"processed\")"
+            ))));
         }
         let id = self.events.add(&event, listener);
         let events = self.events.clone();

@@ -130,7 +130,13 @@ fn event_to_js(event: &Event) -> JsValue {
             "removed": u.removed,
             "changed": u.changed.iter().map(|f| f.to_value()).collect::<Vec<Value>>(),
             "sections": u.sections.iter().map(|s| s.key()).collect::<Vec<_>>(),
-            "skipped": u.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason})).collect::<Vec<_>>(),
+        })),
+        Event::Processed(p) => from_json(&json!({
+            "type": "processed",
+            "threadId": p.thread_id,
+            "changed": p.changed,
+            "revision": p.revision,
+            "skipped": p.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason})).collect::<Vec<_>>(),
         })),
         Event::Error(e) => {
             let obj = from_json(&json!({

@@ -66,9 +66,12 @@ export interface MemoryDocument {
 export type SectionName =
   | "workContext" | "personalContext" | "topOfMind" | "recentMonths" | "earlierContext" | "longTermBackground";
 
-/** Argument of `addFact`. */
+/** Argument of `addFact`. `id`, `createdAt` and `source` restore a removed fact exactly (undo). */
 export interface NewFact {
   content: string;
+  id?: string;
+  createdAt?: string;
+  source?: string;
   /** Default `"context"`. */
   category?: FactCategory;
   /** Default 0.9 (stated by the user). */
@@ -271,7 +274,16 @@ export interface UpdateEvent {
   removed: string[];
   changed: Fact[];
   sections: SectionName[];
-  /** Parts of the model's reply that were invalid and skipped. */
+}
+
+/** A queued conversation was extracted and applied, also when nothing was new. */
+export interface ProcessedEvent {
+  type: "processed";
+  threadId: string;
+  /** Whether memory changed (if so, an `update` event came first). */
+  changed: boolean;
+  revision: number;
+  /** Parts of the model's reply that were invalid and skipped (one bad fact never drops the rest). */
   skipped: { path: string; reason: string }[];
 }
 
@@ -301,6 +313,7 @@ export interface MemoryEvents {
   update: UpdateEvent;
   error: ErrorEvent;
   queued: QueuedEvent;
+  processed: ProcessedEvent;
 }
 
 export interface UserMemory {
