@@ -14,10 +14,29 @@ test("npm pack gives user-memory-<version>.tgz with the wasm, the entries and th
   const version = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
   assert.match(tgz, new RegExp(`user-memory-${version.replaceAll(".", "\\.")}\\.tgz$`));
   const listing = execFileSync("tar", ["-tzf", tgz], { encoding: "utf8" });
-  for (const f of ["package/pkg/wasm/user_memory_bg.wasm", "package/pkg/node.js", "package/pkg/browser.js", "package/pkg/workers.js", "package/pkg/index.d.ts", "package/pkg/wasm/user_memory.d.ts", "package/README.md"]) {
+  const subpaths = ["file-store", "durable-object-store", "ai-sdk"].flatMap((f) => [`package/pkg/${f}.js`, `package/pkg/${f}.d.ts`]);
+  for (const f of ["package/pkg/wasm/user_memory_bg.wasm", "package/pkg/node.js", "package/pkg/browser.js", "package/pkg/workers.js", "package/pkg/index.d.ts", "package/pkg/wasm/user_memory.d.ts", ...subpaths, "package/README.md"]) {
     assert.ok(listing.includes(f), `${f} is in the tarball`);
   }
   assert.ok(!listing.includes("package/src/"), "Rust sources are not shipped");
+});
+
+test("every export of package.json resolves to a file in the tarball, with types for each subpath", () => {
+  const dir = freshProject();
+  const manifest = JSON.parse(readFileSync(join(dir, "node_modules/user-memory/package.json"), "utf8"));
+  for (const [subpath, target] of Object.entries(manifest.exports)) {
+    const files = typeof target === "string" ? [target] : Object.values(target);
+    for (const f of files) assert.ok(existsSync(join(dir, "node_modules/user-memory", f)), `${subpath} → ${f}`);
+    if (typeof target === "object") assert.equal(Object.keys(target)[0], "types", `${subpath}: "types" comes first`);
+  }
+  // The subpaths load in Node without the wasm (they are plain JS) and expose their API.
+  const out = execFileSync(
+    process.execPath,
+    ["--input-type=module", "-e", `const n = await import("user-memory/node"); const w = await import("user-memory/workers"); const a = await import("user-memory/ai-sdk");
+      console.log([typeof n.fileStore, typeof w.durableObjectStore, typeof a.userMemoryMiddleware].join(","))`],
+    { cwd: dir, encoding: "utf8" },
+  );
+  assert.equal(out.trim(), "function,function,function");
 });
 
 test("Node ESM: import, open, add a fact, export", () => {
