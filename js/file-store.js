@@ -13,8 +13,8 @@
 // Writes: temp file (unique name) → fsync → rename over the target → fsync of the directory,
 // so a file holds the old or the new value after a crash, never a torn one.
 //
-// compareAndSet is safe between processes: it holds a lock file (created with O_EXCL,
-// holding pid, host and time) while it reads, compares and renames. A lock whose holder
+// compareAndSet is safe between processes: it holds a lock file (created exclusively, with
+// pid, host and time in it from the first instant) while it reads, compares and renames. A lock whose holder
 // is a dead process on this host, or which is older than `staleLockMs`, is broken.
 //
 // The directory is created if it is missing and its parent exists; a missing parent, a
@@ -236,15 +236,18 @@ export class FileStore {
     const path = join(this.dir, LOCK);
     const token = randomBytes(8).toString("hex");
     const content = JSON.stringify({ pid: process.pid, host: HOST, at: Date.now(), token });
-    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
-      try {
-        await writeFile(path, content, { flag: "wx" });
-        return token;
-      } catch (e) {
-        if (e.code !== "EEXIST") throw e;
+    // The lock appears with its content in one step (a hard link of a complete temp file),
+    // so a holder killed while taking it never leaves an empty lock that only age can break.
+    const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
+    await writeFile(temp, content, { flag: "wx" });
+    try {
+      for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+        if (await createLock(temp, path, content)) return token;
+        if (await this.#breakIfStale(path)) continue;
+        await new Promise((r) => setTimeout(r, wait * (0.5 + Math.random())));
       }
-      if (await this.#breakIfStale(path)) continue;
-      await new Promise((r) => setTimeout(r, wait * (0.5 + Math.random())));
+    } finally {
+      await unlink(temp).catch(() => {});
     }
   }
 
@@ -308,6 +311,25 @@ function decodeName(name) {
     return fileName(key) === name ? key : null;
   } catch {
     return null;
+  }
+}
+
+/** Creates `path` exclusively with `content`; false if it exists. */
+async function createLock(temp, path, content) {
+  try {
+    await link(temp, path);
+    return true;
+  } catch (e) {
+    if (e.code === "EEXIST") return false;
+    if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"].includes(e.code)) throw e;
+  }
+  // A file system without hard links: O_EXCL create, then write.
+  try {
+    await writeFile(path, content, { flag: "wx" });
+    return true;
+  } catch (e) {
+    if (e.code === "EEXIST") return false;
+    throw e;
   }
 }
 

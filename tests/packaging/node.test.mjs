@@ -3,7 +3,7 @@
 // its stdin against a scripted OpenAI-compatible server. (The timeouts only stop a hung
 // child from hanging the run; nothing asserts how fast anything is.)
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -143,6 +143,12 @@ test("kill -9 in the middle of file writes: every key still holds one whole valu
     const [, at] = await waitFor(w, new RegExp(`wrote (${stopAt})\\b`));
     w.kill("SIGKILL");
     await w.exited;
+    const lock = join(dir, ".lock");
+    if (existsSync(lock)) {
+      // Killed while holding the lock: it names its holder (never empty), so the next writer
+      // can see the holder is dead and break it at once.
+      assert.equal(JSON.parse(readFileSync(lock, "utf8")).pid, w.pid);
+    }
     const s = fileStore(dir);
     const doc = JSON.parse(await s.get("doc")); // throws if torn
     assert.equal(doc.pad.length, 300_000 + (doc.i % 7) * 10_000, "the value is complete");
