@@ -2,7 +2,8 @@
 // lock file, bad directories, corrupt files, and memory that survives a restart.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -156,13 +157,17 @@ test("a missing parent or a file in the way rejects open() with STORAGE_UNAVAILA
   assert.throws(() => fileStore(""), { code: "INVALID_INPUT" });
 });
 
-test("a read-only directory rejects open() with STORAGE_UNAVAILABLE naming the path", (t) => {
+test("a read-only directory is STORAGE_UNAVAILABLE, naming the path", (t) => {
   // Root ignores permissions: run the check as an unprivileged user in a child process.
   const dir = freshDir();
   mkdirSync(dir, { mode: 0o555 });
   chmodSync(dir, 0o555);
   chmodSync(scratch, 0o755);
-  const moduleUrl = import.meta.resolve("user-memory/node");
+  // A copy of the module the unprivileged user can surely read (the checkout may not be).
+  const copy = join(scratch, "file-store.mjs");
+  copyFileSync(fileURLToPath(import.meta.resolve("user-memory/node")), copy);
+  chmodSync(copy, 0o644);
+  const moduleUrl = pathToFileURL(copy).href;
   const code = `import { fileStore } from ${JSON.stringify(moduleUrl)};
     fileStore(${JSON.stringify(dir)}).set("k", "v").then(() => console.log("written"), (e) => console.log(e.code + " " + e.message));`;
   const asRoot = process.getuid?.() === 0;
