@@ -1,10 +1,13 @@
 // The fetch transport, Anthropic messages protocol (`provider: "anthropic"`), through the
 // built package against the local scripted server.
-import { after, before, test } from "node:test";
+import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
 import { freshAgent, record, turn } from "../helpers/pipeline.mjs";
+
+/** Every test fails (rather than hangs) if what it waits for never happens. */
+const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
 
 const KEY = "sk-ant-test-0123456789";
 let llm;

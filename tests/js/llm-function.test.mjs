@@ -1,9 +1,12 @@
 // The LLM as a plain JS function `async ({ system, prompt }) => string` (any SDK, a server
 // proxy, Workers AI …), through the built package.
-import { test } from "node:test";
+import { test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
 import { freshAgent, record, turn } from "../helpers/pipeline.mjs";
+
+/** Every test fails (rather than hangs) if what it waits for never happens. */
+const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
 
 const delta = (...facts) => JSON.stringify({ newFacts: facts.map((content) => ({ content, category: "knowledge", confidence: 0.9 })), factsToRemove: [] });
 

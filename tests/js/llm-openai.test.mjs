@@ -2,11 +2,14 @@
 // local scripted server (tests/helpers/llm-server.mjs): the request, retries within one
 // attempt (5xx, 429 + Retry-After, timeouts, network errors, maxRetries), what is never
 // retried (4xx), and where the API key must never show up.
-import { after, before, test } from "node:test";
+import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
 import { deadPort, freshAgent, record, recordingAdapter, turn } from "../helpers/pipeline.mjs";
+
+/** Every test fails (rather than hangs) if what it waits for never happens. */
+const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
 
 const KEY = "sk-test-0123456789abcdef";
 let llm;

@@ -2,11 +2,14 @@
 // by itself, resuming after a restart, failures (bad output, backoff, abandon), flush(),
 // processDue()/nextDueAt() for schedulers. Real timers with small delays; every timing
 // assertion is a lower bound or an ordering.
-import { after, before, test } from "node:test";
+import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
 import { freshAgent, record, recordingAdapter, sleep, turn } from "../helpers/pipeline.mjs";
+
+/** Every test fails (rather than hangs) if what it waits for never happens. */
+const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
 
 let llm;
 before(async () => {

@@ -5,11 +5,14 @@
 // The children run against the scripted server of this (parent) process, so nothing but the
 // library itself can keep them alive. "Exits by itself" is checked against the timer that
 // would have kept it alive: the child must be gone before that timer could have fired.
-import { after, before, test } from "node:test";
+import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
 import { freshAgent, record, runChild, turn } from "../helpers/pipeline.mjs";
+
+/** Every test fails (rather than hangs) if what it waits for never happens. */
+const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
 
 let llm;
 before(async () => {
