@@ -53,6 +53,9 @@ fn thread_of(req: &LlmRequest) -> String {
     ["t1", "t2", "t3"].iter().find(|t| req.prompt.contains(&format!("about {t}"))).unwrap().to_string()
 }
 
+/// What a call saw: the thread, when it started, and the stored claim (owner, until) then.
+type Seen = (String, Millis, Option<(String, Millis)>);
+
 /// A slow model: each call takes `call_ms` of (fake) time. Before answering it records, for
 /// the thread it works on, who holds the stored claim and until when; `during` runs once,
 /// inside the first call (another instance acting meanwhile).
@@ -60,7 +63,7 @@ struct SlowLlm {
     clock: Rc<FakeClock>,
     kv: Rc<MemoryKv>,
     call_ms: Millis,
-    seen: RefCell<Vec<(String, Millis, Option<(String, Millis)>)>>,
+    seen: RefCell<Vec<Seen>>,
     during: RefCell<Option<LocalFuture<'static, ()>>>,
 }
 
