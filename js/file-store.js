@@ -65,6 +65,9 @@ export class FileStore {
     if (typeof dir !== "string" || dir === "") {
       throw Object.assign(new TypeError("fileStore(dir) needs a directory path (a non-empty string)"), { code: "INVALID_INPUT" });
     }
+    if (!(Number.isFinite(staleLockMs) && staleLockMs > 0)) {
+      throw Object.assign(new TypeError("fileStore(dir, { staleLockMs }) needs a positive number of milliseconds"), { code: "INVALID_INPUT" });
+    }
     this.dir = resolve(dir);
     this.#staleLockMs = staleLockMs;
   }

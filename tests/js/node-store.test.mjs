@@ -155,6 +155,7 @@ test("a missing parent or a file in the way rejects open() with STORAGE_UNAVAILA
   await assert.rejects(UserMemory.open({ storage: fileStore(file), llm: noLlm }), (e) => e.code === "STORAGE_UNAVAILABLE" && e.message.includes(file));
   assert.ok(!existsSync(join(scratch, "no-such-parent")), "nothing was created");
   assert.throws(() => fileStore(""), { code: "INVALID_INPUT" });
+  assert.throws(() => fileStore(scratch, { staleLockMs: -1 }), { code: "INVALID_INPUT" });
 });
 
 test("a read-only directory is STORAGE_UNAVAILABLE, naming the path", (t) => {
