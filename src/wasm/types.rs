@@ -288,7 +288,7 @@ export interface ProcessedEvent {
 }
 
 /** Something failed in the background. */
-export interface ErrorEvent {
+export interface MemoryErrorEvent {
   type: "error";
   code: ErrorCode;
   message: string;
@@ -311,7 +311,7 @@ export interface QueuedEvent {
 /** Event names and their payloads. */
 export interface MemoryEvents {
   update: UpdateEvent;
-  error: ErrorEvent;
+  error: MemoryErrorEvent;
   queued: QueuedEvent;
   processed: ProcessedEvent;
 }

@@ -1,22 +1,50 @@
-// Packs the package once per test process (`npm pack`) and installs the tarball into fresh
-// temporary projects, as a user would install it from the registry.
+// Packs the package (`npm pack`) and installs the tarball into fresh temporary projects, as
+// a user would install it from the registry.
+//
+// The tarball is packed once per build: node:test runs each test file in its own process,
+// so it is cached in target/pack-cache/ under the build's stamp (pkg/size.json's mtime) and
+// shared by every packaging test file. Temporary projects are removed when the process exits.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 let tarball;
+const made = [];
+process.on("exit", () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 
 /** The path of `user-memory-<version>.tgz` (built and packed on first use). */
 export function packOnce() {
   if (tarball) return tarball;
-  const dir = mkdtempSync(join(tmpdir(), "um-pack-"));
-  execFileSync("npm", ["pack", "--silent", "--pack-destination", dir], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
-  const file = readdirSync(dir).find((f) => /^user-memory-.*\.tgz$/.test(f));
-  if (!file) throw new Error(`npm pack produced no user-memory-*.tgz in ${dir}`);
-  tarball = join(dir, file);
+  // `npm pack` runs `prepack` (build if stale) first; the stamp is read after that.
+  const cache = join(ROOT, "target", "pack-cache");
+  const stampOf = () => (existsSync(join(ROOT, "pkg/size.json")) ? String(Math.floor(statSync(join(ROOT, "pkg/size.json")).mtimeMs)) : "none");
+  const cached = () => {
+    const dir = join(cache, stampOf());
+    const file = existsSync(dir) && readdirSync(dir).find((f) => /^user-memory-.*\.tgz$/.test(f));
+    return file ? join(dir, file) : null;
+  };
+  execFileSync(process.execPath, [join(ROOT, "scripts/build.mjs"), "--if-stale"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  tarball = cached();
+  if (tarball) return tarball;
+  mkdirSync(cache, { recursive: true });
+  const scratch = mkdtempSync(join(cache, "tmp-"));
+  execFileSync("npm", ["pack", "--silent", "--pack-destination", scratch], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  const file = readdirSync(scratch).find((f) => /^user-memory-.*\.tgz$/.test(f));
+  if (!file) throw new Error(`npm pack produced no user-memory-*.tgz in ${scratch}`);
+  const dir = join(cache, stampOf());
+  rmSync(dir, { recursive: true, force: true });
+  try {
+    renameSync(scratch, dir); // atomic: another test process may race us to the same stamp
+  } catch {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  tarball = cached();
+  if (!tarball) throw new Error("could not cache the packed tarball");
   return tarball;
 }
 
@@ -24,6 +52,7 @@ export function packOnce() {
  * copied from this repository's node_modules by path, so nothing is downloaded). */
 export function freshProject({ type = "module", extra = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "um-consumer-"));
+  made.push(dir);
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type }, null, 2));
   const specs = [packOnce(), ...extra.map((name) => join(ROOT, "node_modules", name))];
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", "--loglevel=error", ...specs], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });

@@ -8,7 +8,7 @@ import {
   initSync,
   UserMemory,
   type ErrorCode,
-  type ErrorEvent,
+  type MemoryErrorEvent,
   type Explanation,
   type Fact,
   type FactPatch,
@@ -179,7 +179,7 @@ export async function everything(): Promise<void> {
     const extracted: boolean = reason === "extraction";
     void [added, removed, sections, extracted];
   });
-  memory.on("error", (e: ErrorEvent) => {
+  memory.on("error", (e: MemoryErrorEvent) => {
     const code: ErrorCode = e.code;
     const err: UserMemoryError = e.error;
     const attempt: number | null = e.attempt;
