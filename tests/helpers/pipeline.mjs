@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { UserMemory } from "user-memory";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -14,6 +15,25 @@ export function turn(user, assistant = "Noted.") {
     { role: "user", content: user },
     { role: "assistant", content: assistant },
   ];
+}
+
+const opened = new Set();
+
+/**
+ * `UserMemory.open(options)`, remembered so that `closeAll()` (in an `after` hook) closes
+ * whatever a failed test left open: an open instance's timer would keep the test file's
+ * process alive.
+ */
+export async function openMemory(options) {
+  const memory = await UserMemory.open(options);
+  opened.add(memory);
+  return memory;
+}
+
+/** Closes every instance opened with `openMemory()` (errors ignored). */
+export async function closeAll() {
+  for (const memory of opened) await memory.close().catch(() => {});
+  opened.clear();
 }
 
 let agents = 0;

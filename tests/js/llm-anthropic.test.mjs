@@ -2,9 +2,8 @@
 // built package against the local scripted server.
 import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { freshAgent, record, turn } from "../helpers/pipeline.mjs";
+import { closeAll, freshAgent, openMemory, record, turn } from "../helpers/pipeline.mjs";
 
 /** Every test fails (rather than hangs) if what it waits for never happens. */
 const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
@@ -14,12 +13,15 @@ let llm;
 before(async () => {
   llm = await startLlmServer();
 });
-after(() => llm.close());
+after(async () => {
+  await closeAll();
+  await llm.close();
+});
 
 async function open(llmOptions = {}) {
   llm.script.length = 0;
   llm.requests.length = 0;
-  const memory = await UserMemory.open({
+  const memory = await openMemory({
     agent: freshAgent("anthropic"),
     storage: "memory",
     debounceMs: 600_000,

@@ -1,17 +1,17 @@
 // The LLM as a plain JS function `async ({ system, prompt }) => string` (any SDK, a server
 // proxy, Workers AI …), through the built package.
-import { test as nodeTest } from "node:test";
+import { after, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { UserMemory } from "user-memory";
-import { freshAgent, record, turn } from "../helpers/pipeline.mjs";
+import { closeAll, freshAgent, openMemory, record, turn } from "../helpers/pipeline.mjs";
 
 /** Every test fails (rather than hangs) if what it waits for never happens. */
 const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
+after(closeAll);
 
 const delta = (...facts) => JSON.stringify({ newFacts: facts.map((content) => ({ content, category: "knowledge", confidence: 0.9 })), factsToRemove: [] });
 
 async function open(fn) {
-  const memory = await UserMemory.open({ agent: freshAgent("fn"), storage: "memory", debounceMs: 600_000, llm: fn });
+  const memory = await openMemory({ agent: freshAgent("fn"), storage: "memory", debounceMs: 600_000, llm: fn });
   return { memory, events: record(memory) };
 }
 

@@ -4,9 +4,8 @@
 // retried (4xx), and where the API key must never show up.
 import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { deadPort, freshAgent, record, recordingAdapter, turn } from "../helpers/pipeline.mjs";
+import { closeAll, deadPort, freshAgent, openMemory, record, recordingAdapter, turn } from "../helpers/pipeline.mjs";
 
 /** Every test fails (rather than hangs) if what it waits for never happens. */
 const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
@@ -16,11 +15,14 @@ let llm;
 before(async () => {
   llm = await startLlmServer();
 });
-after(() => llm.close());
+after(async () => {
+  await closeAll();
+  await llm.close();
+});
 
 /** Opens an instance on the local server; the queue is only driven by flush(). */
 async function open(llmOptions = {}, options = {}) {
-  const memory = await UserMemory.open({
+  const memory = await openMemory({
     agent: freshAgent("openai"),
     storage: "memory",
     debounceMs: 600_000,
@@ -165,7 +167,7 @@ test("a server that never answers: LLM_TIMEOUT after timeoutMs, and the timeout 
 
 test("connection refused: LLM_NETWORK, retried, entry stays queued", async () => {
   const port = await deadPort();
-  const memory = await UserMemory.open({
+  const memory = await openMemory({
     agent: freshAgent("refused"),
     storage: "memory",
     debounceMs: 600_000,
@@ -242,7 +244,7 @@ test("a 200 whose body is not a chat completion is LLM_BAD_OUTPUT, not retried",
 test("the API key never appears in storage or in any event, even when the server echoes it", async () => {
   reset();
   const adapter = recordingAdapter();
-  const memory = await UserMemory.open({
+  const memory = await openMemory({
     agent: freshAgent("secret"),
     storage: adapter,
     debounceMs: 600_000,

@@ -4,9 +4,8 @@
 // assertion is a lower bound or an ordering.
 import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { freshAgent, record, recordingAdapter, sleep, turn } from "../helpers/pipeline.mjs";
+import { closeAll, freshAgent, openMemory, record, recordingAdapter, sleep, turn } from "../helpers/pipeline.mjs";
 
 /** Every test fails (rather than hangs) if what it waits for never happens. */
 const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
@@ -15,7 +14,10 @@ let llm;
 before(async () => {
   llm = await startLlmServer();
 });
-after(() => llm.close());
+after(async () => {
+  await closeAll();
+  await llm.close();
+});
 
 function reset() {
   llm.script.length = 0;
@@ -25,7 +27,7 @@ function reset() {
 const endpoint = (extra = {}) => ({ baseUrl: llm.baseUrl, apiKey: "sk-q", model: "m", maxRetries: 0, ...extra });
 
 async function open(options = {}) {
-  const memory = await UserMemory.open({ agent: freshAgent("queue"), storage: "memory", llm: endpoint(), ...options });
+  const memory = await openMemory({ agent: freshAgent("queue"), storage: "memory", llm: endpoint(), ...options });
   return { memory, events: record(memory) };
 }
 
@@ -88,14 +90,14 @@ test("a second instance on the same storage adapter resumes the entry the first 
   reset();
   const adapter = recordingAdapter();
   const agent = freshAgent("resume");
-  const first = await UserMemory.open({ agent, storage: adapter, debounceMs: 600_000, llm: endpoint() });
+  const first = await openMemory({ agent, storage: adapter, debounceMs: 600_000, llm: endpoint() });
   assert.equal(await first.observe("t", turn("I moved to Chengdu", "Nice city")), true, "persisted");
   await first.close();
   assert.equal(llm.requests.length, 0, "the first instance never called the LLM");
   assert.ok([...adapter.map.values()].some((v) => v.includes("I moved to Chengdu")), "the entry is in storage");
 
   llm.script.push(factsReply("Lives in Chengdu"));
-  const second = await UserMemory.open({ agent, storage: adapter, debounceMs: 600_000, llm: endpoint() });
+  const second = await openMemory({ agent, storage: adapter, debounceMs: 600_000, llm: endpoint() });
   assert.deepEqual(second.status().pending, ["t"], "resumed on open");
   assert.ok(second.nextDueAt() > Date.now(), "due by its own debounce, not lost");
   await second.flush();
@@ -107,13 +109,13 @@ test("a second instance on the same storage adapter resumes the entry the first 
 test("storage: \"memory\" — a reopened instance's timer picks up the overdue entry by itself", async () => {
   reset();
   const agent = freshAgent("resume-mem");
-  const first = await UserMemory.open({ agent, storage: "memory", debounceMs: 600_000, llm: endpoint() });
+  const first = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: endpoint() });
   await first.observe("t", turn("I play chess", "Nice"));
   await first.close();
   llm.script.push(factsReply("Plays chess"));
   // The entry was observed more than 50 ms ago by the time the second instance opens.
   await sleep(60);
-  const second = await UserMemory.open({ agent, storage: "memory", debounceMs: 50, llm: endpoint() });
+  const second = await openMemory({ agent, storage: "memory", debounceMs: 50, llm: endpoint() });
   const events = record(second);
   assert.ok(second.nextDueAt() <= Date.now(), "already due");
   await events.next("update", (e) => e.reason === "extraction");
@@ -251,7 +253,7 @@ test("storage failing when the timer fires: one error event (STORAGE_FAILED) and
     }
     return set(k, v);
   };
-  const memory = await UserMemory.open({ agent: freshAgent("flaky"), storage: adapter, debounceMs: 50, llm: endpoint() });
+  const memory = await openMemory({ agent: freshAgent("flaky"), storage: adapter, debounceMs: 50, llm: endpoint() });
   const events = record(memory);
   await memory.observe("t", turn("hello", "hi"));
   broken = true;

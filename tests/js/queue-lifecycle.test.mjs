@@ -7,9 +7,8 @@
 // would have kept it alive: the child must be gone before that timer could have fired.
 import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { UserMemory } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { freshAgent, record, runChild, turn } from "../helpers/pipeline.mjs";
+import { closeAll, freshAgent, openMemory, record, runChild, turn } from "../helpers/pipeline.mjs";
 
 /** Every test fails (rather than hangs) if what it waits for never happens. */
 const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
@@ -18,7 +17,10 @@ let llm;
 before(async () => {
   llm = await startLlmServer();
 });
-after(() => llm.close());
+after(async () => {
+  await closeAll();
+  await llm.close();
+});
 
 function reset() {
   llm.script.length = 0;
@@ -163,7 +165,7 @@ test("a succeeded request leaves no timeout timer behind (timeoutMs 30 s): the p
 
 test("observe() after close() throws CLOSED synchronously; flush() and processDue() reject with CLOSED; nextDueAt() is null", async () => {
   reset();
-  const memory = await UserMemory.open({ agent: freshAgent("closed"), storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
+  const memory = await openMemory({ agent: freshAgent("closed"), storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
   memory.observe("t", turn("hello", "hi"));
   await memory.close();
   assert.throws(() => memory.observe("t", turn("again", "hi")), (e) => e.code === "CLOSED" && e.name === "UserMemoryError");
@@ -178,7 +180,7 @@ test("close() keeps the entry a cancelled call was working on: the next instance
   reset();
   const agent = freshAgent("cancelled");
   llm.script.push({ hang: true });
-  const a = await UserMemory.open({ agent, storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m", timeoutMs: 60_000 } });
+  const a = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m", timeoutMs: 60_000 } });
   const aEvents = record(a);
   a.observe("t", turn("I keep bees", "Sweet"));
   const flushing = a.flush();
@@ -187,7 +189,7 @@ test("close() keeps the entry a cancelled call was working on: the next instance
   await assert.rejects(flushing, (e) => e.code === "CLOSED", "the flush in progress ends with CLOSED");
   assert.deepEqual(aEvents.codes(), []);
   llm.script.push(factsReply("Keeps bees"));
-  const b = await UserMemory.open({ agent, storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
+  const b = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
   assert.deepEqual(b.status().pending, ["t"]);
   await b.flush();
   assert.deepEqual((await b.get()).facts.map((f) => f.content), ["Keeps bees"]);
