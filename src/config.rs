@@ -1,6 +1,6 @@
 //! The options of `UserMemory.open()` (SPEC §9, §11 Options), validated.
 //!
-//! The platform layer hands over the JSON-representable options as a [`serde_json::Value`]
+//! The platform layer hands over the JSON-representable options as a [`Value`]
 //! object; functions and adapter objects (`llm` as a function, `storage` as an adapter,
 //! `countTokens`) are taken out before and handled there. Every option is optional; a
 //! negative, non-finite, fractional (for counts) or wrongly typed value is an
@@ -8,12 +8,11 @@
 //! `debounceMS` would otherwise be silently ignored).
 
 use crate::apply::ApplyConfig;
-use crate::document::type_name;
 use crate::error::{Error, Result};
 use crate::inject::InjectOptions;
 use crate::prompt::PromptOptions;
 use crate::queue::QueueConfig;
-use serde_json::{Map, Value};
+use crate::json::{Map, ObjectWriter, Value};
 
 /// Validated options.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +81,7 @@ impl Config {
         let obj = match v {
             Value::Null => &empty,
             Value::Object(o) => o,
-            other => return Err(Error::invalid(format!("options must be an object, found {}", type_name(other)))),
+            other => return Err(Error::invalid(format!("options must be an object, found {}", other.type_name()))),
         };
         let mut c = Config::default();
         c.apply(obj)?;
@@ -92,7 +91,7 @@ impl Config {
     /// A copy with the options in `v` changed (for `configure()` at runtime). The agent
     /// cannot change: open another instance for another agent.
     pub fn with_changes(&self, v: &Value) -> Result<Config> {
-        let obj = v.as_object().ok_or_else(|| Error::invalid(format!("options must be an object, found {}", type_name(v))))?;
+        let obj = v.as_object().ok_or_else(|| Error::invalid(format!("options must be an object, found {}", v.type_name())))?;
         if obj.contains_key("agent") {
             return Err(Error::invalid("`agent` cannot change on an open instance; open another one"));
         }
@@ -101,7 +100,7 @@ impl Config {
         Ok(c)
     }
 
-    fn apply(&mut self, obj: &Map<String, Value>) -> Result<()> {
+    fn apply(&mut self, obj: &Map) -> Result<()> {
         if let Some(k) = obj.keys().find(|k| !KNOWN_OPTIONS.contains(&k.as_str())) {
             return Err(Error::invalid(format!("unknown option `{k}`")));
         }
@@ -166,7 +165,7 @@ impl Config {
             Some(other) => {
                 return Err(Error::invalid(format!(
                     "`prompt` must be an object {{ instructions?, append? }}, found {}",
-                    type_name(other)
+                    other.type_name()
                 )))
             }
         }
@@ -177,23 +176,33 @@ impl Config {
 impl Config {
     /// The options as JSON, with their public names (what `memory.options()` returns).
     pub fn to_value(&self) -> Value {
-        serde_json::json!({
-            "agent": self.agent,
-            "debounceMs": self.queue.debounce_ms,
-            "maxWaitMs": self.queue.max_wait_ms,
-            "maxAttempts": self.queue.max_attempts,
-            "maxFacts": self.apply.max_facts,
-            "factConfidenceThreshold": self.apply.threshold,
-            "maxInjectionTokens": self.inject.max_tokens,
-            "topFacts": self.inject.top_facts,
-            "recentTurns": self.inject.recent_turns,
-            "similarityWeight": self.inject.similarity_weight,
-            "confidenceWeight": self.inject.confidence_weight,
-            "injectionEnabled": self.inject.enabled,
-            "enabled": self.enabled,
-            "autoProcess": self.auto_process,
-            "prompt": {"instructions": self.prompt.instructions, "append": self.prompt.append},
-        })
+        Value::parse(&self.to_json()).unwrap_or_default()
+    }
+
+    /// The options as JSON text (see [`Config::to_value`]). Weights and the threshold are
+    /// written with 6 decimals.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        let mut o = ObjectWriter::new(&mut out);
+        o.str("agent", &self.agent)
+            .u64("debounceMs", self.queue.debounce_ms)
+            .u64("maxWaitMs", self.queue.max_wait_ms)
+            .u64("maxAttempts", self.queue.max_attempts.into())
+            .u64("maxFacts", self.apply.max_facts as u64)
+            .fixed("factConfidenceThreshold", self.apply.threshold, 6)
+            .u64("maxInjectionTokens", self.inject.max_tokens as u64)
+            .u64("topFacts", self.inject.top_facts as u64)
+            .u64("recentTurns", self.inject.recent_turns as u64)
+            .fixed("similarityWeight", self.inject.similarity_weight, 6)
+            .fixed("confidenceWeight", self.inject.confidence_weight, 6)
+            .bool("injectionEnabled", self.inject.enabled)
+            .bool("enabled", self.enabled)
+            .bool("autoProcess", self.auto_process);
+        let mut prompt = ObjectWriter::new(o.key("prompt"));
+        prompt.opt_str("instructions", self.prompt.instructions.as_deref()).opt_str("append", self.prompt.append.as_deref());
+        prompt.finish();
+        o.finish();
+        out
     }
 }
 
@@ -217,37 +226,37 @@ fn positive(x: u64, name: &str) -> Result<u64> {
 }
 
 /// Reads an optional string option; `path` names it in errors.
-pub(crate) fn opt_str(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<String>> {
+pub(crate) fn opt_str(obj: &Map, path: &str, key: &str) -> Result<Option<String>> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(Error::invalid(format!("`{path}` must be a string, found {}", type_name(other)))),
+        Some(other) => Err(Error::invalid(format!("`{path}` must be a string, found {}", other.type_name()))),
     }
 }
 
 /// Reads an optional boolean option.
-pub(crate) fn opt_bool(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<bool>> {
+pub(crate) fn opt_bool(obj: &Map, path: &str, key: &str) -> Result<Option<bool>> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(Error::invalid(format!("`{path}` must be a boolean, found {}", type_name(other)))),
+        Some(other) => Err(Error::invalid(format!("`{path}` must be a boolean, found {}", other.type_name()))),
     }
 }
 
 /// Reads an optional finite, non-negative number.
-pub(crate) fn opt_f64(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<f64>> {
+pub(crate) fn opt_f64(obj: &Map, path: &str, key: &str) -> Result<Option<f64>> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
             _ => Err(Error::invalid(format!("`{path}` must be a finite number ≥ 0"))),
         },
-        Some(other) => Err(Error::invalid(format!("`{path}` must be a number, found {}", type_name(other)))),
+        Some(other) => Err(Error::invalid(format!("`{path}` must be a number, found {}", other.type_name()))),
     }
 }
 
 /// Reads an optional non-negative integer (a count or a duration in milliseconds).
-pub(crate) fn opt_uint(obj: &Map<String, Value>, path: &str, key: &str) -> Result<Option<u64>> {
+pub(crate) fn opt_uint(obj: &Map, path: &str, key: &str) -> Result<Option<u64>> {
     match opt_f64(obj, path, key)? {
         None => Ok(None),
         Some(x) if x.fract() == 0.0 && x <= 9_007_199_254_740_991.0 => Ok(Some(x as u64)),
@@ -258,7 +267,6 @@ pub(crate) fn opt_uint(obj: &Map<String, Value>, path: &str, key: &str) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn defaults_match_the_spec() {

@@ -6,10 +6,10 @@
 //! without calling the LLM again.
 
 use crate::document::SectionId;
-use serde::{Deserialize, Serialize};
 
 /// A proposed replacement for one summary section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SectionUpdate {
     /// The new summary text.
     pub summary: String,
@@ -20,7 +20,8 @@ pub struct SectionUpdate {
 
 /// A proposed new fact, already validated: non-empty content, a category, and a finite
 /// confidence within [0, 1] (0.5 when the model gave none).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NewFact {
     /// The fact, trimmed.
     pub content: String,
@@ -32,7 +33,8 @@ pub struct NewFact {
 
 /// One piece of a reply that was skipped, with the reason (reported in events, never
 /// applied).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Skipped {
     /// Where in the reply, e.g. `newFacts[2]`.
     pub path: String,
@@ -41,7 +43,8 @@ pub struct Skipped {
 }
 
 /// Everything one extraction proposes.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Delta {
     /// Section proposals, indexed by [`SectionId::index`]; `None` = not mentioned.
     pub sections: [Option<SectionUpdate>; 6],

@@ -8,7 +8,9 @@
 //! document: it checks every field and names the first one that is wrong.
 
 use crate::ids::{fact_id, IdSource};
-use serde_json::{Map, Value};
+use crate::json::{ArrayWriter, Map, ObjectWriter, Value};
+
+pub use crate::json::parse_decimal;
 
 /// The document format version written by this library.
 pub const VERSION: &str = "1.0";
@@ -101,7 +103,7 @@ pub struct Section {
     /// When the summary was last replaced (ISO-8601 UTC), or empty.
     pub updated_at: String,
     /// Fields this library does not know, kept as they were.
-    pub extra: Map<String, Value>,
+    pub extra: Map,
 }
 
 /// A discrete fact about the user.
@@ -121,7 +123,7 @@ pub struct Fact {
     /// The thread the fact came from, `"manual"` for hand-added facts, `"unknown"` if unknown.
     pub source: String,
     /// Fields this library does not know, kept as they were.
-    pub extra: Map<String, Value>,
+    pub extra: Map,
 }
 
 /// The whole memory document.
@@ -136,11 +138,11 @@ pub struct Document {
     /// The facts, oldest first.
     pub facts: Vec<Fact>,
     /// Unknown fields of the top level.
-    pub extra: Map<String, Value>,
+    pub extra: Map,
     /// Unknown fields of the `user` object.
-    pub user_extra: Map<String, Value>,
+    pub user_extra: Map,
     /// Unknown fields of the `history` object.
-    pub history_extra: Map<String, Value>,
+    pub history_extra: Map,
 }
 
 impl Default for Document {
@@ -157,27 +159,15 @@ impl Default for Document {
     }
 }
 
-/// Names a JSON value's type for error messages.
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+fn expect_object<'a>(v: &'a Value, path: &str) -> Result<&'a Map, String> {
+    v.as_object().ok_or_else(|| format!("`{path}` must be an object, found {}", v.type_name()))
 }
 
-fn expect_object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, String> {
-    v.as_object().ok_or_else(|| format!("`{path}` must be an object, found {}", type_name(v)))
-}
-
-fn opt_string(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<String>, String> {
+fn opt_string(obj: &Map, key: &str, path: &str) -> Result<Option<String>, String> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("`{path}.{key}` must be a string, found {}", type_name(other))),
+        Some(other) => Err(format!("`{path}.{key}` must be a string, found {}", other.type_name())),
     }
 }
 
@@ -202,53 +192,6 @@ pub(crate) fn read_confidence(v: Option<&Value>) -> Result<Option<f64>, &'static
     Ok(Some(x.clamp(0.0, 1.0)))
 }
 
-/// Parses a plain decimal number such as `"0.9"`, `"-1"`, `".75"` or `"1e-1"` (surrounding
-/// whitespace allowed). Written out rather than `str::parse::<f64>` because the standard
-/// parser brings ~15 KB of tables into the wasm; precision is ample for confidences and
-/// delays (a few significant digits).
-pub fn parse_decimal(s: &str) -> Option<f64> {
-    let b = s.trim().as_bytes();
-    let (neg, mut i) = match b.first() {
-        Some(b'-') => (true, 1),
-        Some(b'+') => (false, 1),
-        _ => (false, 0),
-    };
-    let (mut mantissa, mut scale, mut digits) = (0f64, 0i32, 0);
-    let mut seen_dot = false;
-    while i < b.len() {
-        match b[i] {
-            c @ b'0'..=b'9' => {
-                if mantissa < 1e17 {
-                    mantissa = mantissa * 10.0 + f64::from(c - b'0');
-                    if seen_dot {
-                        scale -= 1;
-                    }
-                } else if !seen_dot {
-                    scale += 1;
-                }
-                digits += 1;
-            }
-            b'.' if !seen_dot => seen_dot = true,
-            _ => break,
-        }
-        i += 1;
-    }
-    if digits == 0 {
-        return None;
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        let rest = std::str::from_utf8(&b[i + 1..]).ok()?;
-        let exp: i32 = rest.parse().ok()?;
-        scale = scale.checked_add(exp)?;
-        i = b.len();
-    }
-    if i != b.len() {
-        return None;
-    }
-    let v = mantissa * 10f64.powi(scale);
-    Some(if neg { -v } else { v })
-}
-
 /// Lower-cases and collapses whitespace: the key under which two facts count as the same.
 pub fn normalize_content(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -270,9 +213,7 @@ impl Section {
             Some(v) => v,
         };
         let obj = expect_object(v, path)?;
-        let mut extra = obj.clone();
-        extra.shift_remove("summary");
-        extra.shift_remove("updatedAt");
+        let extra = strip(obj, &SECTION_FIELDS);
         Ok(Section {
             summary: opt_string(obj, "summary", path)?.unwrap_or_default(),
             updated_at: opt_string(obj, "updatedAt", path)?.unwrap_or_default(),
@@ -282,13 +223,21 @@ impl Section {
 
     /// The section as a JSON object (known fields first, then unknown ones).
     pub fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("summary".into(), Value::String(self.summary.clone()));
-        m.insert("updatedAt".into(), Value::String(self.updated_at.clone()));
-        for (k, v) in &self.extra {
-            m.insert(k.clone(), v.clone());
-        }
-        Value::Object(m)
+        reparse(&self.to_json())
+    }
+
+    /// The section as compact JSON text (known fields first, then unknown ones).
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    /// Appends the section as JSON.
+    pub fn write_json(&self, out: &mut String) {
+        let mut o = ObjectWriter::new(out);
+        o.str("summary", &self.summary).str("updatedAt", &self.updated_at).entries(&self.extra, &SECTION_FIELDS);
+        o.finish();
     }
 }
 
@@ -302,7 +251,7 @@ impl Fact {
             Some(Value::String(s)) => s.clone(),
             None => return Err(format!("`{path}.content` is missing")),
             Some(other) => {
-                return Err(format!("`{path}.content` must be a string, found {}", type_name(other)))
+                return Err(format!("`{path}.content` must be a string, found {}", other.type_name()))
             }
         };
         let confidence = read_confidence(obj.get("confidence"))
@@ -312,10 +261,7 @@ impl Fact {
             .map(|c| c.trim().to_string())
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| DEFAULT_CATEGORY.to_string());
-        let mut extra = obj.clone();
-        for k in ["id", "content", "category", "confidence", "createdAt", "source"] {
-            extra.shift_remove(k);
-        }
+        let extra = strip(obj, &FACT_FIELDS);
         Ok(Fact {
             id: opt_string(obj, "id", &path)?.unwrap_or_default(),
             content,
@@ -329,25 +275,42 @@ impl Fact {
 
     /// The fact as a JSON object (known fields first, then unknown ones).
     pub fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("id".into(), Value::String(self.id.clone()));
-        m.insert("content".into(), Value::String(self.content.clone()));
-        m.insert("category".into(), Value::String(self.category.clone()));
-        m.insert("confidence".into(), confidence_value(self.confidence));
-        m.insert("createdAt".into(), Value::String(self.created_at.clone()));
-        m.insert("source".into(), Value::String(self.source.clone()));
-        for (k, v) in &self.extra {
-            m.insert(k.clone(), v.clone());
-        }
-        Value::Object(m)
+        reparse(&self.to_json())
+    }
+
+    /// The fact as compact JSON text (known fields first, then unknown ones).
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    /// Appends the fact as JSON. The confidence is rounded to 4 decimals, so repeated
+    /// float arithmetic never shows up as `0.30000000000000004` in a user's file.
+    pub fn write_json(&self, out: &mut String) {
+        let confidence = if self.confidence.is_nan() { 0.0 } else { self.confidence.clamp(0.0, 1.0) };
+        let mut o = ObjectWriter::new(out);
+        o.str("id", &self.id)
+            .str("content", &self.content)
+            .str("category", &self.category)
+            .fixed("confidence", confidence, 4)
+            .str("createdAt", &self.created_at)
+            .str("source", &self.source)
+            .entries(&self.extra, &FACT_FIELDS);
+        o.finish();
     }
 }
 
-/// A confidence as JSON, rounded to 4 decimals so repeated float arithmetic never shows up
-/// as `0.30000000000000004` in a user's file.
-fn confidence_value(c: f64) -> Value {
-    let rounded = (c.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
-    serde_json::Number::from_f64(rounded).map(Value::Number).unwrap_or(Value::from(0))
+/// The known fields of a section and of a fact, in the order they are written.
+const SECTION_FIELDS: [&str; 2] = ["summary", "updatedAt"];
+const FACT_FIELDS: [&str; 6] = ["id", "content", "category", "confidence", "createdAt", "source"];
+const TOP_FIELDS: [&str; 5] = ["version", "lastUpdated", "user", "history", "facts"];
+const USER_FIELDS: [&str; 3] = ["workContext", "personalContext", "topOfMind"];
+const HISTORY_FIELDS: [&str; 3] = ["recentMonths", "earlierContext", "longTermBackground"];
+
+/// Reads back JSON text this module wrote (always valid, so never `Null` in practice).
+fn reparse(text: &str) -> Value {
+    Value::parse(text).unwrap_or_default()
 }
 
 impl Document {
@@ -395,7 +358,7 @@ impl Document {
     pub fn from_value(v: &Value, ids: &dyn IdSource) -> Result<Document, String> {
         let obj = match v {
             Value::Object(o) => o,
-            other => return Err(format!("memory must be a JSON object, found {}", type_name(other))),
+            other => return Err(format!("memory must be a JSON object, found {}", other.type_name())),
         };
         let user = match obj.get("user") {
             Some(u) => expect_object(u, "user")?,
@@ -407,7 +370,7 @@ impl Document {
         };
         let facts_v = match obj.get("facts") {
             Some(Value::Array(a)) => a,
-            Some(other) => return Err(format!("`facts` must be an array, found {}", type_name(other))),
+            Some(other) => return Err(format!("`facts` must be an array, found {}", other.type_name())),
             None => return Err("`facts` is missing".into()),
         };
         let mut doc = Document {
@@ -432,56 +395,51 @@ impl Document {
                 doc.facts[i].id = doc.fresh_id(ids);
             }
         }
-        doc.extra = strip(obj, &["version", "lastUpdated", "user", "history", "facts"]);
-        doc.user_extra = strip(user, &["workContext", "personalContext", "topOfMind"]);
-        doc.history_extra = strip(history, &["recentMonths", "earlierContext", "longTermBackground"]);
+        doc.extra = strip(obj, &TOP_FIELDS);
+        doc.user_extra = strip(user, &USER_FIELDS);
+        doc.history_extra = strip(history, &HISTORY_FIELDS);
         Ok(doc)
     }
 
     /// Parses and validates a JSON string (see [`Document::from_value`]).
     pub fn from_json(text: &str, ids: &dyn IdSource) -> Result<Document, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        let v = Value::parse(text).map_err(|e| format!("not valid JSON: {e}"))?;
         Document::from_value(&v, ids)
     }
 
     /// The document as JSON, in DeerFlow's field order, unknown fields after known ones.
     pub fn to_value(&self) -> Value {
-        let mut user = Map::new();
-        let mut history = Map::new();
-        for id in SectionId::ALL {
-            let target = if id.group() == "user" { &mut user } else { &mut history };
-            target.insert(id.key().into(), self.section(id).to_value());
-        }
-        extend(&mut user, &self.user_extra);
-        extend(&mut history, &self.history_extra);
-        let mut m = Map::new();
-        m.insert("version".into(), Value::String(self.version.clone()));
-        m.insert("lastUpdated".into(), Value::String(self.last_updated.clone()));
-        m.insert("user".into(), Value::Object(user));
-        m.insert("history".into(), Value::Object(history));
-        m.insert("facts".into(), Value::Array(self.facts.iter().map(Fact::to_value).collect()));
-        extend(&mut m, &self.extra);
-        Value::Object(m)
+        reparse(&self.to_json())
     }
 
-    /// The document as a compact JSON string.
+    /// The document as a compact JSON string, in DeerFlow's field order, unknown fields
+    /// after known ones.
     pub fn to_json(&self) -> String {
-        self.to_value().to_string()
-    }
-}
-
-fn strip(obj: &Map<String, Value>, known: &[&str]) -> Map<String, Value> {
-    let mut out = obj.clone();
-    for k in known {
-        out.shift_remove(*k);
-    }
-    out
-}
-
-fn extend(into: &mut Map<String, Value>, extra: &Map<String, Value>) {
-    for (k, v) in extra {
-        if !into.contains_key(k) {
-            into.insert(k.clone(), v.clone());
+        let mut out = String::new();
+        let mut top = ObjectWriter::new(&mut out);
+        top.str("version", &self.version).str("lastUpdated", &self.last_updated);
+        for (group, known, extra) in [("user", &USER_FIELDS, &self.user_extra), ("history", &HISTORY_FIELDS, &self.history_extra)] {
+            let mut o = ObjectWriter::new(top.key(group));
+            for id in SectionId::ALL.into_iter().filter(|id| id.group() == group) {
+                self.section(id).write_json(o.key(id.key()));
+            }
+            o.entries(extra, known);
+            o.finish();
         }
+        let mut facts = ArrayWriter::new(top.key("facts"));
+        for f in &self.facts {
+            f.write_json(facts.item());
+        }
+        facts.finish();
+        top.entries(&self.extra, &TOP_FIELDS);
+        top.finish();
+        out
     }
+}
+
+/// A copy of `obj` without the `known` fields.
+fn strip(obj: &Map, known: &[&str]) -> Map {
+    let mut out = obj.clone();
+    out.retain(|k, _| !known.contains(&k));
+    out
 }

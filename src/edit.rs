@@ -3,13 +3,16 @@
 //! Each edit is a pure function on a [`Document`], so the engine can replay it on a newer
 //! document when a commit finds a conflict, exactly like an LLM delta.
 
-use crate::document::{normalize_content, read_confidence, type_name, Document, Fact, MANUAL_SOURCE};
+use crate::document::{normalize_content, read_confidence, Document, Fact, MANUAL_SOURCE};
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
-use serde_json::{Map, Value};
+use crate::json::{Map, Value};
 
 /// Confidence of a hand-added fact when none is given: the user said it explicitly.
 pub const MANUAL_CONFIDENCE: f64 = 0.9;
+
+/// The fields of a fact this module reads itself; any others are kept in `extra`.
+const KNOWN_FIELDS: [&str; 6] = ["id", "content", "category", "confidence", "createdAt", "source"];
 
 /// A validated `addFact` argument.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,7 +24,7 @@ pub struct NewManualFact {
     /// Confidence in [0, 1] (default 0.9).
     pub confidence: f64,
     /// Any other fields given, kept on the fact.
-    pub extra: Map<String, Value>,
+    pub extra: Map,
     /// An id to restore (undo of a removal); must not be in use. Default: a fresh one.
     pub id: Option<String>,
     /// A creation time to restore. Default: now.
@@ -35,21 +38,19 @@ impl NewManualFact {
     pub fn from_value(v: &Value) -> Result<NewManualFact> {
         let obj = v
             .as_object()
-            .ok_or_else(|| Error::invalid(format!("a fact must be an object {{ content, category?, confidence? }}, found {}", type_name(v))))?;
+            .ok_or_else(|| Error::invalid(format!("a fact must be an object {{ content, category?, confidence? }}, found {}", v.type_name())))?;
         let content = match obj.get("content") {
             Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
             Some(Value::String(_)) => return Err(Error::invalid("`content` must not be empty")),
-            Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", type_name(other)))),
+            Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", other.type_name()))),
             None => return Err(Error::invalid("`content` is required")),
         };
         let mut extra = obj.clone();
-        for k in ["id", "content", "category", "confidence", "createdAt", "source"] {
-            extra.shift_remove(k);
-        }
+        extra.retain(|k, _| !KNOWN_FIELDS.contains(&k));
         let text = |key: &str| match obj.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
-            Some(other) => Err(Error::invalid(format!("`{key}` must be a non-empty string, found {}", type_name(other)))),
+            Some(other) => Err(Error::invalid(format!("`{key}` must be a non-empty string, found {}", other.type_name()))),
         };
         Ok(NewManualFact {
             id: text("id")?,
@@ -70,7 +71,7 @@ fn category(v: Option<&Value>) -> Result<Option<String>> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
         Some(Value::String(_)) => Err(Error::invalid("`category` must not be empty")),
-        Some(other) => Err(Error::invalid(format!("`category` must be a string, found {}", type_name(other)))),
+        Some(other) => Err(Error::invalid(format!("`category` must be a string, found {}", other.type_name()))),
     }
 }
 
@@ -107,7 +108,7 @@ pub fn add_fact(doc: &mut Document, fact: &NewManualFact, now_iso: &str, ids: &d
 pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> {
     let obj = patch
         .as_object()
-        .ok_or_else(|| Error::invalid(format!("a fact patch must be an object, found {}", type_name(patch))))?;
+        .ok_or_else(|| Error::invalid(format!("a fact patch must be an object, found {}", patch.type_name())))?;
     for k in ["id", "createdAt", "source"] {
         if let Some(v) = obj.get(k) {
             let unchanged = doc.fact(id).is_some_and(|f| match k {
@@ -124,7 +125,7 @@ pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> 
         None => None,
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
         Some(Value::String(_)) => return Err(Error::invalid("`content` must not be empty")),
-        Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", type_name(other)))),
+        Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", other.type_name()))),
     };
     let cat = category(obj.get("category"))?;
     let confidence = read_confidence(obj.get("confidence")).map_err(|why| Error::invalid(format!("`confidence` {why}")))?;
@@ -143,11 +144,11 @@ pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> 
         fact.confidence = c;
     }
     for (k, v) in obj {
-        if ["id", "content", "category", "confidence", "createdAt", "source"].contains(&k.as_str()) {
+        if KNOWN_FIELDS.contains(&k.as_str()) {
             continue;
         }
         if v.is_null() {
-            fact.extra.shift_remove(k);
+            fact.extra.remove(k);
         } else {
             fact.extra.insert(k.clone(), v.clone());
         }
@@ -177,7 +178,6 @@ pub fn clear(doc: &mut Document) {
 mod tests {
     use super::*;
     use crate::ids::SequentialIds;
-    use serde_json::json;
 
     #[test]
     fn add_update_remove_clear_round() {

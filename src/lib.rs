@@ -24,6 +24,15 @@
 //! * **Platform** (`wasm`, wasm32 only): the `#[wasm_bindgen]` API, fetch-based LLM
 //!   transports, timers, IndexedDB, localStorage and JS storage adapters.
 
+/// `json!` in unit tests: serde_json's macro (a dev-dependency), converted through text
+/// into this crate's [`json::Value`].
+#[cfg(test)]
+macro_rules! json {
+    ($($t:tt)+) => {
+        $crate::json::Value::parse(&serde_json::json!($($t)+).to_string()).expect("serde_json writes valid JSON")
+    };
+}
+
 pub mod apply;
 pub mod config;
 pub mod delta;
@@ -34,6 +43,7 @@ pub mod error;
 pub mod filter;
 pub mod ids;
 pub mod inject;
+pub mod json;
 pub mod llm;
 pub mod message;
 pub mod parse;

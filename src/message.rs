@@ -5,8 +5,7 @@
 //! of parts. [`InputMessage`] is the shape-independent view the filter works on;
 //! [`ChatMessage`] is what survives filtering and what the queue persists.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use crate::json::Value;
 
 /// Who wrote a message, after mapping both naming schemes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,8 +104,8 @@ pub fn content_text(content: Option<&Value>) -> String {
 }
 
 /// The speaker of a kept message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 pub enum Speaker {
     /// The user.
     User,
@@ -116,7 +115,8 @@ pub enum Speaker {
 
 /// A message that survived filtering: the unit of conversation the library stores and
 /// sends to the extraction LLM.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ChatMessage {
     /// Who said it.
     pub role: Speaker,
@@ -139,7 +139,6 @@ impl ChatMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn reads_both_shapes_and_list_content() {

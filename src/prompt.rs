@@ -11,7 +11,7 @@ use crate::document::{Document, SectionId};
 use crate::filter::truncate_for_prompt;
 use crate::llm::LlmRequest;
 use crate::message::{ChatMessage, Speaker};
-use serde_json::{json, Map, Value};
+use crate::json::ObjectWriter;
 
 /// Each message is cut to this many characters in the prompt (SPEC §11 Messages).
 pub const MAX_MESSAGE_CHARS: usize = 1000;
@@ -132,22 +132,24 @@ pub fn build_request(doc: &Document, conversation: &[ChatMessage], opts: &Prompt
 /// The memory as the model sees it: summaries by section, then one fact per line with its
 /// id, category and confidence. UTF-8, not `\u` escapes.
 fn memory_json(doc: &Document) -> String {
-    let mut user = Map::new();
-    let mut history = Map::new();
-    for id in SectionId::ALL {
-        let group = if id.group() == "user" { &mut user } else { &mut history };
-        group.insert(id.key().into(), Value::String(doc.section(id).summary.clone()));
+    let mut out = String::from("{\n");
+    for group in ["user", "history"] {
+        crate::json::write_str(&mut out, group);
+        out.push_str(": ");
+        let mut o = ObjectWriter::new(&mut out);
+        for id in SectionId::ALL.into_iter().filter(|id| id.group() == group) {
+            o.str(id.key(), &doc.section(id).summary);
+        }
+        o.finish();
+        out.push_str(",\n");
     }
-    let mut out = String::from("{\n\"user\": ");
-    out.push_str(&Value::Object(user).to_string());
-    out.push_str(",\n\"history\": ");
-    out.push_str(&Value::Object(history).to_string());
-    out.push_str(",\n\"facts\": [");
+    out.push_str("\"facts\": [");
     for (i, f) in doc.facts.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        let confidence = (f.confidence.clamp(0.0, 1.0) * 100.0).round() / 100.0;
-        let v = json!({"id": f.id, "content": f.content, "category": f.category, "confidence": confidence});
-        out.push_str(&v.to_string());
+        let confidence = if f.confidence.is_nan() { 0.0 } else { f.confidence.clamp(0.0, 1.0) };
+        let mut o = ObjectWriter::new(&mut out);
+        o.str("id", &f.id).str("content", &f.content).str("category", &f.category).fixed("confidence", confidence, 2);
+        o.finish();
     }
     out.push_str(if doc.facts.is_empty() { "]\n}" } else { "\n]\n}" });
     out
@@ -250,7 +252,7 @@ mod tests {
         assert!(r.prompt.contains("<conversation>\nUser: I moved to Lisbon\n\nAssistant: Nice!\n</conversation>"));
         let start = r.prompt.find("<current_memory>\n").unwrap() + 17;
         let end = r.prompt.find("\n</current_memory>").unwrap();
-        let v: Value = serde_json::from_str(&r.prompt[start..end]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&r.prompt[start..end]).unwrap();
         assert_eq!(v["facts"][0]["content"], "Writes Go microservices");
         assert_eq!(v["user"]["workContext"], "在字节跳动做后端");
     }

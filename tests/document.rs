@@ -1,8 +1,15 @@
 //! The memory document: DeerFlow round trip, validation errors, ids, number parsing.
 
-use serde_json::{json, Value};
 use user_memory::document::{normalize_content, parse_decimal, Document};
 use user_memory::ids::{is_canonical_fact_id, RandomIds, SequentialIds};
+use user_memory::json::Value;
+
+/// serde_json's `json!`, converted through text into the crate's own [`Value`].
+macro_rules! json {
+    ($($t:tt)+) => {
+        user_memory::json::Value::parse(&serde_json::json!($($t)+).to_string()).expect("valid JSON")
+    };
+}
 
 /// A DeerFlow `memory.json` as the Python code writes it, with fields this library does
 /// not know at every level (top level, `user`, `history`, a section, a fact).
@@ -75,6 +82,13 @@ fn each_invalid_shape_is_rejected_with_the_field_named() {
         assert!(err.contains(expected), "for {input}: got {err:?}, expected it to contain {expected:?}");
     }
     assert!(Document::from_json("{not json", &RandomIds).unwrap_err().starts_with("not valid JSON"));
+}
+
+#[test]
+fn unknown_numbers_round_trip_exactly_as_written() {
+    let text = r#"{"version":"1.0","lastUpdated":"","user":{"workContext":{"summary":"","updatedAt":"","weight":1.10},"personalContext":{"summary":"","updatedAt":""},"topOfMind":{"summary":"","updatedAt":""}},"history":{"recentMonths":{"summary":"","updatedAt":""},"earlierContext":{"summary":"","updatedAt":""},"longTermBackground":{"summary":"","updatedAt":""}},"facts":[{"id":"fact_00000001","content":"a","category":"context","confidence":0.3,"createdAt":"","source":"manual","big":123456789012345678901234567890,"exp":1E+3,"neg":-0.000}],"score":5e-324}"#;
+    let doc = Document::from_json(text, &RandomIds).unwrap();
+    assert_eq!(doc.to_json(), text);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The engine end to end, natively: observe → debounce → LLM → parse → apply → commit,
 //! with a clock moved by hand, a scripted LLM and the in-memory store.
 
+#[macro_use]
 mod common;
 
 use common::*;
@@ -82,7 +83,7 @@ fn malformed_model_output_leaves_memory_untouched_and_the_entry_queued_for_retry
             .open()
             .await
             .unwrap();
-        rig.engine.add_fact(&serde_json::json!({"content": "Likes tea"})).await.unwrap();
+        rig.engine.add_fact(&json!({"content": "Likes tea"})).await.unwrap();
         let before = rig.engine.cached();
         rig.engine.observe("t1", &turn("I use Rust", "ok")).unwrap().unwrap().await.unwrap();
         let err = rig.engine.flush().await.unwrap_err();
@@ -256,7 +257,7 @@ impl Store for Interfering {
 fn a_commit_that_loses_a_race_replays_the_delta_on_the_newer_document_without_a_second_llm_call() {
     run(async {
         let kv = Rc::new(MemoryKv::new());
-        let foreign = serde_json::json!({
+        let foreign = json!({
             "version": "1.0", "lastUpdated": "", "user": {}, "history": {},
             "facts": [{"id": "fact_0000beef", "content": "Written by another tab", "category": "context", "confidence": 0.8, "createdAt": "", "source": "manual"}]
         })
@@ -286,7 +287,7 @@ fn corrupt_stored_memory_fails_open_and_is_kept() {
         let kv = Rc::new(MemoryKv::new());
         let clock = FakeClock::at(T0);
         let rig = RigBuilder::shared(&kv, &clock).open().await.unwrap();
-        rig.engine.add_fact(&serde_json::json!({"content": "x"})).await.unwrap();
+        rig.engine.add_fact(&json!({"content": "x"})).await.unwrap();
         // Damage the stored document (not the pointer): valid JSON, wrong shape.
         let ptr: serde_json::Value = serde_json::from_str(&kv.snapshot()["user-memory/default/doc"]).unwrap();
         let key = ptr["key"].as_str().unwrap().to_string();
@@ -298,7 +299,7 @@ fn corrupt_stored_memory_fails_open_and_is_kept() {
         assert_eq!(err.code(), "CORRUPT_MEMORY");
         assert!(err.message().contains("`user` must be an object"), "{}", err.message());
         // The instance that was already open cannot overwrite it either.
-        assert_eq!(rig.engine.add_fact(&serde_json::json!({"content": "y"})).await.unwrap_err().code(), "CORRUPT_MEMORY");
+        assert_eq!(rig.engine.add_fact(&json!({"content": "y"})).await.unwrap_err().code(), "CORRUPT_MEMORY");
         assert_eq!(kv.snapshot()[&key], r#"{"user": "oops", "history": {}, "facts": []}"#);
     });
 }
@@ -327,13 +328,13 @@ fn a_corrupt_queue_entry_is_dropped_with_an_event_and_the_others_are_processed()
 fn manual_edits_emit_updates_and_unknown_ids_are_not_found() {
     run(async {
         let rig = RigBuilder::new().open().await.unwrap();
-        let f = rig.engine.add_fact(&serde_json::json!({"content": "Prefers dark mode", "category": "preference"})).await.unwrap();
-        let f2 = rig.engine.update_fact(&f.id, &serde_json::json!({"confidence": 0.6})).await.unwrap();
+        let f = rig.engine.add_fact(&json!({"content": "Prefers dark mode", "category": "preference"})).await.unwrap();
+        let f2 = rig.engine.update_fact(&f.id, &json!({"confidence": 0.6})).await.unwrap();
         assert_eq!(f2.confidence, 0.6);
-        assert_eq!(rig.engine.update_fact("fact_nope", &serde_json::json!({})).await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(rig.engine.update_fact("fact_nope", &json!({})).await.unwrap_err().code(), "NOT_FOUND");
         assert_eq!(rig.engine.remove_fact("fact_nope").await.unwrap_err().code(), "NOT_FOUND");
         rig.engine.remove_fact(&f.id).await.unwrap();
-        rig.engine.add_fact(&serde_json::json!({"content": "x"})).await.unwrap();
+        rig.engine.add_fact(&json!({"content": "x"})).await.unwrap();
         rig.engine.clear().await.unwrap();
         assert!(rig.engine.cached().is_empty());
         let reasons: Vec<UpdateReason> = rig
@@ -352,19 +353,19 @@ fn manual_edits_emit_updates_and_unknown_ids_are_not_found() {
 fn import_validates_keeps_last_updated_and_unknown_fields() {
     run(async {
         let rig = RigBuilder::new().open().await.unwrap();
-        let doc = serde_json::json!({"version": "1.0", "lastUpdated": "2026-01-02T03:04:05Z", "custom": true,
+        let doc = json!({"version": "1.0", "lastUpdated": "2026-01-02T03:04:05Z", "custom": true,
             "user": {}, "history": {}, "facts": [{"content": "Imported", "note": "keep me"}]});
         let d = rig.engine.import(&doc).await.unwrap();
         assert_eq!(d.last_updated, "2026-01-02T03:04:05Z");
-        let exported = rig.engine.get().await.unwrap().to_value();
+        let exported: serde_json::Value = serde_json::from_str(&rig.engine.get().await.unwrap().to_json()).unwrap();
         assert_eq!(exported["custom"], true);
         assert_eq!(exported["facts"][0]["note"], "keep me");
-        let err = rig.engine.import(&serde_json::json!({"user": {}, "history": {}, "facts": "no"})).await.unwrap_err();
+        let err = rig.engine.import(&json!({"user": {}, "history": {}, "facts": "no"})).await.unwrap_err();
         assert_eq!(err.code(), "INVALID_INPUT");
         assert!(err.message().contains("`facts` must be an array"));
         assert_eq!(rig.engine.get().await.unwrap().facts[0].content, "Imported", "a rejected import changes nothing");
         // A JSON string works too.
-        rig.engine.import(&serde_json::Value::String(doc.to_string())).await.unwrap();
+        rig.engine.import(&user_memory::json::Value::String(doc.to_string())).await.unwrap();
     });
 }
 
@@ -373,8 +374,8 @@ fn inject_uses_the_filtered_conversation_and_the_cached_document() {
     run(async {
         let rig = RigBuilder::new().open().await.unwrap();
         assert_eq!(rig.engine.inject(&turn("hi", "hello")), "");
-        rig.engine.add_fact(&serde_json::json!({"content": "Has a rabbit called 汤圆", "confidence": 0.8})).await.unwrap();
-        rig.engine.add_fact(&serde_json::json!({"content": "Writes Go", "confidence": 0.95})).await.unwrap();
+        rig.engine.add_fact(&json!({"content": "Has a rabbit called 汤圆", "confidence": 0.8})).await.unwrap();
+        rig.engine.add_fact(&json!({"content": "Writes Go", "confidence": 0.95})).await.unwrap();
         let block = rig.engine.inject(&[user("我的兔子汤圆不吃草")]);
         assert!(block.starts_with("<memory>\n"));
         let rabbit = block.find("汤圆").unwrap();
@@ -413,14 +414,14 @@ fn sections_can_be_edited_by_hand_and_learning_paused_at_runtime() {
         assert_eq!(rig.engine.update_section("history.workContext", "x").await.unwrap_err().code(), "INVALID_INPUT");
         assert_eq!(rig.engine.update_section("nope", "x").await.unwrap_err().code(), "INVALID_INPUT");
 
-        rig.engine.configure(&serde_json::json!({"enabled": false})).unwrap();
+        rig.engine.configure(&json!({"enabled": false})).unwrap();
         assert!(rig.engine.observe("t1", &turn("a", "b")).unwrap().is_none(), "paused: nothing is queued");
-        rig.engine.configure(&serde_json::json!({"enabled": true, "debounceMs": 1000})).unwrap();
+        rig.engine.configure(&json!({"enabled": true, "debounceMs": 1000})).unwrap();
         rig.engine.observe("t1", &turn("a", "b")).unwrap().unwrap().await.unwrap();
         assert_eq!(rig.engine.next_due_at(), Some(T0 + 1000), "the new debounce applies");
-        rig.engine.configure(&serde_json::json!({"injectionEnabled": false})).unwrap();
+        rig.engine.configure(&json!({"injectionEnabled": false})).unwrap();
         assert_eq!(rig.engine.inject(&turn("go", "ok")), "");
-        assert_eq!(rig.engine.configure(&serde_json::json!({"agent": "x"})).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(rig.engine.configure(&json!({"agent": "x"})).unwrap_err().code(), "INVALID_INPUT");
     });
 }
 

@@ -2,7 +2,7 @@
 //! DeerFlow `type` shape and OpenAI `role` shape) → filter → prompt → a model reply →
 //! parse → apply.
 
-use serde_json::{json, Value};
+use user_memory::json::Value;
 use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext};
 use user_memory::filter::{filter_messages, recent_turns, worth_queueing};
 use user_memory::ids::SequentialIds;
@@ -10,6 +10,13 @@ use user_memory::message::{ChatMessage, InputMessage};
 use user_memory::parse::parse_reply;
 use user_memory::prompt::{build_request, PromptOptions};
 use user_memory::{Document, SectionId};
+
+/// serde_json's `json!`, converted through text into the crate's own [`Value`].
+macro_rules! json {
+    ($($t:tt)+) => {
+        user_memory::json::Value::parse(&serde_json::json!($($t)+).to_string()).expect("valid JSON")
+    };
+}
 
 const NOW: &str = "2026-03-14T10:30:00.000Z";
 

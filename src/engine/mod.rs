@@ -34,7 +34,7 @@ use crate::sync::AsyncLock;
 use crate::time::{Clock, Millis};
 use crate::tokens::TokenCounter;
 use crate::Fact;
-use serde_json::Value;
+use crate::json::Value;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;

@@ -1,9 +1,8 @@
 //! LLM connection settings (`llm: { baseUrl, apiKey, model, … }`), validated.
 
 use crate::config::{opt_bool, opt_f64, opt_str, opt_uint};
-use crate::document::type_name;
 use crate::error::{Error, Result};
-use serde_json::Value;
+use crate::json::Value;
 
 /// Which HTTP protocol to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +65,7 @@ impl LlmConfig {
         let obj = v.as_object().ok_or_else(|| {
             Error::invalid(format!(
                 "`llm` must be an object {{ baseUrl, model, … }} or a function, found {}",
-                type_name(v)
+                v.type_name()
             ))
         })?;
         if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
@@ -110,7 +109,7 @@ impl LlmConfig {
                         other => {
                             return Err(Error::invalid(format!(
                                 "`llm.headers.{k}` must be a string, found {}",
-                                type_name(other)
+                                other.type_name()
                             )))
                         }
                     }
@@ -119,7 +118,7 @@ impl LlmConfig {
             Some(other) => {
                 return Err(Error::invalid(format!(
                     "`llm.headers` must be an object of strings, found {}",
-                    type_name(other)
+                    other.type_name()
                 )))
             }
         }

@@ -4,7 +4,7 @@
 use super::{LlmConfig, LlmRequest, Provider};
 use crate::error::{Error, Result};
 use crate::message::content_text;
-use serde_json::{json, Value};
+use crate::json::{ArrayWriter, ObjectWriter, Value};
 
 /// Anthropic API version header value.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -26,52 +26,56 @@ pub struct HttpRequest {
 /// Builds the HTTP request for `req` against the endpoint in `cfg`.
 pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
     let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-    let (url, body) = match cfg.provider {
+    let mut body = String::new();
+    let mut o = ObjectWriter::new(&mut body);
+    o.str("model", &cfg.model);
+    let url = match cfg.provider {
         Provider::OpenAi => {
             if let Some(key) = &cfg.api_key {
                 headers.push(("authorization".into(), format!("Bearer {key}")));
             }
-            let mut body = json!({
-                "model": cfg.model,
-                "messages": [
-                    {"role": "system", "content": req.system},
-                    {"role": "user", "content": req.prompt},
-                ],
-                "stream": false,
-            });
+            let mut messages = ArrayWriter::new(o.key("messages"));
+            for (role, content) in [("system", &req.system), ("user", &req.prompt)] {
+                let mut m = ObjectWriter::new(messages.item());
+                m.str("role", role).str("content", content);
+                m.finish();
+            }
+            messages.finish();
+            o.bool("stream", false);
             if let Some(t) = cfg.temperature {
-                body["temperature"] = json!(t);
+                o.fixed("temperature", t, 6);
             }
             if let Some(m) = cfg.max_tokens {
-                body["max_tokens"] = json!(m);
+                o.u64("max_tokens", m);
             }
             if cfg.json_mode {
-                body["response_format"] = json!({"type": "json_object"});
+                o.key("response_format").push_str(r#"{"type":"json_object"}"#);
             }
-            (format!("{}/chat/completions", cfg.base_url), body)
+            format!("{}/chat/completions", cfg.base_url)
         }
         Provider::Anthropic => {
             if let Some(key) = &cfg.api_key {
                 headers.push(("x-api-key".into(), key.clone()));
             }
             headers.push(("anthropic-version".into(), ANTHROPIC_VERSION.into()));
-            let mut body = json!({
-                "model": cfg.model,
-                "max_tokens": cfg.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-                "system": req.system,
-                "messages": [{"role": "user", "content": req.prompt}],
-            });
+            o.u64("max_tokens", cfg.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)).str("system", &req.system);
+            let mut messages = ArrayWriter::new(o.key("messages"));
+            let mut m = ObjectWriter::new(messages.item());
+            m.str("role", "user").str("content", &req.prompt);
+            m.finish();
+            messages.finish();
             if let Some(t) = cfg.temperature {
-                body["temperature"] = json!(t);
+                o.fixed("temperature", t, 6);
             }
-            (format!("{}/messages", cfg.base_url), body)
+            format!("{}/messages", cfg.base_url)
         }
     };
+    o.finish();
     for (k, v) in &cfg.headers {
         headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
         headers.push((k.clone(), v.clone()));
     }
-    HttpRequest { url, headers, body: body.to_string() }
+    HttpRequest { url, headers, body }
 }
 
 /// Extracts the reply text from a successful (2xx) response body.
@@ -79,17 +83,17 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
 /// OpenAI-compatible: `choices[0].message.content` as a string or a list of parts.
 /// Anthropic: the `text` blocks of `content`. A body without text is `LLM_BAD_OUTPUT`.
 pub fn extract_reply(provider: Provider, body: &str) -> Result<String> {
-    let v: Value = serde_json::from_str(body).map_err(|_| {
+    let v = Value::parse(body).map_err(|_| {
         Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(body)))
     })?;
     let text = match provider {
         Provider::OpenAi => {
-            let msg = v.pointer("/choices/0/message");
-            let text = content_text(msg.and_then(|m| m.get("content")));
+            let choice = first_choice(&v);
+            let text = content_text(choice.and_then(|c| c.get("message")).and_then(|m| m.get("content")));
             if text.trim().is_empty() {
                 // Some servers return only `text` (legacy completions) or put the answer in a
                 // reasoning field when the budget ran out; accept the former.
-                content_text(v.pointer("/choices/0/text"))
+                content_text(choice.and_then(|c| c.get("text")))
             } else {
                 text
             }
@@ -97,7 +101,7 @@ pub fn extract_reply(provider: Provider, body: &str) -> Result<String> {
         Provider::Anthropic => content_text(v.get("content")),
     };
     if text.trim().is_empty() {
-        let why = match v.pointer("/choices/0/finish_reason").or_else(|| v.get("stop_reason")) {
+        let why = match first_choice(&v).and_then(|c| c.get("finish_reason")).or_else(|| v.get("stop_reason")) {
             Some(Value::String(r)) => format!(" (finish reason: {r})"),
             _ => String::new(),
         };
@@ -106,14 +110,20 @@ pub fn extract_reply(provider: Provider, body: &str) -> Result<String> {
     Ok(text)
 }
 
+/// `choices[0]` of an OpenAI-compatible response.
+fn first_choice(v: &Value) -> Option<&Value> {
+    v.get("choices")?.as_array()?.first()
+}
+
 /// The error for a non-2xx response: the status, the provider's own error message when the
 /// body has one, else a short excerpt. The API key, if echoed back, is masked.
 pub fn http_error(status: u16, body: &str, api_key: Option<&str>) -> Error {
-    let detail = serde_json::from_str::<Value>(body)
+    let detail = Value::parse(body)
         .ok()
         .and_then(|v| {
-            v.pointer("/error/message")
-                .or_else(|| v.get("error").filter(|e| e.is_string()))
+            v.get("error")
+                .and_then(|e| e.get("message"))
+                .or_else(|| v.get("error").filter(|e| e.as_str().is_some()))
                 .or_else(|| v.get("message"))
                 .and_then(Value::as_str)
                 .map(str::to_string)
@@ -146,6 +156,10 @@ fn snippet(body: &str) -> String {
 mod tests {
     use super::*;
 
+    fn body_of(r: &HttpRequest) -> serde_json::Value {
+        serde_json::from_str(&r.body).unwrap()
+    }
+
     fn cfg(provider: &str) -> LlmConfig {
         LlmConfig::from_value(&json!({
             "provider": provider, "baseUrl": "http://127.0.0.1:9/v1/", "apiKey": "sk-secret-123",
@@ -161,7 +175,7 @@ mod tests {
         assert!(r.headers.contains(&("authorization".into(), "Bearer sk-secret-123".into())));
         assert!(r.headers.contains(&("X-Extra".into(), "1".into())));
         assert_eq!(r.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case("content-type")).count(), 1);
-        let body: Value = serde_json::from_str(&r.body).unwrap();
+        let body = body_of(&r);
         assert_eq!(body["model"], "m");
         assert_eq!(body["messages"][0]["content"], "S");
         assert_eq!(body["messages"][1]["content"], "P");
@@ -173,7 +187,7 @@ mod tests {
         assert_eq!(r.url, "http://127.0.0.1:9/v1/messages");
         assert!(r.headers.contains(&("x-api-key".into(), "sk-secret-123".into())));
         assert!(r.headers.iter().any(|(k, _)| k == "anthropic-version"));
-        let body: Value = serde_json::from_str(&r.body).unwrap();
+        let body = body_of(&r);
         assert_eq!(body["system"], "S");
         assert_eq!(body["max_tokens"], 4096);
     }

@@ -6,7 +6,7 @@
 //!
 //! 1. looks at the first 1 MB of the trimmed reply and removes reasoning blocks;
 //! 2. tries each `{` that could open an object, finds its balanced end with a
-//!    string-aware scan, repairs near-JSON and parses it with `serde_json` (valid decoys
+//!    string-aware scan, repairs near-JSON and parses it strictly with [`crate::json`] (valid decoys
 //!    are skipped whole; at most [`MAX_CANDIDATES`] dead ends are retried from inside);
 //! 3. takes the first object (the outer one or one nested in it) that has any of `user`,
 //!    `history`, `newFacts`, `factsToRemove` — the *last* one when an unclosed `<think>`
@@ -20,9 +20,9 @@
 mod scan;
 
 use crate::delta::{Delta, NewFact, SectionUpdate, Skipped};
-use crate::document::{read_confidence, type_name, SectionId, DEFAULT_CATEGORY};
+use crate::document::{read_confidence, SectionId, DEFAULT_CATEGORY};
 use crate::error::{Error, Result};
-use serde_json::{Map, Value};
+use crate::json::{Map, Value};
 
 /// Only this many bytes of a reply are considered.
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
@@ -97,9 +97,9 @@ struct Diagnosis {
 
 /// Finds the delta object in `text` (reasoning already removed) and the byte offset of the
 /// candidate it came from.
-fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map<String, Value>, usize)> {
+fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map, usize)> {
     let bytes = text.as_bytes();
-    let mut found: Option<(Map<String, Value>, usize)> = None;
+    let mut found: Option<(Map, usize)> = None;
     let mut diag = Diagnosis::default();
     let keys = key_positions(text);
     let mut tried = 0;
@@ -121,7 +121,7 @@ fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map<String, Value
             continue;
         };
         let slice = &text[start..end];
-        match serde_json::from_str::<Value>(&scan::repair(slice)) {
+        match Value::parse(&scan::repair(slice)) {
             Ok(v) => {
                 if let Some(obj) = qualifying(&v, 0) {
                     found = Some((obj.clone(), start));
@@ -174,13 +174,13 @@ fn mentions_delta_key(keys: &[usize], start: usize, end: usize) -> bool {
 }
 
 /// The first object, in document order, at or below `v` that has a delta key.
-fn qualifying(v: &Value, depth: usize) -> Option<&Map<String, Value>> {
+fn qualifying(v: &Value, depth: usize) -> Option<&Map> {
     if depth > 16 {
         return None;
     }
     match v {
         Value::Object(m) => {
-            if DELTA_KEYS.iter().any(|k| m.contains_key(*k)) {
+            if DELTA_KEYS.iter().any(|k| m.contains_key(k)) {
                 return Some(m);
             }
             m.values().find_map(|x| qualifying(x, depth + 1))
@@ -191,13 +191,13 @@ fn qualifying(v: &Value, depth: usize) -> Option<&Map<String, Value>> {
 }
 
 /// Reads the delta object. `Err` is a structural problem; invalid single parts are skipped.
-fn delta_from_object(obj: &Map<String, Value>) -> Result<Delta, String> {
+fn delta_from_object(obj: &Map) -> Result<Delta, String> {
     let mut delta = Delta::default();
     for group in ["user", "history"] {
         match obj.get(group) {
             None | Some(Value::Null) => {}
             Some(Value::Object(sections)) => read_sections(group, sections, &mut delta),
-            Some(other) => return Err(format!("`{group}` must be an object, found {}", type_name(other))),
+            Some(other) => return Err(format!("`{group}` must be an object, found {}", other.type_name())),
         }
     }
     match obj.get("newFacts") {
@@ -210,7 +210,7 @@ fn delta_from_object(obj: &Map<String, Value>) -> Result<Delta, String> {
                 }
             }
         }
-        Some(other) => return Err(format!("`newFacts` must be an array, found {}", type_name(other))),
+        Some(other) => return Err(format!("`newFacts` must be an array, found {}", other.type_name())),
     }
     match obj.get("factsToRemove") {
         None | Some(Value::Null) => {}
@@ -221,12 +221,12 @@ fn delta_from_object(obj: &Map<String, Value>) -> Result<Delta, String> {
                     Value::String(s) => push_id(&mut delta.facts_to_remove, s),
                     other => delta.skipped.push(Skipped {
                         path: format!("factsToRemove[{i}]"),
-                        reason: format!("a fact id must be a string, found {}", type_name(other)),
+                        reason: format!("a fact id must be a string, found {}", other.type_name()),
                     }),
                 }
             }
         }
-        Some(other) => return Err(format!("`factsToRemove` must be an array of fact ids, found {}", type_name(other))),
+        Some(other) => return Err(format!("`factsToRemove` must be an array of fact ids, found {}", other.type_name())),
     }
     Ok(delta)
 }
@@ -240,7 +240,7 @@ fn push_id(ids: &mut Vec<String>, id: &str) {
 
 /// Reads the sections of `user` or `history`. A known section key is accepted in either
 /// group (models sometimes misplace them); unknown keys are ignored.
-fn read_sections(group: &str, sections: &Map<String, Value>, delta: &mut Delta) {
+fn read_sections(group: &str, sections: &Map, delta: &mut Delta) {
     for (key, value) in sections {
         let Some(id) = SectionId::ALL.into_iter().find(|s| s.key() == key) else { continue };
         if delta.sections[id.index()].is_some() {
@@ -258,20 +258,20 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
     let obj = match v {
         Value::Null => return Ok(None),
         Value::Object(o) => o,
-        other => return Err(format!("must be an object {{summary, shouldUpdate}}, found {}", type_name(other))),
+        other => return Err(format!("must be an object {{summary, shouldUpdate}}, found {}", other.type_name())),
     };
     let should_update = match obj.get("shouldUpdate") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => true,
         Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => false,
-        Some(other) => return Err(format!("shouldUpdate must be true or false, found {}", type_name(other))),
+        Some(other) => return Err(format!("shouldUpdate must be true or false, found {}", other.type_name())),
     };
     match obj.get("summary") {
         Some(Value::String(s)) => Ok(Some(SectionUpdate { summary: s.clone(), should_update })),
         None | Some(Value::Null) if !should_update => Ok(None),
         None | Some(Value::Null) => Err("summary is missing".into()),
-        Some(other) => Err(format!("summary must be a string, found {}", type_name(other))),
+        Some(other) => Err(format!("summary must be a string, found {}", other.type_name())),
     }
 }
 
@@ -282,7 +282,7 @@ fn read_fact(v: &Value) -> Result<NewFact, String> {
         other => {
             return Err(format!(
                 "a fact must be an object {{content, category, confidence}}, found {}",
-                type_name(other)
+                other.type_name()
             ))
         }
     };
@@ -290,12 +290,12 @@ fn read_fact(v: &Value) -> Result<NewFact, String> {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
         Some(Value::String(_)) => return Err("content is empty".into()),
         None | Some(Value::Null) => return Err("content is missing".into()),
-        Some(other) => return Err(format!("content must be a string, found {}", type_name(other))),
+        Some(other) => return Err(format!("content must be a string, found {}", other.type_name())),
     };
     let category = match obj.get("category") {
         None | Some(Value::Null) => DEFAULT_CATEGORY.to_string(),
         Some(Value::String(s)) => normalize_category(s),
-        Some(other) => return Err(format!("category must be a string, found {}", type_name(other))),
+        Some(other) => return Err(format!("category must be a string, found {}", other.type_name())),
     };
     let confidence = read_confidence(obj.get("confidence"))
         .map_err(|why| format!("confidence {why}"))?

@@ -1,19 +1,18 @@
 //! The queue's JSON form, written by hand: `{"v":1,"entries":[{threadId, messages, firstAt,
 //! lastAt, version, attempts, retryAt?, claim?: {owner, until}, lastError?}]}`.
 //!
-//! Hand-written rather than derived: derived deserializers pull serde's generic error
-//! formatting (including float printing) into the wasm, for no benefit here.
+//! Written by hand on the crate's own JSON ([`crate::json`]): read from a parsed value with
+//! precise errors, written straight into text.
 
 use super::{Claim, Entry, QueueFile, QUEUE_FORMAT_VERSION};
-use crate::document::type_name;
 use crate::message::{ChatMessage, Speaker};
-use serde_json::{json, Map, Value};
+use crate::json::{ArrayWriter, ObjectWriter, Value};
 
 fn millis(v: Option<&Value>, key: &str) -> Result<Option<u64>, String> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| format!("`{key}` must be a whole number ≥ 0")),
-        Some(other) => Err(format!("`{key}` must be a number, found {}", type_name(other))),
+        Some(other) => Err(format!("`{key}` must be a number, found {}", other.type_name())),
     }
 }
 
@@ -21,7 +20,7 @@ fn string(v: Option<&Value>, key: &str) -> Result<String, String> {
     match v {
         Some(Value::String(s)) => Ok(s.clone()),
         None => Err(format!("`{key}` is missing")),
-        Some(other) => Err(format!("`{key}` must be a string, found {}", type_name(other))),
+        Some(other) => Err(format!("`{key}` must be a string, found {}", other.type_name())),
     }
 }
 
@@ -36,7 +35,7 @@ fn message(v: &Value) -> Result<ChatMessage, String> {
 
 /// Reads one entry; the error says which field is wrong.
 pub(super) fn entry_from_value(v: &Value) -> Result<Entry, String> {
-    let o = v.as_object().ok_or_else(|| format!("an entry must be an object, found {}", type_name(v)))?;
+    let o = v.as_object().ok_or_else(|| format!("an entry must be an object, found {}", v.type_name()))?;
     let messages = match o.get("messages") {
         Some(Value::Array(a)) => a.iter().map(message).collect::<Result<Vec<_>, _>>()?,
         _ => return Err("`messages` must be an array".into()),
@@ -65,41 +64,45 @@ pub(super) fn entry_from_value(v: &Value) -> Result<Entry, String> {
     })
 }
 
-fn entry_to_value(e: &Entry) -> Value {
-    let mut m = Map::new();
-    m.insert("threadId".into(), json!(e.thread_id));
-    m.insert(
-        "messages".into(),
-        Value::Array(
-            e.messages
-                .iter()
-                .map(|msg| {
-                    let role = match msg.role {
-                        Speaker::User => "user",
-                        Speaker::Assistant => "assistant",
-                    };
-                    json!({"role": role, "content": msg.content})
-                })
-                .collect(),
-        ),
-    );
-    m.insert("firstAt".into(), json!(e.first_at));
-    m.insert("lastAt".into(), json!(e.last_at));
-    m.insert("version".into(), json!(e.version));
-    m.insert("attempts".into(), json!(e.attempts));
+fn write_entry(out: &mut String, e: &Entry) {
+    let mut o = ObjectWriter::new(out);
+    o.str("threadId", &e.thread_id);
+    let mut messages = ArrayWriter::new(o.key("messages"));
+    for msg in &e.messages {
+        let role = match msg.role {
+            Speaker::User => "user",
+            Speaker::Assistant => "assistant",
+        };
+        let mut m = ObjectWriter::new(messages.item());
+        m.str("role", role).str("content", &msg.content);
+        m.finish();
+    }
+    messages.finish();
+    o.u64("firstAt", e.first_at).u64("lastAt", e.last_at).str("version", &e.version).u64("attempts", e.attempts.into());
     if let Some(t) = e.retry_at {
-        m.insert("retryAt".into(), json!(t));
+        o.u64("retryAt", t);
     }
     if let Some(c) = &e.claim {
-        m.insert("claim".into(), json!({"owner": c.owner, "until": c.until}));
+        let mut claim = ObjectWriter::new(o.key("claim"));
+        claim.str("owner", &c.owner).u64("until", c.until);
+        claim.finish();
     }
     if let Some(err) = &e.last_error {
-        m.insert("lastError".into(), json!(err));
+        o.str("lastError", err);
     }
-    Value::Object(m)
+    o.finish();
 }
 
-/// The whole queue as JSON.
-pub(super) fn queue_to_value(q: &QueueFile) -> Value {
-    json!({"v": QUEUE_FORMAT_VERSION, "entries": q.entries.iter().map(entry_to_value).collect::<Vec<_>>()})
+/// The whole queue as JSON text.
+pub(super) fn queue_to_json(q: &QueueFile) -> String {
+    let mut out = String::new();
+    let mut o = ObjectWriter::new(&mut out);
+    o.u64("v", QUEUE_FORMAT_VERSION.into());
+    let mut entries = ArrayWriter::new(o.key("entries"));
+    for e in &q.entries {
+        write_entry(entries.item(), e);
+    }
+    entries.finish();
+    o.finish();
+    out
 }

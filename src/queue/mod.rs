@@ -164,7 +164,7 @@ impl QueueFile {
     /// name the same thread, the one observed last (`lastAt`) is kept. Never panics.
     pub fn from_json(text: &str) -> (QueueFile, Vec<String>) {
         let mut problems = Vec::new();
-        let value: serde_json::Value = match serde_json::from_str(text) {
+        let value = match crate::json::Value::parse(text) {
             Ok(v) => v,
             Err(e) => {
                 problems.push(format!("persisted queue is not JSON ({e}); starting with an empty queue"));
@@ -215,7 +215,7 @@ impl QueueFile {
 
     /// The queue as JSON for storage: `{"v":1,"entries":[…]}`.
     pub fn to_json(&self) -> String {
-        codec::queue_to_value(self).to_string()
+        codec::queue_to_json(self)
     }
 
     /// The entry of `thread_id`, if queued.

@@ -24,6 +24,7 @@
 use super::{Commit, KvStore, Slot, Store, Versioned};
 use crate::error::{Error, Result};
 use crate::ids::{IdSource, RandomIds};
+use crate::json::{ObjectWriter, Value};
 use crate::sync::LocalFuture;
 use std::rc::Rc;
 
@@ -44,12 +45,16 @@ struct Pointer {
 
 impl Pointer {
     fn parse(raw: &str) -> Option<Pointer> {
-        let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+        let v = Value::parse(raw).ok()?;
         Some(Pointer { rev: v.get("rev")?.as_u64()?, key: v.get("key")?.as_str()?.to_string() })
     }
 
     fn to_json(&self) -> String {
-        serde_json::json!({"rev": self.rev, "key": self.key}).to_string()
+        let mut out = String::new();
+        let mut o = ObjectWriter::new(&mut out);
+        o.u64("rev", self.rev).str("key", &self.key);
+        o.finish();
+        out
     }
 }
 

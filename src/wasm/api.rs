@@ -18,7 +18,7 @@ use crate::storage::Slot;
 use crate::tokens::{Estimate, TokenCounter};
 use crate::Document;
 use js_sys::{Function, Promise};
-use serde_json::{json, Value};
+use crate::json::{ArrayWriter, ObjectWriter, Value};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -52,33 +52,48 @@ fn promise(f: impl std::future::Future<Output = Result<JsValue>> + 'static) -> P
 }
 
 fn doc_js(doc: &Document) -> JsValue {
-    from_json(&doc.to_value())
+    from_json(&doc.to_json())
 }
 
 fn report_js(r: &RunReport) -> JsValue {
-    from_json(&json!({ "processed": r.processed, "failed": r.failed }))
+    let mut out = String::new();
+    let mut o = ObjectWriter::new(&mut out);
+    for (key, threads) in [("processed", &r.processed), ("failed", &r.failed)] {
+        let mut a = ArrayWriter::new(o.key(key));
+        for t in threads {
+            a.str(t);
+        }
+        a.finish();
+    }
+    o.finish();
+    from_json(&out)
 }
 
+/// Scores and similarities cross with 6 decimals.
+const SCORE_DECIMALS: u32 = 6;
+
 fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
-    let facts: Vec<Value> = e
-        .facts
-        .iter()
-        .map(|f| {
-            let fact = doc.fact(&f.id);
-            json!({
-                "id": f.id,
-                "content": fact.map(|x| x.content.as_str()),
-                "category": fact.map(|x| x.category.as_str()),
-                "similarity": f.similarity,
-                "confidence": f.confidence,
-                "score": f.score,
-                "tokens": f.tokens,
-                "included": f.included,
-                "reason": f.reason,
-            })
-        })
-        .collect();
-    from_json(&json!({ "block": e.block, "tokens": e.tokens, "facts": facts }))
+    let mut out = String::new();
+    let mut o = ObjectWriter::new(&mut out);
+    o.str("block", &e.block).u64("tokens", e.tokens as u64);
+    let mut facts = ArrayWriter::new(o.key("facts"));
+    for f in &e.facts {
+        let fact = doc.fact(&f.id);
+        let mut x = ObjectWriter::new(facts.item());
+        x.str("id", &f.id)
+            .opt_str("content", fact.map(|x| x.content.as_str()))
+            .opt_str("category", fact.map(|x| x.category.as_str()))
+            .fixed("similarity", f.similarity, SCORE_DECIMALS)
+            .fixed("confidence", f.confidence, SCORE_DECIMALS)
+            .fixed("score", f.score, SCORE_DECIMALS)
+            .u64("tokens", f.tokens as u64)
+            .bool("included", f.included)
+            .str("reason", &f.reason);
+        x.finish();
+    }
+    facts.finish();
+    o.finish();
+    from_json(&out)
 }
 
 #[wasm_bindgen]
@@ -164,12 +179,16 @@ impl UserMemory {
     #[wasm_bindgen(unchecked_return_type = "QueueStatus")]
     pub fn status(&self) -> JsValue {
         let s = self.engine.queue_status();
-        from_json(&json!({
-            "pending": s.pending,
-            "nextDueAt": s.next_due_at,
-            "processing": s.processing,
-            "revision": self.engine.revision(),
-        }))
+        let mut out = String::new();
+        let mut o = ObjectWriter::new(&mut out);
+        let mut pending = ArrayWriter::new(o.key("pending"));
+        for t in &s.pending {
+            pending.str(t);
+        }
+        pending.finish();
+        o.opt_u64("nextDueAt", s.next_due_at).bool("processing", s.processing).u64("revision", self.engine.revision());
+        o.finish();
+        from_json(&out)
     }
 
     /// The memory document (a fresh copy, read from storage).
@@ -205,7 +224,7 @@ impl UserMemory {
         let e = self.engine.clone();
         promise(async move {
             let v = to_json(&fact, "the fact")?;
-            e.add_fact(&v).await.map(|f| from_json(&f.to_value()))
+            e.add_fact(&v).await.map(|f| from_json(&f.to_json()))
         })
     }
 
@@ -215,7 +234,7 @@ impl UserMemory {
         let e = self.engine.clone();
         promise(async move {
             let v = to_json(&patch, "the patch")?;
-            e.update_fact(&id, &v).await.map(|f| from_json(&f.to_value()))
+            e.update_fact(&id, &v).await.map(|f| from_json(&f.to_json()))
         })
     }
 
@@ -223,7 +242,7 @@ impl UserMemory {
     #[wasm_bindgen(js_name = removeFact, unchecked_return_type = "Promise<Fact>")]
     pub fn remove_fact(&self, id: String) -> Promise {
         let e = self.engine.clone();
-        promise(async move { e.remove_fact(&id).await.map(|f| from_json(&f.to_value())) })
+        promise(async move { e.remove_fact(&id).await.map(|f| from_json(&f.to_json())) })
     }
 
     /// Replaces the summary of one section by hand (`"workContext"`, … or
@@ -232,7 +251,7 @@ impl UserMemory {
     pub fn update_section(&self, #[wasm_bindgen(unchecked_param_type = "SectionName")] section: String, summary: String) -> Promise {
         let e = self.engine.clone();
         promise(async move {
-            Ok(from_json(&e.update_section(&section, &summary).await?.to_value()))
+            Ok(from_json(&e.update_section(&section, &summary).await?.to_json()))
         })
     }
 
@@ -248,7 +267,7 @@ impl UserMemory {
     /// The options in force (without `llm`, `storage` and `countTokens`).
     #[wasm_bindgen(unchecked_return_type = "ResolvedOptions")]
     pub fn options(&self) -> JsValue {
-        from_json(&self.engine.options().to_value())
+        from_json(&self.engine.options().to_json())
     }
 
     /// Empties every section and removes every fact.

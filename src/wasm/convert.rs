@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::message::{content_text, InputMessage, Role};
 use js_sys::{Array, Reflect, JSON};
-use serde_json::Value;
+use crate::json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
 /// A JS value as JSON. `undefined` becomes `null`; values JSON cannot represent
@@ -16,12 +16,12 @@ pub(crate) fn to_json(v: &JsValue, what: &str) -> Result<Value> {
     }
     let text = JSON::stringify(v).map_err(|e| Error::invalid(format!("{what} is not JSON-serialisable: {}", super::error::js_message(&e))))?;
     let text: String = text.into();
-    serde_json::from_str(&text).map_err(|e| Error::invalid(format!("{what} is not valid JSON: {e}")))
+    Value::parse(&text).map_err(|e| Error::invalid(format!("{what} is not valid JSON: {e}")))
 }
 
-/// JSON as a fresh JS value (a plain object, array or primitive).
-pub(crate) fn from_json(v: &Value) -> JsValue {
-    JSON::parse(&v.to_string()).unwrap_or(JsValue::NULL)
+/// JSON text (written by this crate, so valid) as a fresh JS value.
+pub(crate) fn from_json(text: &str) -> JsValue {
+    JSON::parse(text).unwrap_or(JsValue::NULL)
 }
 
 /// A property of an object, `undefined` when absent or when `obj` is not an object.

@@ -318,7 +318,7 @@ impl LeaderStore {
         let raw = self.direct.inner().get(&self.direct.pointer_key(slot)).await.ok()?;
         match raw {
             None => Some(0),
-            Some(raw) => serde_json::from_str::<serde_json::Value>(&raw).ok()?.get("rev")?.as_u64(),
+            Some(raw) => crate::json::Value::parse(&raw).ok()?.get("rev")?.as_u64(),
         }
     }
 

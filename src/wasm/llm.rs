@@ -225,8 +225,8 @@ fn reply_text(v: &JsValue) -> Result<String> {
     }
     let json = to_json(v, "the llm function's result").unwrap_or_default();
     let text = match &json {
-        serde_json::Value::Array(_) => content_text(Some(&json)),
-        serde_json::Value::Object(o) => content_text(o.get("content")),
+        crate::json::Value::Array(_) => content_text(Some(&json)),
+        crate::json::Value::Object(o) => content_text(o.get("content")),
         _ => String::new(),
     };
     if text.is_empty() {

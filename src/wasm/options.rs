@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::llm::retry::attempt_budget_ms;
 use crate::llm::{Llm, LlmConfig};
 use js_sys::{Function, Object};
-use serde_json::{Map, Value};
+use crate::json::{Map, Value};
 use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
 

@@ -6,7 +6,8 @@ use crate::engine::{Event, Scheduler, WeakEngine};
 use crate::time::{Clock, Millis};
 use crate::tokens::{Estimate, TokenCounter};
 use js_sys::Function;
-use serde_json::{json, Value};
+use crate::json::{ArrayWriter, ObjectWriter};
+use crate::Fact;
 use std::cell::{Cell, RefCell};
 use wasm_bindgen::JsValue;
 
@@ -119,42 +120,59 @@ impl crate::engine::EventSink for JsEvents {
     }
 }
 
-fn event_to_js(event: &Event) -> JsValue {
-    match event {
-        Event::Update(u) => from_json(&json!({
-            "type": "update",
-            "reason": u.reason.as_str(),
-            "threadId": u.thread_id,
-            "revision": u.revision,
-            "added": u.added.iter().map(|f| f.to_value()).collect::<Vec<Value>>(),
-            "removed": u.removed,
-            "changed": u.changed.iter().map(|f| f.to_value()).collect::<Vec<Value>>(),
-            "sections": u.sections.iter().map(|s| s.key()).collect::<Vec<_>>(),
-        })),
-        Event::Processed(p) => from_json(&json!({
-            "type": "processed",
-            "threadId": p.thread_id,
-            "changed": p.changed,
-            "revision": p.revision,
-            "skipped": p.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason})).collect::<Vec<_>>(),
-        })),
-        Event::Error(e) => {
-            let obj = from_json(&json!({
-                "type": "error",
-                "code": e.error.code(),
-                "message": e.error.message(),
-                "threadId": e.thread_id,
-                "attempt": e.attempt,
-            }));
-            set(&obj, "error", &to_js(&e.error));
-            obj
-        }
-        Event::Queued(q) => from_json(&json!({
-            "type": "queued",
-            "threadId": q.thread_id,
-            "dueAt": q.due_at,
-            "pending": q.pending,
-        })),
+fn write_facts(out: &mut String, facts: &[Fact]) {
+    let mut a = ArrayWriter::new(out);
+    for f in facts {
+        f.write_json(a.item());
     }
+    a.finish();
 }
 
+/// The payload of an event as a plain JS object (written as JSON text, then parsed).
+fn event_to_js(event: &Event) -> JsValue {
+    let mut out = String::new();
+    let mut o = ObjectWriter::new(&mut out);
+    o.str("type", event.name());
+    match event {
+        Event::Update(u) => {
+            o.str("reason", u.reason.as_str()).opt_str("threadId", u.thread_id.as_deref()).u64("revision", u.revision);
+            write_facts(o.key("added"), &u.added);
+            let mut removed = ArrayWriter::new(o.key("removed"));
+            for id in &u.removed {
+                removed.str(id);
+            }
+            removed.finish();
+            write_facts(o.key("changed"), &u.changed);
+            let mut sections = ArrayWriter::new(o.key("sections"));
+            for s in &u.sections {
+                sections.str(s.key());
+            }
+            sections.finish();
+        }
+        Event::Processed(p) => {
+            o.str("threadId", &p.thread_id).bool("changed", p.changed).u64("revision", p.revision);
+            let mut skipped = ArrayWriter::new(o.key("skipped"));
+            for s in &p.skipped {
+                let mut x = ObjectWriter::new(skipped.item());
+                x.str("path", &s.path).str("reason", &s.reason);
+                x.finish();
+            }
+            skipped.finish();
+        }
+        Event::Error(e) => {
+            o.str("code", e.error.code())
+                .str("message", &e.error.message())
+                .opt_str("threadId", e.thread_id.as_deref())
+                .opt_u64("attempt", e.attempt.map(u64::from));
+        }
+        Event::Queued(q) => {
+            o.str("threadId", &q.thread_id).opt_u64("dueAt", q.due_at).u64("pending", q.pending as u64);
+        }
+    }
+    o.finish();
+    let obj = from_json(&out);
+    if let Event::Error(e) = event {
+        set(&obj, "error", &to_js(&e.error));
+    }
+    obj
+}

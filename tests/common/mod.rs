@@ -1,6 +1,14 @@
 //! Test doubles for the engine's platform traits: a clock moved by hand, a scripted LLM,
 //! an event recorder, and a builder that opens an engine on an in-memory store.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_macros)]
+
+/// serde_json's `json!`, converted through text into the crate's own JSON value (what the
+/// engine's methods take).
+macro_rules! json {
+    ($($t:tt)+) => {
+        user_memory::json::Value::parse(&serde_json::json!($($t)+).to_string()).expect("valid JSON")
+    };
+}
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
