@@ -7,11 +7,15 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// A [`KvStore`] in a map, with `keys` and `compare_and_set`, and an optional byte quota
+/// A [`KvStore`] in memory, with `keys` and `compare_and_set`, and an optional byte quota
 /// (to exercise `STORAGE_QUOTA` handling).
+///
+/// The entries are a plain `Vec` searched linearly: an agent keeps a handful of keys (two
+/// pointers, their versions, a commit in flight), and a `BTreeMap` would add ~5 KB of wasm
+/// for ordering no caller needs (`keys` returns them in no particular order).
 #[derive(Debug, Default)]
 pub struct MemoryKv {
-    map: RefCell<BTreeMap<String, String>>,
+    entries: RefCell<Vec<(String, String)>>,
     quota: Cell<Option<usize>>,
 }
 
@@ -37,34 +41,45 @@ impl MemoryKv {
         self.quota.set(bytes);
     }
 
-    /// A copy of everything stored (for tests and debugging).
+    /// A copy of everything stored, sorted by key (for tests and debugging).
     pub fn snapshot(&self) -> BTreeMap<String, String> {
-        self.map.borrow().clone()
+        self.entries.borrow().iter().cloned().collect()
     }
 
     /// Stores `value` under `key` directly (for tests that plant data).
     pub fn put_raw(&self, key: &str, value: &str) {
-        self.map.borrow_mut().insert(key.to_string(), value.to_string());
+        self.insert(key, value);
+    }
+
+    fn read(&self, key: &str) -> Option<String> {
+        self.entries.borrow().iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    }
+
+    fn insert(&self, key: &str, value: &str) {
+        let mut entries = self.entries.borrow_mut();
+        match entries.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = value.to_string(),
+            None => entries.push((key.to_string(), value.to_string())),
+        }
     }
 
     fn write(&self, key: &str, value: &str) -> Result<()> {
-        let mut map = self.map.borrow_mut();
         if let Some(limit) = self.quota.get() {
-            let used: usize = map.iter().filter(|(k, _)| *k != key).map(|(k, v)| k.len() + v.len()).sum();
+            let used: usize = self.entries.borrow().iter().filter(|(k, _)| k != key).map(|(k, v)| k.len() + v.len()).sum();
             if used + key.len() + value.len() > limit {
                 return Err(Error::StorageQuota(format!(
                     "in-memory store is full ({limit} bytes); the previous data is intact"
                 )));
             }
         }
-        map.insert(key.to_string(), value.to_string());
+        self.insert(key, value);
         Ok(())
     }
 }
 
 impl KvStore for MemoryKv {
     fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
-        let v = self.map.borrow().get(key).cloned();
+        let v = self.read(key);
         Box::pin(async move { Ok(v) })
     }
 
@@ -74,7 +89,7 @@ impl KvStore for MemoryKv {
     }
 
     fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
-        self.map.borrow_mut().remove(key);
+        self.entries.borrow_mut().retain(|(k, _)| k != key);
         Box::pin(async { Ok(()) })
     }
 
@@ -83,7 +98,7 @@ impl KvStore for MemoryKv {
     }
 
     fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
-        let keys = self.map.borrow().keys().filter(|k| k.starts_with(prefix)).cloned().collect();
+        let keys = self.entries.borrow().iter().filter(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()).collect();
         Box::pin(async move { Ok(keys) })
     }
 
@@ -93,7 +108,7 @@ impl KvStore for MemoryKv {
         expected: Option<&'a str>,
         value: &'a str,
     ) -> LocalFuture<'a, Result<bool>> {
-        let current = self.map.borrow().get(key).cloned();
+        let current = self.read(key);
         let r = if current.as_deref() == expected { self.write(key, value).map(|_| true) } else { Ok(false) };
         Box::pin(async move { r })
     }
