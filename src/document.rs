@@ -200,7 +200,7 @@ pub fn normalize_content(s: &str) -> String {
             out.push(' ');
         }
         for c in word.chars() {
-            out.extend(c.to_lowercase());
+            crate::unicode::push_lowercase(&mut out, c);
         }
     }
     out

@@ -57,6 +57,7 @@ pub mod sync;
 pub mod time;
 pub mod tokenize;
 pub mod tokens;
+pub mod unicode;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -116,7 +116,7 @@ fn is_terminator(c: char) -> bool {
 }
 
 fn sentence_mentions_upload(sentence: &str) -> bool {
-    let lower = sentence.to_lowercase();
+    let lower = crate::unicode::lowercase(sentence);
     if lower.contains("/mnt/user-data/uploads/") || lower.contains("<uploaded_files>") {
         return true;
     }

@@ -309,7 +309,7 @@ pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str
                     word.copied = true;
                 }
                 if word.copied {
-                    word.buf.extend(c.to_lowercase());
+                    crate::unicode::push_lowercase(&mut word.buf, c);
                 }
             } else {
                 word.flush(text, i, opts, &mut f);
