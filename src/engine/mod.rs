@@ -39,6 +39,9 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 
+/// What a successful [`Engine::commit`] guarantees about its edit closure.
+const EDITED: &str = "a successful commit ran the edit";
+
 /// Arms the one queue timer. The platform calls [`Engine::process_due`] when it fires.
 pub trait Scheduler {
     /// Fire at `at` (epoch ms; now if in the past), replacing any earlier arming; `None`
@@ -275,7 +278,7 @@ impl Engine {
 
     /// Writes queued observations to storage (merging with what other instances queued).
     pub async fn persist_pending(&self) -> Result<()> {
-        let result = self.update_queue(|_| ()).await;
+        let result = self.update_queue(&mut |_| ()).await;
         if let Err(e) = &result {
             self.emit(Event::Error(ErrorEvent { error: e.clone(), thread_id: None, attempt: None }));
         }
@@ -398,12 +401,11 @@ impl Engine {
             other => Document::from_value(other, &*self.parts().ids),
         }
         .map_err(|e| Error::invalid(format!("cannot import: {e}")))?;
-        let (_, doc) = self.commit_with(UpdateReason::Import, None, false, |d| {
+        self.commit(UpdateReason::Import, None, false, &mut |d| {
             *d = parsed.clone();
             Ok(())
         })
-        .await?;
-        Ok(doc)
+        .await
     }
 
     /// Adds a hand-written fact; returns it (or the existing fact with the same content).
@@ -412,22 +414,37 @@ impl Engine {
         let nf = NewManualFact::from_value(fact)?;
         let ids = self.parts().ids.clone();
         let now = crate::time::iso_from_millis(self.now());
-        let (fact, _) = self.commit_with(UpdateReason::AddFact, None, true, |d| Ok(edit::add_fact(d, &nf, &now, &*ids)?.0)).await?;
-        Ok(fact)
+        let mut fact = None;
+        self.commit(UpdateReason::AddFact, None, true, &mut |d| {
+            fact = Some(edit::add_fact(d, &nf, &now, &*ids)?.0);
+            Ok(())
+        })
+        .await?;
+        Ok(fact.expect(EDITED))
     }
 
     /// Patches fact `id`; `NOT_FOUND` if there is none.
     pub async fn update_fact(&self, id: &str, patch: &Value) -> Result<Fact> {
         self.check_open()?;
-        let (fact, _) = self.commit_with(UpdateReason::UpdateFact, None, true, |d| edit::update_fact(d, id, patch)).await?;
-        Ok(fact)
+        let mut fact = None;
+        self.commit(UpdateReason::UpdateFact, None, true, &mut |d| {
+            fact = Some(edit::update_fact(d, id, patch)?);
+            Ok(())
+        })
+        .await?;
+        Ok(fact.expect(EDITED))
     }
 
     /// Removes fact `id`; `NOT_FOUND` if there is none.
     pub async fn remove_fact(&self, id: &str) -> Result<Fact> {
         self.check_open()?;
-        let (fact, _) = self.commit_with(UpdateReason::RemoveFact, None, true, |d| edit::remove_fact(d, id)).await?;
-        Ok(fact)
+        let mut fact = None;
+        self.commit(UpdateReason::RemoveFact, None, true, &mut |d| {
+            fact = Some(edit::remove_fact(d, id)?);
+            Ok(())
+        })
+        .await?;
+        Ok(fact.expect(EDITED))
     }
 
     /// Replaces the summary of one section (`"workContext"` … or `"user.workContext"` …) by
@@ -445,23 +462,23 @@ impl Engine {
             })?;
         let now = crate::time::iso_from_millis(self.now());
         let summary = summary.trim().to_string();
-        let (section, _) = self
-            .commit_with(UpdateReason::UpdateSection, None, true, |d| {
+        let doc = self
+            .commit(UpdateReason::UpdateSection, None, true, &mut |d| {
                 let s = d.section_mut(id);
                 if s.summary != summary {
                     s.summary = summary.clone();
                     s.updated_at = now.clone();
                 }
-                Ok(s.clone())
+                Ok(())
             })
             .await?;
-        Ok(section)
+        Ok(doc.section(id).clone())
     }
 
     /// Empties all sections and facts.
     pub async fn clear(&self) -> Result<()> {
         self.check_open()?;
-        self.commit_with(UpdateReason::Clear, None, true, |d| {
+        self.commit(UpdateReason::Clear, None, true, &mut |d| {
             edit::clear(d);
             Ok(())
         })
@@ -499,7 +516,7 @@ impl Engine {
         // queued, unclaimed, without counting an attempt.
         self.parts().llm.cancel();
         let me = self.parts().instance_id.clone();
-        let result = self.update_queue(move |q| q.release(&me)).await;
+        let result = self.update_queue(&mut |q| q.release(&me)).await;
         self.parts().scheduler.arm(None);
         result
     }

@@ -70,19 +70,19 @@ impl Engine {
         let cfg = self.config().queue;
         let lease = self.parts().lease_ms;
         let now = self.now();
-        let claimed = self
-            .update_queue(|q| {
-                let threads = match mode {
-                    Mode::Due => q.due(&cfg, &me, now),
-                    Mode::Flush => q.claimable(&me, now),
-                };
-                let claimed = q.claim(&threads, &me, now, lease);
-                claimed
-                    .into_iter()
-                    .filter_map(|(thread, version)| q.entry(&thread).cloned().map(|e| (e, version)))
-                    .collect::<Vec<_>>()
-            })
-            .await?;
+        let mut claimed = Vec::new();
+        self.update_queue(&mut |q| {
+            let threads = match mode {
+                Mode::Due => q.due(&cfg, &me, now),
+                Mode::Flush => q.claimable(&me, now),
+            };
+            claimed = q
+                .claim(&threads, &me, now, lease)
+                .into_iter()
+                .filter_map(|(thread, version)| q.entry(&thread).cloned().map(|e| (e, version)))
+                .collect();
+        })
+        .await?;
         let mut report = RunReport::default();
         for (i, (mut entry, mut version)) in claimed.into_iter().enumerate() {
             if self.is_closed() {
@@ -97,12 +97,12 @@ impl Engine {
                 // messages observed meanwhile). Taken over by another instance, or gone:
                 // skip it.
                 let now = self.now();
-                let renewed = self
-                    .update_queue(|q| {
-                        let got = q.claim(std::slice::from_ref(&entry.thread_id), &me, now, lease);
-                        got.into_iter().next().and_then(|(thread, v)| q.entry(&thread).cloned().map(|e| (e, v)))
-                    })
-                    .await?;
+                let mut renewed = None;
+                self.update_queue(&mut |q| {
+                    let got = q.claim(std::slice::from_ref(&entry.thread_id), &me, now, lease);
+                    renewed = got.into_iter().next().and_then(|(thread, v)| q.entry(&thread).cloned().map(|e| (e, v)));
+                })
+                .await?;
                 match renewed {
                     Some((e, v)) => (entry, version) = (e, v),
                     None => continue,
@@ -118,18 +118,22 @@ impl Engine {
                     break;
                 }
                 Ok(()) => {
-                    self.update_queue(|q| q.succeed(&entry.thread_id, &version, now)).await?;
+                    self.update_queue(&mut |q| {
+                        q.succeed(&entry.thread_id, &version, now);
+                    })
+                    .await?;
                     report.processed.push(entry.thread_id.clone());
                 }
                 Err(error) => {
                     let code = error.code();
-                    let settled = self.update_queue(|q| q.fail(&entry.thread_id, &version, code, now, &cfg)).await;
-                    let attempt = match settled {
-                        Ok(FailureOutcome::Retry { attempt, .. }) | Ok(FailureOutcome::Abandoned { attempt }) => Some(attempt),
+                    let mut outcome = None;
+                    let settled = self.update_queue(&mut |q| outcome = Some(q.fail(&entry.thread_id, &version, code, now, &cfg))).await;
+                    let attempt = match (&settled, &outcome) {
+                        (Ok(()), Some(FailureOutcome::Retry { attempt, .. } | FailureOutcome::Abandoned { attempt })) => Some(*attempt),
                         _ => None,
                     };
                     self.emit(Event::Error(ErrorEvent { error: error.clone(), thread_id: Some(entry.thread_id.clone()), attempt }));
-                    if let Ok(FailureOutcome::Abandoned { attempt }) = settled {
+                    if let (Ok(()), Some(FailureOutcome::Abandoned { attempt })) = (&settled, outcome) {
                         self.emit(Event::Error(ErrorEvent {
                             error: Error::Abandoned(format!(
                                 "the update of thread \"{}\" failed {attempt} times and was dropped; last error: {}",
@@ -160,14 +164,15 @@ impl Engine {
         let ids = self.parts().ids.clone();
         let now_iso = iso_from_millis(self.now());
         let thread = entry.thread_id.clone();
-        let (report, _) = self
-            .commit_with(UpdateReason::Extraction, Some(&thread), true, |doc| {
-                let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids };
-                Ok(apply_delta(doc, &delta, &cfg, &ctx))
-            })
-            .await?;
+        let mut report = None;
+        self.commit(UpdateReason::Extraction, Some(&thread), true, &mut |doc| {
+            let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids };
+            report = Some(apply_delta(doc, &delta, &cfg, &ctx));
+            Ok(())
+        })
+        .await?;
         let revision = self.revision();
-        self.emit(Event::Processed(ProcessedEvent { thread_id: thread, changed: !report.is_empty(), revision, skipped: delta.skipped }));
+        self.emit(Event::Processed(ProcessedEvent { thread_id: thread, changed: report.is_some_and(|r| !r.is_empty()), revision, skipped: delta.skipped }));
         Ok(())
     }
 }

@@ -66,14 +66,11 @@ impl Engine {
     /// Read-modify-write of the persisted queue: re-reads it, merges this instance's pending
     /// observations, applies `f`, and commits (replaying on conflict). The result becomes
     /// this instance's view of the queue, and the timer is re-armed.
-    pub(super) async fn update_queue<R>(&self, mut f: impl FnMut(&mut QueueFile) -> R) -> Result<R> {
-        // The loop is compiled once (type-erased) rather than once per call site.
-        let mut out = None;
-        self.update_queue_dyn(&mut |q| out = Some(f(q))).await?;
-        Ok(out.expect("update_queue_dyn calls the closure before succeeding"))
-    }
-
-    fn update_queue_dyn<'a>(&'a self, f: &'a mut dyn FnMut(&mut QueueFile)) -> LocalFuture<'a, Result<()>> {
+    ///
+    /// `f` runs once per try; after a success its last run is the one that counted, so a
+    /// caller that needs a result has `f` store it in a captured variable. (Type-erased and
+    /// boxed so that the loop is compiled once, not once per call site.)
+    pub(super) fn update_queue<'a>(&'a self, f: &'a mut dyn FnMut(&mut QueueFile)) -> LocalFuture<'a, Result<()>> {
         Box::pin(async move { self.update_queue_loop(f).await })
     }
 
@@ -134,25 +131,10 @@ impl Engine {
     /// Read-modify-write of the document: reads the newest revision, applies `f`, commits;
     /// on a conflict re-reads and applies `f` again (no second LLM call). On success the
     /// cache is updated and `update` is emitted. `touch` sets `lastUpdated` to now.
-    pub(super) async fn commit_with<R>(
-        &self,
-        reason: UpdateReason,
-        thread_id: Option<&str>,
-        touch: bool,
-        mut f: impl FnMut(&mut Document) -> Result<R>,
-    ) -> Result<(R, Document)> {
-        // The loop is compiled once (type-erased) rather than once per call site.
-        let mut out = None;
-        let doc = self
-            .commit_dyn(reason, thread_id, touch, &mut |d| {
-                out = Some(f(d)?);
-                Ok(())
-            })
-            .await?;
-        Ok((out.expect("commit_dyn calls the closure before succeeding"), doc))
-    }
-
-    fn commit_dyn<'a>(
+    ///
+    /// As with [`Engine::update_queue`], a caller that needs what `f` produced has it store
+    /// that in a captured variable: after a success, `f`'s last run is the committed one.
+    pub(super) fn commit<'a>(
         &'a self,
         reason: UpdateReason,
         thread_id: Option<&'a str>,
