@@ -16,7 +16,7 @@ use crate::document::{normalize_content, Document, Fact, SectionId};
 use crate::ids::IdSource;
 use crate::scrub::scrub_document;
 use crate::time::millis_from_iso;
-use std::collections::HashSet;
+use crate::tokenize::FxMap;
 
 /// Limits applied while merging a delta.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,12 +81,12 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
 
     // 2. Removals.
     if !delta.facts_to_remove.is_empty() {
-        let remove: HashSet<&str> = delta.facts_to_remove.iter().map(|s| s.trim()).collect();
-        doc.facts.retain(|f| !remove.contains(f.id.as_str()));
+        let remove = key_set(delta.facts_to_remove.iter().map(|s| s.trim()));
+        doc.facts.retain(|f| !remove.contains_key(f.id.as_str()));
     }
 
     // 3. Additions.
-    let mut known: HashSet<String> = doc.facts.iter().map(|f| normalize_content(&f.content)).collect();
+    let mut known = key_set(doc.facts.iter().map(|f| normalize_content(&f.content)));
     let mut added = Vec::new();
     for nf in &delta.new_facts {
         let confidence = nf.confidence;
@@ -95,7 +95,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         }
         let content = nf.content.trim();
         let key = normalize_content(content);
-        if key.is_empty() || !known.insert(key) {
+        if key.is_empty() || known.insert(key.into(), 0).is_some() {
             continue;
         }
         let category = nf.category.trim();
@@ -125,10 +125,10 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     // 5. Upload mentions.
     scrub_document(doc);
 
-    let after: HashSet<&str> = doc.facts.iter().map(|f| f.id.as_str()).collect();
+    let after = key_set(doc.facts.iter().map(|f| f.id.as_str()));
     let mut report = ApplyReport {
-        added: added.into_iter().filter(|id| after.contains(id.as_str())).collect(),
-        removed: before_ids.into_iter().filter(|id| !after.contains(id.as_str())).collect(),
+        added: added.into_iter().filter(|id| after.contains_key(id.as_str())).collect(),
+        removed: before_ids.into_iter().filter(|id| !after.contains_key(id.as_str())).collect(),
         updated_sections: Vec::new(),
     };
     for id in SectionId::ALL {
@@ -161,6 +161,12 @@ fn evict(doc: &mut Document, max_facts: usize) {
         i += 1;
         keep
     });
+}
+
+/// A set of strings, as the map type the relevance index already uses (one hash table
+/// type compiled into the wasm instead of one per element type).
+fn key_set<S: AsRef<str>>(keys: impl Iterator<Item = S>) -> FxMap<Box<str>, u32> {
+    keys.map(|k| (Box::from(k.as_ref()), 0)).collect()
 }
 
 #[cfg(test)]
