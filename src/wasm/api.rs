@@ -12,6 +12,7 @@ use super::stores::{open_backend, open_store};
 use super::tabs::Tabs;
 use crate::engine::{Engine, Parts, RunReport};
 use crate::error::{Error, Result};
+use crate::sync::LocalFuture;
 use crate::ids::{IdSource, RandomIds};
 use crate::inject::Explanation;
 use crate::storage::Slot;
@@ -44,11 +45,93 @@ thread_local! {
     static NOOP: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
 }
 
-/// Runs `f` as a Promise. The future is boxed so `future_to_promise` is instantiated once
-/// for the whole API (each instantiation costs kilobytes of wasm).
-fn promise(f: impl std::future::Future<Output = Result<JsValue>> + 'static) -> Promise {
-    let boxed: crate::sync::LocalFuture<'static, Result<JsValue>> = Box::pin(f);
-    future_to_promise(async move { boxed.await.js() })
+/// The asynchronous methods as data: each exported method packs its arguments into a
+/// `Call` and returns [`Call::promise`]. One `async fn` for all of them compiles to one
+/// state machine, instead of one per method with its own poll function, drop glue and
+/// boxed-future vtable (a few hundred bytes of wasm each).
+enum Call {
+    Open(JsValue),
+    Persist(LocalFuture<'static, Result<()>>),
+    Flush(Engine),
+    ProcessDue(Engine),
+    Get(Engine),
+    Import(Engine, JsValue),
+    AddFact(Engine, JsValue),
+    UpdateFact(Engine, String, JsValue),
+    RemoveFact(Engine, String),
+    UpdateSection(Engine, String, String),
+    Clear(Engine),
+    Close(Engine, Rc<JsEvents>, Option<Tabs>),
+    Inspect(JsValue),
+    Reset(JsValue),
+}
+
+impl Call {
+    /// Runs the call; the promise resolves to its value or rejects with its error.
+    fn promise(self) -> Promise {
+        future_to_promise(async move { self.run().await.js() })
+    }
+
+    async fn run(self) -> Result<JsValue> {
+        match self {
+            Call::Open(options) => UserMemory::open_inner(options).await.map(JsValue::from),
+            Call::Persist(pending) => pending.await.map(|_| JsValue::TRUE),
+            Call::Flush(e) => e.flush().await.map(|r| report_js(&r)),
+            Call::ProcessDue(e) => e.process_due().await.map(|r| report_js(&r)),
+            Call::Get(e) => e.get().await.map(|d| doc_js(&d)),
+            Call::Import(e, doc) => {
+                let v = match doc.as_string() {
+                    Some(s) => Value::String(s),
+                    None => to_json(&doc, "the imported memory")?,
+                };
+                e.import(&v).await.map(|d| doc_js(&d))
+            }
+            Call::AddFact(e, fact) => {
+                let v = to_json(&fact, "the fact")?;
+                e.add_fact(&v).await.map(|f| from_json(&f.to_json()))
+            }
+            Call::UpdateFact(e, id, patch) => {
+                let v = to_json(&patch, "the patch")?;
+                e.update_fact(&id, &v).await.map(|f| from_json(&f.to_json()))
+            }
+            Call::RemoveFact(e, id) => e.remove_fact(&id).await.map(|f| from_json(&f.to_json())),
+            Call::UpdateSection(e, section, summary) => Ok(from_json(&e.update_section(&section, &summary).await?.to_json())),
+            Call::Clear(e) => e.clear().await.map(|_| JsValue::UNDEFINED),
+            Call::Close(e, events, tabs) => {
+                let r = e.close().await;
+                events.clear();
+                // After the last queue write: stop cross-tab updates, give up localStorage leadership.
+                if let Some(tabs) = tabs {
+                    tabs.close();
+                }
+                r.map(|_| JsValue::UNDEFINED)
+            }
+            Call::Inspect(options) => {
+                let (store, _) = UserMemory::storage_for(&options).await?;
+                let doc = store.load(Slot::Document).await;
+                let queue = store.load(Slot::Queue).await;
+                let out = js_sys::Object::new();
+                for (key, r) in [("document", doc), ("queue", queue)] {
+                    let v = match r {
+                        Ok(Some(v)) => JsValue::from_str(&v.value),
+                        Ok(None) => JsValue::NULL,
+                        Err(e) => {
+                            set(&out, &format!("{key}Error"), &to_js(&e));
+                            JsValue::NULL
+                        }
+                    };
+                    set(&out, key, &v);
+                }
+                Ok(JsValue::from(out))
+            }
+            Call::Reset(options) => {
+                let (store, _) = UserMemory::storage_for(&options).await?;
+                store.discard(Slot::Document).await?;
+                store.discard(Slot::Queue).await?;
+                Ok(JsValue::UNDEFINED)
+            }
+        }
+    }
 }
 
 fn doc_js(doc: &Document) -> JsValue {
@@ -102,7 +185,7 @@ impl UserMemory {
     /// were still queued when the last instance stopped.
     #[wasm_bindgen(unchecked_return_type = "Promise<UserMemory>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "UserMemoryOptions")] options: JsValue) -> Promise {
-        promise(async move { Self::open_inner(options).await.map(JsValue::from) })
+        Call::Open(options).promise()
     }
 
     /// Queues the conversation of thread `threadId` for extraction (debounced). Returns at
@@ -121,7 +204,7 @@ impl UserMemory {
         let pending = self.engine.observe(&thread, &msgs).js()?;
         let p = match pending {
             None => Promise::resolve(&JsValue::FALSE),
-            Some(fut) => promise(async move { fut.await.map(|_| JsValue::TRUE) }),
+            Some(fut) => Call::Persist(Box::pin(fut)).promise(),
         };
         // Mark the promise as handled: callers that ignore it never see an unhandled
         // rejection; callers that await it still get the error.
@@ -156,16 +239,14 @@ impl UserMemory {
     /// with the first failure's error after trying the rest.
     #[wasm_bindgen(unchecked_return_type = "Promise<RunReport>")]
     pub fn flush(&self) -> Promise {
-        let e = self.engine.clone();
-        promise(async move { e.flush().await.map(|r| report_js(&r)) })
+        Call::Flush(self.engine.clone()).promise()
     }
 
     /// Processes the entries that are due now (for Durable Object alarms and other
     /// schedulers). Failures are reported as `error` events and in the report.
     #[wasm_bindgen(js_name = processDue, unchecked_return_type = "Promise<RunReport>")]
     pub fn process_due(&self) -> Promise {
-        let e = self.engine.clone();
-        promise(async move { e.process_due().await.map(|r| report_js(&r)) })
+        Call::ProcessDue(self.engine.clone()).promise()
     }
 
     /// When the queue is next due (epoch ms), or `null` (SPEC §9).
@@ -194,8 +275,7 @@ impl UserMemory {
     /// The memory document (a fresh copy, read from storage).
     #[wasm_bindgen(unchecked_return_type = "Promise<MemoryDocument>")]
     pub fn get(&self) -> Promise {
-        let e = self.engine.clone();
-        promise(async move { e.get().await.map(|d| doc_js(&d)) })
+        Call::Get(self.engine.clone()).promise()
     }
 
     /// The memory document as DeerFlow-compatible JSON (same as `get()`).
@@ -207,52 +287,33 @@ impl UserMemory {
     /// Replaces the whole memory with `doc` (an object or a JSON string) after validating it.
     #[wasm_bindgen(js_name = import, unchecked_return_type = "Promise<MemoryDocument>")]
     pub fn import_doc(&self, #[wasm_bindgen(unchecked_param_type = "MemoryDocument | string")] doc: JsValue) -> Promise {
-        let e = self.engine.clone();
-        promise(async move {
-            let v = match doc.as_string() {
-                Some(s) => Value::String(s),
-                None => to_json(&doc, "the imported memory")?,
-            };
-            e.import(&v).await.map(|d| doc_js(&d))
-        })
+        Call::Import(self.engine.clone(), doc).promise()
     }
 
     /// Adds a fact by hand (`source: "manual"`, default confidence 0.9); resolves to the
     /// fact (the existing one if a fact with the same content exists).
     #[wasm_bindgen(js_name = addFact, unchecked_return_type = "Promise<Fact>")]
     pub fn add_fact(&self, #[wasm_bindgen(unchecked_param_type = "NewFact")] fact: JsValue) -> Promise {
-        let e = self.engine.clone();
-        promise(async move {
-            let v = to_json(&fact, "the fact")?;
-            e.add_fact(&v).await.map(|f| from_json(&f.to_json()))
-        })
+        Call::AddFact(self.engine.clone(), fact).promise()
     }
 
     /// Changes `content`, `category`, `confidence` (or other fields) of fact `id`.
     #[wasm_bindgen(js_name = updateFact, unchecked_return_type = "Promise<Fact>")]
     pub fn update_fact(&self, id: String, #[wasm_bindgen(unchecked_param_type = "FactPatch")] patch: JsValue) -> Promise {
-        let e = self.engine.clone();
-        promise(async move {
-            let v = to_json(&patch, "the patch")?;
-            e.update_fact(&id, &v).await.map(|f| from_json(&f.to_json()))
-        })
+        Call::UpdateFact(self.engine.clone(), id, patch).promise()
     }
 
     /// Removes fact `id`; resolves to the removed fact.
     #[wasm_bindgen(js_name = removeFact, unchecked_return_type = "Promise<Fact>")]
     pub fn remove_fact(&self, id: String) -> Promise {
-        let e = self.engine.clone();
-        promise(async move { e.remove_fact(&id).await.map(|f| from_json(&f.to_json())) })
+        Call::RemoveFact(self.engine.clone(), id).promise()
     }
 
     /// Replaces the summary of one section by hand (`"workContext"`, … or
     /// `"user.workContext"`, …); resolves to the section.
     #[wasm_bindgen(js_name = updateSection, unchecked_return_type = "Promise<Section>")]
     pub fn update_section(&self, #[wasm_bindgen(unchecked_param_type = "SectionName")] section: String, summary: String) -> Promise {
-        let e = self.engine.clone();
-        promise(async move {
-            Ok(from_json(&e.update_section(&section, &summary).await?.to_json()))
-        })
+        Call::UpdateSection(self.engine.clone(), section, summary).promise()
     }
 
     /// Changes options at runtime, validated like `open()`'s: pause learning
@@ -273,8 +334,7 @@ impl UserMemory {
     /// Empties every section and removes every fact.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn clear(&self) -> Promise {
-        let e = self.engine.clone();
-        promise(async move { e.clear().await.map(|_| JsValue::UNDEFINED) })
+        Call::Clear(self.engine.clone()).promise()
     }
 
     /// Subscribes to `"update"`, `"error"`, `"queued"` or `"processed"`; returns the
@@ -296,54 +356,21 @@ impl UserMemory {
     /// `CLOSED`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn close(&self) -> Promise {
-        let e = self.engine.clone();
-        let events = self.events.clone();
-        let tabs = self.tabs.clone();
-        promise(async move {
-            let r = e.close().await;
-            events.clear();
-            // After the last queue write: stop cross-tab updates, give up localStorage leadership.
-            if let Some(tabs) = tabs {
-                tabs.close();
-            }
-            r.map(|_| JsValue::UNDEFINED)
-        })
+        Call::Close(self.engine.clone(), self.events.clone(), self.tabs.clone()).promise()
     }
 
     /// Reads what is stored for an agent without validating it, for recovery from
     /// `CORRUPT_MEMORY`: `{ document, queue }` as raw strings (or `null`).
     #[wasm_bindgen(unchecked_return_type = "Promise<StoredData>")]
     pub fn inspect(#[wasm_bindgen(unchecked_param_type = "StorageOptions")] options: JsValue) -> Promise {
-        promise(async move {
-            let (store, _) = Self::storage_for(&options).await?;
-            let doc = store.load(Slot::Document).await;
-            let queue = store.load(Slot::Queue).await;
-            let out = js_sys::Object::new();
-            for (key, r) in [("document", doc), ("queue", queue)] {
-                let v = match r {
-                    Ok(Some(v)) => JsValue::from_str(&v.value),
-                    Ok(None) => JsValue::NULL,
-                    Err(e) => {
-                        set(&out, &format!("{key}Error"), &to_js(&e));
-                        JsValue::NULL
-                    }
-                };
-                set(&out, key, &v);
-            }
-            Ok(JsValue::from(out))
-        })
+        Call::Inspect(options).promise()
     }
 
     /// Deletes everything stored for an agent (memory and queue): the explicit reset after
     /// `CORRUPT_MEMORY`, once whatever was readable has been exported with `inspect()`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn reset(#[wasm_bindgen(unchecked_param_type = "StorageOptions")] options: JsValue) -> Promise {
-        promise(async move {
-            let (store, _) = Self::storage_for(&options).await?;
-            store.discard(Slot::Document).await?;
-            store.discard(Slot::Queue).await?;
-            Ok(JsValue::UNDEFINED)
-        })
+        Call::Reset(options).promise()
     }
 }
 
