@@ -29,7 +29,8 @@ pub struct LlmConfig {
     pub model: String,
     /// Extra request headers; they override the defaults of the same name.
     pub headers: Vec<(String, String)>,
-    /// Abort a request after this many milliseconds (default 60 000).
+    /// Abort a request after this many milliseconds (default 60 000); `0` means no timeout
+    /// (the request runs until the server answers or the instance is closed).
     pub timeout_ms: u64,
     /// Retries within one attempt on 429, 5xx, timeouts and network errors (default 2).
     pub max_retries: u32,
@@ -53,6 +54,9 @@ impl std::fmt::Debug for LlmConfig {
             .finish_non_exhaustive()
     }
 }
+
+/// `timeoutMs` when none is given.
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
 const KNOWN: &[&str] = &[
     "provider", "baseUrl", "apiKey", "model", "headers", "timeoutMs", "maxRetries", "temperature",
@@ -129,11 +133,33 @@ impl LlmConfig {
             api_key: opt_str(obj, "llm.apiKey", "apiKey")?.filter(|k| !k.is_empty()),
             model,
             headers,
-            timeout_ms: opt_uint(obj, "llm.timeoutMs", "timeoutMs")?.unwrap_or(60_000),
+            timeout_ms: opt_uint(obj, "llm.timeoutMs", "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS),
             max_retries: opt_uint(obj, "llm.maxRetries", "maxRetries")?.unwrap_or(2).min(10) as u32,
             temperature: Some(temperature.unwrap_or(0.0)),
             max_tokens: opt_uint(obj, "llm.maxTokens", "maxTokens")?,
             json_mode: opt_bool(obj, "llm.jsonMode", "jsonMode")?.unwrap_or(false),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeout(v: crate::json::Value) -> Result<u64> {
+        LlmConfig::from_value(&v).map(|c| c.timeout_ms)
+    }
+
+    #[test]
+    fn timeout_defaults_to_a_minute_and_zero_means_none() {
+        assert_eq!(timeout(json!({"model": "m"})).unwrap(), DEFAULT_TIMEOUT_MS);
+        assert_eq!(timeout(json!({"model": "m", "timeoutMs": 180_000})).unwrap(), 180_000);
+        assert_eq!(timeout(json!({"model": "m", "timeoutMs": 0})).unwrap(), 0);
+        assert_eq!(crate::llm::retry::lease_ms(0, 2), crate::llm::retry::UNBOUNDED_LEASE_MS);
+        for bad in [serde_json::json!(-1), serde_json::json!(1.5), serde_json::json!("60000"), serde_json::json!(true)] {
+            let e = timeout(json!({"model": "m", "timeoutMs": bad})).unwrap_err();
+            assert_eq!(e.code(), "INVALID_INPUT");
+            assert!(e.message().contains("llm.timeoutMs"), "{}", e.message());
+        }
     }
 }

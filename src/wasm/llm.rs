@@ -119,10 +119,12 @@ impl FetchLlm {
         let timed_out = Rc::new(Cell::new(false));
         let flag = timed_out.clone();
         let ms = self.cfg.timeout_ms.min(u32::MAX as u64) as u32;
-        // Dropping the timer (end of this function) cancels it.
-        let _timer = gloo_timers::callback::Timeout::new(ms, move || {
-            flag.set(true);
-            controller.abort();
+        // Dropping the timer (end of this function) cancels it. `timeoutMs: 0`: no timer.
+        let _timer = (ms > 0).then(|| {
+            gloo_timers::callback::Timeout::new(ms, move || {
+                flag.set(true);
+                controller.abort();
+            })
         });
         let fail = |e: JsValue| {
             if self.cancel.cancelled.get() {

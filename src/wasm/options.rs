@@ -5,7 +5,7 @@ use super::convert::{prop, to_json};
 use super::llm::{FetchLlm, JsFunctionLlm};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::llm::retry::attempt_budget_ms;
+use crate::llm::retry::{lease_ms, UNBOUNDED_LEASE_MS};
 use crate::llm::{Llm, LlmConfig};
 use js_sys::{Function, Object};
 use crate::json::{Map, Value};
@@ -70,13 +70,13 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
     let config = Config::from_value(&Value::Object(json))?;
     let (llm, lease_ms): (Rc<dyn Llm>, u64) = if let Some(f) = llm.dyn_ref::<Function>() {
         // A user function has no timeout of ours: give a claim ten minutes.
-        (Rc::new(JsFunctionLlm::new(f.clone())), 600_000)
+        (Rc::new(JsFunctionLlm::new(f.clone())), UNBOUNDED_LEASE_MS)
     } else if llm.is_object() {
         check_finite(&llm, "llm")?;
         let cfg = LlmConfig::from_value(&to_json(&llm, "`llm`")?)?;
         // A claim must outlast one attempt: every try timing out plus the waits between
         // (each up to a capped Retry-After), with a minute to spare.
-        let lease = attempt_budget_ms(cfg.timeout_ms, cfg.max_retries).saturating_add(60_000);
+        let lease = lease_ms(cfg.timeout_ms, cfg.max_retries);
         (Rc::new(FetchLlm::new(cfg)), lease)
     } else {
         return Err(Error::invalid(

@@ -96,7 +96,7 @@ export interface LlmEndpoint {
   apiKey?: string;
   model: string;
   headers?: Record<string, string>;
-  /** Abort one HTTP request after this many ms (each retry gets its own). Default 60 000. */
+  /** Abort one HTTP request after this many ms (each retry gets its own); `0` means no timeout. Default 60 000. */
   timeoutMs?: number;
   /**
    * Retries within one attempt on 429, 5xx, timeouts and network errors, waiting 0.5 s, 1 s,
