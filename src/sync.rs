@@ -4,7 +4,6 @@
 //! natively), so nothing here is `Send`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -25,7 +24,7 @@ struct LockInner {
     locked: Cell<bool>,
     next_ticket: Cell<u64>,
     serving: Cell<u64>,
-    waiters: RefCell<VecDeque<(u64, Waker)>>,
+    waiters: RefCell<Vec<(u64, Waker)>>,
     abandoned: RefCell<Vec<u64>>,
 }
 
@@ -72,7 +71,7 @@ impl Future for LockFuture {
         let mut waiters = inner.waiters.borrow_mut();
         match waiters.iter_mut().find(|(t, _)| *t == self.ticket) {
             Some((_, w)) => *w = cx.waker().clone(),
-            None => waiters.push_back((self.ticket, cx.waker().clone())),
+            None => waiters.push((self.ticket, cx.waker().clone())),
         }
         Poll::Pending
     }
