@@ -156,14 +156,28 @@ fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map, usize)> {
 }
 
 /// Sorted byte offsets of every quoted delta key (`"newFacts"`, `'user'` …) in `text`, so
-/// "does this candidate mention one" is a binary search, not a rescan.
+/// "does this candidate mention one" is a binary search, not a rescan. One pass; like a
+/// search per quoted key, a match never overlaps an earlier match of the same quoted key.
 fn key_positions(text: &str) -> Vec<usize> {
-    let mut at: Vec<usize> = DELTA_KEYS
-        .iter()
-        .flat_map(|k| [format!("\"{k}\""), format!("'{k}'")])
-        .flat_map(|pat| text.match_indices(&pat).map(|(i, _)| i).collect::<Vec<_>>())
-        .collect();
-    crate::sort::sort_by(&mut at, |a, b| a < b);
+    let b = text.as_bytes();
+    // Per key and quote (double, single): where its last match ended.
+    let mut ends = [[0usize; 2]; DELTA_KEYS.len()];
+    let mut at = Vec::new();
+    for (i, &q) in b.iter().enumerate() {
+        let quote = match q {
+            b'"' => 0,
+            b'\'' => 1,
+            _ => continue,
+        };
+        let rest = &b[i + 1..];
+        for (k, key) in DELTA_KEYS.iter().enumerate() {
+            if i >= ends[k][quote] && rest.starts_with(key.as_bytes()) && rest.get(key.len()) == Some(&q) {
+                ends[k][quote] = i + key.len() + 2;
+                at.push(i);
+                break;
+            }
+        }
+    }
     at
 }
 

@@ -224,3 +224,27 @@ fn dead_ends_are_capped() {
     let s = "{\"newFacts\": [ ".repeat(MAX_CANDIDATES * 4) + FULL;
     assert!(err(&s).contains("cut off"));
 }
+
+#[test]
+fn key_positions_find_what_one_search_per_quoted_key_finds() {
+    // The straightforward definition: every non-overlapping match of each quoted key.
+    let reference = |text: &str| {
+        let mut at: Vec<usize> = DELTA_KEYS
+            .iter()
+            .flat_map(|k| [format!("\"{k}\""), format!("'{k}'")])
+            .flat_map(|pat| text.match_indices(&pat).map(|(i, _)| i).collect::<Vec<_>>())
+            .collect();
+        at.sort_unstable();
+        at
+    };
+    for text in [
+        "",
+        r#"{"user": {}, 'history': 1, "newFacts"}"#,
+        r#""user"user""user"history"'newFacts'factsToRemove'"#,
+        r#"'user'user''user'"newFacts""newFacts"""#,
+        "\"us\"er\" \"user 'factsToRemove\"",
+        "中文\"user\"中文'history'",
+    ] {
+        assert_eq!(key_positions(text), reference(text), "{text}");
+    }
+}
