@@ -71,7 +71,7 @@ impl Engine {
     /// caller that needs a result has `f` store it in a captured variable. (Type-erased and
     /// boxed so that the loop is compiled once, not once per call site.)
     pub(super) fn update_queue<'a>(&'a self, f: &'a mut dyn FnMut(&mut QueueFile)) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move { self.update_queue_loop(f).await })
+        Box::pin(self.update_queue_loop(f))
     }
 
     async fn update_queue_loop(&self, f: &mut dyn FnMut(&mut QueueFile)) -> Result<()> {
@@ -141,7 +141,7 @@ impl Engine {
         touch: bool,
         f: &'a mut dyn FnMut(&mut Document) -> Result<()>,
     ) -> LocalFuture<'a, Result<Document>> {
-        Box::pin(async move { self.commit_loop(reason, thread_id, touch, f).await })
+        Box::pin(self.commit_loop(reason, thread_id, touch, f))
     }
 
     async fn commit_loop(

@@ -3,6 +3,7 @@
 use super::{KvCapabilities, KvStore};
 use crate::error::{Error, Result};
 use crate::sync::LocalFuture;
+use std::future::ready;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -80,17 +81,17 @@ impl MemoryKv {
 impl KvStore for MemoryKv {
     fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
         let v = self.read(key);
-        Box::pin(async move { Ok(v) })
+        Box::pin(ready(Ok(v)))
     }
 
     fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
         let r = self.write(key, value);
-        Box::pin(async move { r })
+        Box::pin(ready(r))
     }
 
     fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
         self.entries.borrow_mut().retain(|(k, _)| k != key);
-        Box::pin(async { Ok(()) })
+        Box::pin(ready(Ok(())))
     }
 
     fn capabilities(&self) -> KvCapabilities {
@@ -99,7 +100,7 @@ impl KvStore for MemoryKv {
 
     fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
         let keys = self.entries.borrow().iter().filter(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()).collect();
-        Box::pin(async move { Ok(keys) })
+        Box::pin(ready(Ok(keys)))
     }
 
     fn compare_and_set<'a>(
@@ -110,7 +111,7 @@ impl KvStore for MemoryKv {
     ) -> LocalFuture<'a, Result<bool>> {
         let current = self.read(key);
         let r = if current.as_deref() == expected { self.write(key, value).map(|_| true) } else { Ok(false) };
-        Box::pin(async move { r })
+        Box::pin(ready(r))
     }
 
     fn describe(&self) -> String {

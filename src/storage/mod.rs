@@ -22,6 +22,7 @@ pub use versioned::VersionedKv;
 
 use crate::error::Result;
 use crate::sync::LocalFuture;
+use std::future::ready;
 
 /// The two things stored per agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,7 +73,7 @@ pub trait Store {
 
     /// Removes leftovers of interrupted commits. Called on open; best effort.
     fn cleanup(&self) -> LocalFuture<'_, Result<()>> {
-        Box::pin(async { Ok(()) })
+        Box::pin(ready(Ok(())))
     }
 
     /// Deletes a slot entirely, whatever state it is in (used to drop a corrupt queue, and
