@@ -260,7 +260,7 @@ struct Word {
 
 impl Word {
     /// Emits the word ending at byte `end`, if any.
-    fn flush(&mut self, text: &str, end: usize, opts: TokenizerOptions, f: &mut impl FnMut(&str, TokenKind)) {
+    fn flush(&mut self, text: &str, end: usize, opts: TokenizerOptions, f: &mut dyn FnMut(&str, TokenKind)) {
         let Some(start) = self.start.take() else { return };
         let w = if self.copied { self.buf.as_str() } else { &text[start..end] };
         let b = w.as_bytes();
@@ -282,6 +282,12 @@ impl Word {
 /// Calls `f` once per token of `text`, in order (the lexicon option is ignored here).
 /// Tokens are slices of `text` where possible; one small buffer serves the rest.
 pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str, TokenKind)) {
+    tokenize(text, opts, &mut f);
+}
+
+/// [`for_each_token`], compiled once: the callback is a trait object, so the tokenizer is
+/// not copied into the wasm once per caller.
+fn tokenize(text: &str, opts: TokenizerOptions, f: &mut dyn FnMut(&str, TokenKind)) {
     let mut word = Word { start: None, copied: false, buf: String::new(), stemmed: String::new() };
     // Byte offset of the previous character when it was CJK (for bigrams).
     let mut prev_cjk: Option<usize> = None;
@@ -290,7 +296,7 @@ pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str
         let (raw, len) = char_at(text, i);
         let c = fold_width(raw);
         if is_cjk(c) {
-            word.flush(text, i, opts, &mut f);
+            word.flush(text, i, opts, f);
             f(&text[i..i + len], TokenKind::CjkUnigram);
             if let Some(p) = prev_cjk {
                 f(&text[p..i + len], TokenKind::CjkBigram);
@@ -312,12 +318,12 @@ pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str
                     crate::unicode::push_lowercase(&mut word.buf, c);
                 }
             } else {
-                word.flush(text, i, opts, &mut f);
+                word.flush(text, i, opts, f);
             }
         }
         i += len;
     }
-    word.flush(text, text.len(), opts, &mut f);
+    word.flush(text, text.len(), opts, f);
 }
 
 /// The built-in bilingual concept lexicon: one concept per line, its English words and its
@@ -357,12 +363,17 @@ fn lexicon() -> &'static Lexicon {
 /// lexicon (after stopwords and stemming) is given as its concept instead of as a token; a
 /// CJK term (found as a substring) is given as its concept after the grams.
 pub fn for_each_term(text: &str, opts: TokenizerOptions, mut f: impl FnMut(Term)) {
+    terms(text, opts, &mut f);
+}
+
+/// [`for_each_term`], compiled once (see [`tokenize`]).
+fn terms(text: &str, opts: TokenizerOptions, f: &mut dyn FnMut(Term)) {
     if !opts.lexicon {
-        for_each_token(text, opts, |t, kind| f(Term::Token(t, kind)));
+        tokenize(text, opts, &mut |t, kind| f(Term::Token(t, kind)));
         return;
     }
     let lex = lexicon();
-    for_each_token(text, opts, |t, kind| match lex.words.get(t) {
+    tokenize(text, opts, &mut |t, kind| match lex.words.get(t) {
         Some(&id) if kind == TokenKind::Word => f(Term::Concept { id, word: true }),
         _ => f(Term::Token(t, kind)),
     });
