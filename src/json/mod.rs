@@ -24,6 +24,8 @@ mod write;
 
 pub use number::{parse_decimal, Number};
 pub use parse::ParseError;
+use crate::tokenize::FxMap;
+
 pub use write::{write_fixed, write_str, write_u64, ArrayWriter, ObjectWriter};
 
 /// A JSON value.
@@ -275,24 +277,24 @@ impl Map {
         // Small objects (nearly all) are checked pairwise without allocating.
         let maybe_repeated = n > 16 || (1..n).any(|j| (0..j).any(|i| entries[i].0 == entries[j].0));
         if maybe_repeated {
-            let mut order: Vec<usize> = (0..n).collect();
-            crate::sort::sort_by(&mut order, |&a, &b| entries[a].0 < entries[b].0);
-            let mut drop = vec![false; n];
-            // The sort is stable: within a run of equal keys, the first in `order` is the
-            // first in the object. Each later one hands its value forward and is dropped.
-            let mut first = order[0];
-            for w in order.windows(2) {
-                if entries[w[0]].0 == entries[w[1]].0 {
-                    entries.swap(first, w[1]);
-                    drop[w[1]] = true;
-                } else {
-                    first = w[1];
+            // Key → position of its first occurrence, which takes each later value.
+            let mut first: FxMap<Box<str>, u32> = FxMap::default();
+            let mut keep = vec![true; n];
+            for j in 0..n {
+                match first.get(entries[j].0.as_str()) {
+                    Some(&i) => {
+                        entries.swap(i as usize, j);
+                        keep[j] = false;
+                    }
+                    None => {
+                        first.insert(entries[j].0.as_str().into(), j as u32);
+                    }
                 }
             }
-            let mut i = 0;
+            let mut j = 0;
             entries.retain(|_| {
-                i += 1;
-                !drop[i - 1]
+                j += 1;
+                keep[j - 1]
             });
         }
         Map { entries }
