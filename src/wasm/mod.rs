@@ -23,3 +23,9 @@ pub use api::UserMemory;
 pub use idb::{AbortPoint, IdbStore};
 pub use leader::{LeaderStore, Role};
 pub use local::LocalStorageKv;
+
+/// The allocator: Talc instead of the standard library's dlmalloc, about 5 KB smaller in the
+/// wasm and faster (docs/size.md). Single-threaded wasm only, which this module is.
+#[cfg(not(target_feature = "atomics"))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
