@@ -161,12 +161,14 @@ fn run(
         &temp
     };
 
-    // The query: the text of the recent turns.
-    let query = recent_turns(messages, opts.recent_turns)
-        .iter()
-        .map(|m| m.content.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    // The query: the text of the recent turns, one per line.
+    let mut query = String::new();
+    for (i, m) in recent_turns(messages, opts.recent_turns).iter().enumerate() {
+        if i > 0 {
+            query.push('\n');
+        }
+        query.push_str(&m.content);
+    }
     let sims = index.similarities(&query);
     if full {
         out.query = query;

@@ -73,10 +73,13 @@ impl LlmConfig {
             ))
         })?;
         if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return Err(Error::invalid(format!(
-                "unknown option `llm.{k}` (known: {})",
-                KNOWN.join(", ")
-            )));
+            let mut msg = format!("unknown option `llm.{k}` (known: {}", KNOWN[0]);
+            for name in &KNOWN[1..] {
+                msg.push_str(", ");
+                msg.push_str(name);
+            }
+            msg.push(')');
+            return Err(Error::invalid(msg));
         }
         let provider = match opt_str(obj, "llm.provider", "provider")?.as_deref() {
             None | Some("openai") => Provider::OpenAi,
@@ -161,5 +164,14 @@ mod tests {
             assert_eq!(e.code(), "INVALID_INPUT");
             assert!(e.message().contains("llm.timeoutMs"), "{}", e.message());
         }
+    }
+
+    #[test]
+    fn an_unknown_option_lists_the_known_ones() {
+        let e = LlmConfig::from_value(&json!({"model": "m", "timeout": 5})).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "unknown option `llm.timeout` (known: provider, baseUrl, apiKey, model, headers, timeoutMs, maxRetries, temperature, maxTokens, jsonMode)"
+        );
     }
 }
