@@ -1,6 +1,7 @@
 // Builds the npm package into pkg/:
 //   cargo build (wasm32, release, size profile) → wasm-bindgen --target web → wasm-opt -Oz
-//   (binaryen from npm; Debian's wasm-opt 108 breaks wasm-bindgen's output) → copy the JS
+//   (binaryen from npm; Debian's wasm-opt 108 breaks wasm-bindgen's output) → minify the
+//   JS glue (esbuild) → copy the JS
 //   entries → size report (raw and gzip) → pkg/size.json.
 //
 //   node scripts/build.mjs              build
@@ -102,6 +103,12 @@ if (args.has("--if-stale") && !stale()) {
   ]);
   const wasm = join(scratch, "user_memory_bg.wasm");
   run(process.execPath, [join(root, "node_modules/binaryen/bin/wasm-opt"), "-Oz", "--strip-debug", wasm, "-o", wasm]);
+  // Minify the JS glue (40 KB → 16 KB raw, 8.2 → 4.9 KB gzip). Export names, the import
+  // object's keys and `new URL("…wasm", import.meta.url)` (which bundlers look for) are
+  // kept; the documentation lives in the .d.ts.
+  const glue = join(scratch, "user_memory.js");
+  const { transformSync } = await import("esbuild");
+  writeFileSync(glue, transformSync(readFileSync(glue, "utf8"), { minify: true, format: "esm", target: "es2020" }).code);
   mkdirSync(pkg, { recursive: true });
   const old = join(root, "target", "pkg-wasm-old");
   rmSync(old, { recursive: true, force: true });
