@@ -59,6 +59,8 @@ pub struct InjectOptions {
 pub struct FactExplanation {
     /// The fact id.
     pub id: String,
+    /// Where the fact is in `Document::facts` (so callers need no lookup by id).
+    pub position: usize,
     /// Similarity to the query in `[0, 1]`: BM25 divided by the best BM25 of this query
     /// (see [`FactIndex::similarities`]); 0 without a query.
     pub similarity: f64,
@@ -231,6 +233,7 @@ fn run(
                 let reason = if opts.enabled { reason } else { "injection disabled".into() };
                 FactExplanation {
                     id: doc.facts[r.pos].id.clone(),
+                    position: r.pos,
                     similarity: r.sim,
                     confidence: r.conf,
                     score: r.score,
