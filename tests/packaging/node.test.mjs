@@ -187,8 +187,9 @@ test("kill -9 in the middle of memory commits: the next open() finds the previou
     const m = await UserMemory.open({ storage: fileStore(dir), agent: "crash", maxFacts: 1000, llm: async () => "{}" });
     const facts = (await m.get()).facts.map((f) => Number(f.content.split(" ")[2]));
     await m.close();
-    // Committed 0..target were acknowledged; one more may have landed before the kill.
-    assert.ok(facts.length === target + 1 || facts.length === target + 2, `found ${facts.length} facts after "committed ${target}"`);
+    // Committed 0..target were acknowledged; more may have landed between that line reaching
+    // us and the kill (the child keeps committing while the pipe delivers the line).
+    assert.ok(facts.length >= target + 1, `found ${facts.length} facts after "committed ${target}"`);
     assert.deepEqual(facts, facts.map((_, i) => i), "every acknowledged commit is there, in order, none torn");
     known = facts.length - 1;
   }
