@@ -21,7 +21,7 @@
 //!   [`tokens::TokenCounter`], [`engine::Scheduler`] and [`engine::EventSink`].
 //! * **Engine** ([`engine`]): the orchestration of the pipeline over those traits; async but
 //!   platform-free, so it is tested natively with an in-memory store and a scripted LLM.
-//! * **Platform** (`wasm`, wasm32 only): the `#[wasm_bindgen]` API, fetch-based LLM
+//! * **Platform** (`wasm`, wasm32 only): the exported JS API, fetch-based LLM
 //!   transports, timers, IndexedDB, localStorage and JS storage adapters.
 
 /// `json!` in unit tests: serde_json's macro (a dev-dependency), converted through text

@@ -3,87 +3,13 @@
 mod common;
 
 use common::run;
-use std::cell::Cell;
 use std::rc::Rc;
-use user_memory::error::{Error, Result};
 use user_memory::storage::{Commit, KvCapabilities, KvStore, MemoryKv, Slot, Store, VersionedKv};
-use user_memory::sync::LocalFuture;
 
-/// A key-value store that "crashes" at its k-th mutating operation: from then on every
-/// operation fails, as if the process had died. `after` decides whether the fatal
-/// operation itself took effect first (a store can die after writing, before answering).
-struct CrashingKv {
-    inner: Rc<MemoryKv>,
-    crash_at: usize,
-    after: bool,
-    ops: Cell<usize>,
-    caps: KvCapabilities,
-}
+#[path = "support/crashing_kv.rs"]
+mod crashing_kv;
 
-impl CrashingKv {
-    fn step(&self) -> Result<bool> {
-        let n = self.ops.get();
-        self.ops.set(n + 1);
-        if n > self.crash_at {
-            Err(Error::StorageFailed("crashed".into()))
-        } else {
-            Ok(n == self.crash_at)
-        }
-    }
-}
-
-impl KvStore for CrashingKv {
-    fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
-        Box::pin(async move {
-            if self.ops.get() > self.crash_at {
-                return Err(Error::StorageFailed("crashed".into()));
-            }
-            self.inner.get(key).await
-        })
-    }
-    fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move {
-            if self.step()? {
-                if self.after {
-                    self.inner.set(key, value).await?;
-                }
-                return Err(Error::StorageFailed("crashed".into()));
-            }
-            self.inner.set(key, value).await
-        })
-    }
-    fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move {
-            if self.step()? {
-                if self.after {
-                    self.inner.delete(key).await?;
-                }
-                return Err(Error::StorageFailed("crashed".into()));
-            }
-            self.inner.delete(key).await
-        })
-    }
-    fn capabilities(&self) -> KvCapabilities {
-        self.caps
-    }
-    fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
-        self.inner.keys(prefix)
-    }
-    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            if self.step()? {
-                if self.after {
-                    self.inner.compare_and_set(key, expected, value).await?;
-                }
-                return Err(Error::StorageFailed("crashed".into()));
-            }
-            self.inner.compare_and_set(key, expected, value).await
-        })
-    }
-    fn describe(&self) -> String {
-        "crashing store".into()
-    }
-}
+use crashing_kv::CrashingKv;
 
 const CAPS: [KvCapabilities; 3] = [
     KvCapabilities { keys: true, compare_and_set: true },
@@ -102,7 +28,7 @@ fn a_crash_at_every_step_of_a_commit_leaves_the_old_or_the_new_value_readable() 
                     // Revision 1 exists before the crash-prone commit.
                     let setup = VersionedKv::new(mem.clone(), "a");
                     assert_eq!(setup.commit(Slot::Document, 0, "old".into()).await.unwrap(), Commit::Committed(1));
-                    let crashing = Rc::new(CrashingKv { inner: mem.clone(), crash_at, after, ops: Cell::new(0), caps });
+                    let crashing = Rc::new(CrashingKv::new(mem.clone(), crash_at, after, caps));
                     let store = VersionedKv::new(crashing.clone(), "a");
                     let result = store.commit(Slot::Document, 1, "new".into()).await;
                     // "Restart": a fresh store over what is left on "disk".
@@ -125,7 +51,7 @@ fn a_crash_at_every_step_of_a_commit_leaves_the_old_or_the_new_value_readable() 
                         let versions = mem.snapshot().keys().filter(|k| k.contains("/doc/v")).count();
                         assert!(versions <= 2, "at most the live version and one in-flight orphan remain");
                     }
-                    if crashing.ops.get() <= crash_at {
+                    if crashing.finished_before_crash() {
                         break; // the commit finished before reaching the crash point
                     }
                     crash_at += 1;
@@ -140,13 +66,8 @@ fn a_crash_at_every_step_of_a_commit_leaves_the_old_or_the_new_value_readable() 
 fn without_compare_and_set_a_write_that_landed_meanwhile_is_still_detected() {
     run(async {
         let mem = Rc::new(MemoryKv::new());
-        let plain: Rc<dyn KvStore> = Rc::new(CrashingKv {
-            inner: mem.clone(),
-            crash_at: usize::MAX,
-            after: false,
-            ops: Cell::new(0),
-            caps: KvCapabilities { keys: false, compare_and_set: false },
-        });
+        let plain: Rc<dyn KvStore> =
+            Rc::new(CrashingKv::new(mem.clone(), usize::MAX, false, KvCapabilities { keys: false, compare_and_set: false }));
         let a = VersionedKv::new(plain.clone(), "a");
         let b = VersionedKv::new(plain, "a");
         assert_eq!(a.commit(Slot::Document, 0, "A1".into()).await.unwrap(), Commit::Committed(1));

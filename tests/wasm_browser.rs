@@ -5,11 +5,9 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Function, Object, Promise, Reflect};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
-use user_memory::error::{Error, Result};
 use user_memory::storage::{Commit, KvCapabilities, KvStore, Slot, Store, VersionedKv};
-use user_memory::sync::LocalFuture;
 use user_memory::wasm::{AbortPoint, IdbStore, LeaderStore, LocalStorageKv, Role, UserMemory};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -262,84 +260,10 @@ async fn localstorage_kv_round_trip_and_prefix_listing() {
     clear_local("kvx");
 }
 
-/// localStorage that "crashes" at its k-th mutating operation (every later operation fails,
-/// as if the tab had been killed); `after` decides whether the fatal operation took effect.
-struct CrashingKv {
-    inner: Rc<LocalStorageKv>,
-    crash_at: usize,
-    after: bool,
-    ops: Cell<usize>,
-    caps: KvCapabilities,
-}
+#[path = "support/crashing_kv.rs"]
+mod crashing_kv;
 
-impl CrashingKv {
-    fn crashed() -> Error {
-        Error::StorageFailed("crashed".into())
-    }
-    /// Counts a mutating operation: Err if already crashed, Ok(true) if this one is fatal.
-    fn step(&self) -> Result<bool> {
-        let n = self.ops.get();
-        self.ops.set(n + 1);
-        if n > self.crash_at {
-            Err(Self::crashed())
-        } else {
-            Ok(n == self.crash_at)
-        }
-    }
-}
-
-impl KvStore for CrashingKv {
-    fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
-        Box::pin(async move {
-            if self.ops.get() > self.crash_at {
-                return Err(Self::crashed());
-            }
-            self.inner.get(key).await
-        })
-    }
-    fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move {
-            if self.step()? {
-                if self.after {
-                    self.inner.set(key, value).await?;
-                }
-                return Err(Self::crashed());
-            }
-            self.inner.set(key, value).await
-        })
-    }
-    fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move {
-            if self.step()? {
-                if self.after {
-                    self.inner.delete(key).await?;
-                }
-                return Err(Self::crashed());
-            }
-            self.inner.delete(key).await
-        })
-    }
-    fn capabilities(&self) -> KvCapabilities {
-        self.caps
-    }
-    fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
-        self.inner.keys(prefix)
-    }
-    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            if self.step()? {
-                if self.after {
-                    self.inner.compare_and_set(key, expected, value).await?;
-                }
-                return Err(Self::crashed());
-            }
-            self.inner.compare_and_set(key, expected, value).await
-        })
-    }
-    fn describe(&self) -> String {
-        "crashing localStorage".into()
-    }
-}
+use crashing_kv::CrashingKv;
 
 #[wasm_bindgen_test]
 async fn localstorage_a_crash_at_every_step_of_the_swap_leaves_the_old_or_the_new_document() {
@@ -351,7 +275,7 @@ async fn localstorage_a_crash_at_every_step_of_the_swap_leaves_the_old_or_the_ne
                 clear_local(agent);
                 let setup = VersionedKv::new(local_kv(), agent);
                 assert_eq!(setup.commit(Slot::Document, 0, "old".into()).await.unwrap(), Commit::Committed(1));
-                let crashing = Rc::new(CrashingKv { inner: local_kv(), crash_at, after, ops: Cell::new(0), caps });
+                let crashing = Rc::new(CrashingKv::new(local_kv(), crash_at, after, caps));
                 let result = VersionedKv::new(crashing.clone(), agent).commit(Slot::Document, 1, "new".into()).await;
                 // "Reload": a fresh store over what the crash left in localStorage.
                 let reopened = VersionedKv::new(local_kv(), agent);
@@ -369,7 +293,7 @@ async fn localstorage_a_crash_at_every_step_of_the_swap_leaves_the_old_or_the_ne
                 assert_eq!(reopened.load(Slot::Document).await.unwrap().unwrap(), seen, "cleanup never removes the live value");
                 let versions = local_snapshot(agent).iter().filter(|(k, _)| k.contains("/doc/v")).count();
                 assert!(versions <= 2, "at most the live version and one in-flight orphan remain ({versions})");
-                if crashing.ops.get() <= crash_at {
+                if crashing.finished_before_crash() {
                     break; // the commit finished before reaching the crash point
                 }
                 crash_at += 1;

@@ -23,6 +23,8 @@
 //! * After [`GIVE_UP_MS`] without any answer the operation fails with `STORAGE_UNAVAILABLE`
 //!   (the engine keeps the work queued and retries later).
 
+mod wire;
+
 use super::convert::{prop, set};
 use super::error::storage_error;
 use crate::error::{Error, Result};
@@ -35,6 +37,7 @@ use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
+use wire::{answer_of, index, message, num, result_message, slot_of, Answer, Op};
 use web_sys::{AbortController, BroadcastChannel};
 
 /// How long a new leader waits before it serves anything.
@@ -84,47 +87,6 @@ pub enum Role {
     Leader,
     /// Closed: operations fail, the lock is released.
     Closed,
-}
-
-enum Op {
-    Load(Slot),
-    Commit(Slot, u64, String),
-    Discard(Slot),
-    Cleanup,
-}
-
-impl Op {
-    fn slot(&self) -> Option<Slot> {
-        match self {
-            Op::Load(s) | Op::Commit(s, ..) | Op::Discard(s) => Some(*s),
-            Op::Cleanup => None,
-        }
-    }
-}
-
-enum Answer {
-    Loaded(Option<Versioned>),
-    Committed(Commit),
-    Done,
-}
-
-fn index(slot: Slot) -> usize {
-    match slot {
-        Slot::Document => 0,
-        Slot::Queue => 1,
-    }
-}
-
-fn slot_of(data: &JsValue) -> Option<Slot> {
-    match prop(data, "slot").as_string()?.as_str() {
-        "doc" => Some(Slot::Document),
-        "queue" => Some(Slot::Queue),
-        _ => None,
-    }
-}
-
-fn num(data: &JsValue, key: &str) -> u64 {
-    prop(data, key).as_f64().map_or(0, |n| n as u64)
 }
 
 /// A [`Store`] over localStorage that routes every operation through the leader instance.
@@ -448,56 +410,6 @@ impl Drop for LeaderStore {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-fn message(t: &str) -> JsValue {
-    let m: JsValue = Object::new().into();
-    set(&m, "t", &JsValue::from_str(t));
-    m
-}
-
-fn result_message(id: &str, op: &Op, result: &Result<Answer>) -> JsValue {
-    let m = message("res");
-    set(&m, "id", &JsValue::from_str(id));
-    match result {
-        Err(e) => {
-            set(&m, "code", &JsValue::from_str(e.code()));
-            set(&m, "message", &JsValue::from_str(&e.message()));
-        }
-        Ok(answer) => {
-            set(&m, "ok", &JsValue::TRUE);
-            if let Some(slot) = op.slot() {
-                set(&m, "slot", &JsValue::from_str(slot.name()));
-            }
-            let rev = match answer {
-                Answer::Loaded(Some(v)) => {
-                    set(&m, "value", &JsValue::from_str(&v.value));
-                    v.revision
-                }
-                Answer::Committed(Commit::Committed(rev)) => *rev,
-                Answer::Committed(Commit::Conflict) => {
-                    set(&m, "conflict", &JsValue::TRUE);
-                    0
-                }
-                _ => 0,
-            };
-            set(&m, "rev", &JsValue::from_f64(rev as f64));
-        }
-    }
-    m
-}
-
-fn answer_of(op: &Op, reply: &JsValue) -> Result<Answer> {
-    if !prop(reply, "ok").is_truthy() {
-        return Err(storage_error(reply, "localStorage (through the leader tab)"));
-    }
-    let rev = num(reply, "rev");
-    Ok(match op {
-        Op::Load(_) => Answer::Loaded(prop(reply, "value").as_string().map(|value| Versioned { revision: rev, value })),
-        Op::Commit(..) if prop(reply, "conflict").is_truthy() => Answer::Committed(Commit::Conflict),
-        Op::Commit(..) => Answer::Committed(Commit::Committed(rev)),
-        _ => Answer::Done,
-    })
 }
 
 impl Store for LeaderStore {
