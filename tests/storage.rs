@@ -9,7 +9,7 @@ use user_memory::storage::{Commit, KvCapabilities, KvStore, MemoryKv, Slot, Stor
 #[path = "support/crashing_kv.rs"]
 mod crashing_kv;
 
-use crashing_kv::CrashingKv;
+use crashing_kv::{assert_old_or_new, CrashingKv};
 
 const CAPS: [KvCapabilities; 3] = [
     KvCapabilities { keys: true, compare_and_set: true },
@@ -34,15 +34,7 @@ fn a_crash_at_every_step_of_a_commit_leaves_the_old_or_the_new_value_readable() 
                     // "Restart": a fresh store over what is left on "disk".
                     let reopened = VersionedKv::new(mem.clone(), "a");
                     let seen = reopened.load(Slot::Document).await.unwrap().expect("never empty");
-                    assert!(
-                        (seen.revision, seen.value.as_str()) == (1, "old") || (seen.revision, seen.value.as_str()) == (2, "new"),
-                        "crash at op {crash_at} ({caps:?}, after={after}) left revision {} = {:?}",
-                        seen.revision,
-                        seen.value
-                    );
-                    if result.is_ok() {
-                        assert_eq!(seen.value, "new", "a reported success must be durable");
-                    }
+                    assert_old_or_new(&seen, result.is_ok(), &format!("crash at op {crash_at} ({caps:?}, after={after})"));
                     // Cleanup on open removes what a crash left, and never the live value.
                     reopened.cleanup().await.unwrap();
                     let after_cleanup = reopened.load(Slot::Document).await.unwrap().unwrap();

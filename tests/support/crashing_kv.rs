@@ -10,7 +10,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 use user_memory::error::{Error, Result};
-use user_memory::storage::{KvCapabilities, KvStore};
+use user_memory::storage::{KvCapabilities, KvStore, Versioned};
 use user_memory::sync::LocalFuture;
 
 /// See the module docs.
@@ -51,6 +51,17 @@ impl CrashingKv {
     /// Whether the commit under test got past the crash point (it finished before it).
     pub fn finished_before_crash(&self) -> bool {
         self.ops.get() <= self.crash_at
+    }
+}
+
+/// Checks what a reopened store shows after a crash while committing "new" (revision 2)
+/// over "old" (revision 1): one or the other, never anything else, and "new" whenever the
+/// commit reported success. `case` names the crash point in the failure message.
+pub fn assert_old_or_new(seen: &Versioned, committed: bool, case: &str) {
+    let state = (seen.revision, seen.value.as_str());
+    assert!(state == (1, "old") || state == (2, "new"), "{case} left revision {} = {:?}", seen.revision, seen.value);
+    if committed {
+        assert_eq!(seen.value, "new", "{case}: a reported success must be durable");
     }
 }
 
