@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::inject::InjectOptions;
 use crate::prompt::PromptOptions;
 use crate::queue::QueueConfig;
-use crate::json::{Map, ObjectWriter, Value};
+use crate::json::{Map, ObjectWriter, ToJson, Value};
 
 /// Validated options.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,17 +173,11 @@ impl Config {
     }
 }
 
-impl Config {
-    /// The options as JSON, with their public names (what `memory.options()` returns).
-    pub fn to_value(&self) -> Value {
-        Value::parse(&self.to_json()).unwrap_or_default()
-    }
-
-    /// The options as JSON text (see [`Config::to_value`]). Weights and the threshold are
-    /// written with 6 decimals.
-    pub fn to_json(&self) -> String {
-        let mut out = String::new();
-        let mut o = ObjectWriter::new(&mut out);
+/// The options with their public names (what `memory.options()` returns). Weights and the
+/// threshold are written with 6 decimals.
+impl ToJson for Config {
+    fn write_json(&self, out: &mut String) {
+        let mut o = ObjectWriter::new(out);
         o.str("agent", &self.agent)
             .u64("debounceMs", self.queue.debounce_ms)
             .u64("maxWaitMs", self.queue.max_wait_ms)
@@ -202,7 +196,6 @@ impl Config {
         prompt.opt_str("instructions", self.prompt.instructions.as_deref()).opt_str("append", self.prompt.append.as_deref());
         prompt.finish();
         o.finish();
-        out
     }
 }
 

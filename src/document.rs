@@ -8,7 +8,7 @@
 //! document: it checks every field and names the first one that is wrong.
 
 use crate::ids::{fact_id, IdSource};
-use crate::json::{ArrayWriter, Map, ObjectWriter, Value};
+use crate::json::{ArrayWriter, Map, ObjectWriter, ToJson, Value};
 
 pub use crate::json::parse_decimal;
 
@@ -220,21 +220,11 @@ impl Section {
             extra,
         })
     }
+}
 
-    /// The section as a JSON object (known fields first, then unknown ones).
-    pub fn to_value(&self) -> Value {
-        reparse(&self.to_json())
-    }
-
-    /// The section as compact JSON text (known fields first, then unknown ones).
-    pub fn to_json(&self) -> String {
-        let mut out = String::new();
-        self.write_json(&mut out);
-        out
-    }
-
-    /// Appends the section as JSON.
-    pub fn write_json(&self, out: &mut String) {
+/// Known fields first, then unknown ones.
+impl ToJson for Section {
+    fn write_json(&self, out: &mut String) {
         let mut o = ObjectWriter::new(out);
         o.str("summary", &self.summary).str("updatedAt", &self.updated_at).entries(&self.extra, &SECTION_FIELDS);
         o.finish();
@@ -272,22 +262,12 @@ impl Fact {
             extra,
         })
     }
+}
 
-    /// The fact as a JSON object (known fields first, then unknown ones).
-    pub fn to_value(&self) -> Value {
-        reparse(&self.to_json())
-    }
-
-    /// The fact as compact JSON text (known fields first, then unknown ones).
-    pub fn to_json(&self) -> String {
-        let mut out = String::new();
-        self.write_json(&mut out);
-        out
-    }
-
-    /// Appends the fact as JSON. The confidence is rounded to 4 decimals, so repeated
-    /// float arithmetic never shows up as `0.30000000000000004` in a user's file.
-    pub fn write_json(&self, out: &mut String) {
+/// Known fields first, then unknown ones. The confidence is rounded to 4 decimals, so
+/// repeated float arithmetic never shows up as `0.30000000000000004` in a user's file.
+impl ToJson for Fact {
+    fn write_json(&self, out: &mut String) {
         let confidence = if self.confidence.is_nan() { 0.0 } else { self.confidence.clamp(0.0, 1.0) };
         let mut o = ObjectWriter::new(out);
         o.str("id", &self.id)
@@ -307,11 +287,6 @@ const FACT_FIELDS: [&str; 6] = ["id", "content", "category", "confidence", "crea
 const TOP_FIELDS: [&str; 5] = ["version", "lastUpdated", "user", "history", "facts"];
 const USER_FIELDS: [&str; 3] = ["workContext", "personalContext", "topOfMind"];
 const HISTORY_FIELDS: [&str; 3] = ["recentMonths", "earlierContext", "longTermBackground"];
-
-/// Reads back JSON text this module wrote (always valid, so never `Null` in practice).
-fn reparse(text: &str) -> Value {
-    Value::parse(text).unwrap_or_default()
-}
 
 impl Document {
     /// An empty document.
@@ -407,16 +382,12 @@ impl Document {
         Document::from_value(&v, ids)
     }
 
-    /// The document as JSON, in DeerFlow's field order, unknown fields after known ones.
-    pub fn to_value(&self) -> Value {
-        reparse(&self.to_json())
-    }
+}
 
-    /// The document as a compact JSON string, in DeerFlow's field order, unknown fields
-    /// after known ones.
-    pub fn to_json(&self) -> String {
-        let mut out = String::new();
-        let mut top = ObjectWriter::new(&mut out);
+/// DeerFlow's field order, unknown fields after known ones.
+impl ToJson for Document {
+    fn write_json(&self, out: &mut String) {
+        let mut top = ObjectWriter::new(out);
         top.str("version", &self.version).str("lastUpdated", &self.last_updated);
         for (group, known, extra) in [("user", &USER_FIELDS, &self.user_extra), ("history", &HISTORY_FIELDS, &self.history_extra)] {
             let mut o = ObjectWriter::new(top.key(group));
@@ -433,7 +404,6 @@ impl Document {
         facts.finish();
         top.entries(&self.extra, &TOP_FIELDS);
         top.finish();
-        out
     }
 }
 

@@ -178,6 +178,7 @@ pub fn clear(doc: &mut Document) {
 mod tests {
     use super::*;
     use crate::ids::SequentialIds;
+    use crate::json::ToJson;
 
     #[test]
     fn add_update_remove_clear_round() {

@@ -13,7 +13,7 @@
 //!
 //! ## Layers
 //!
-//! * **Pure core** (everything outside [`wasm`]): the [`document`] model, [`filter`],
+//! * **Pure core** (everything outside `wasm`): the [`document`] model, [`filter`],
 //!   the [`queue`] state machine, [`prompt`], [`parse`], [`apply`], [`tokenize`],
 //!   [`relevance`] and [`inject`]. No JS types, no I/O, tested with plain `cargo test`.
 //! * **Seams**: traits for what the core needs from a platform: [`storage::Store`] /
@@ -63,4 +63,5 @@ pub mod unicode;
 pub mod wasm;
 
 pub use document::{Document, Fact, Section, SectionId};
+pub use json::ToJson;
 pub use error::{Error, Result};

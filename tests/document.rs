@@ -1,5 +1,6 @@
 //! The memory document: DeerFlow round trip, validation errors, ids, number parsing.
 
+use user_memory::ToJson;
 use user_memory::document::{normalize_content, parse_decimal, Document};
 use user_memory::ids::{is_canonical_fact_id, RandomIds, SequentialIds};
 use user_memory::json::Value;

@@ -4,6 +4,7 @@
 #[macro_use]
 mod common;
 
+use user_memory::ToJson;
 use common::*;
 use std::cell::Cell;
 use std::rc::Rc;

@@ -2,6 +2,7 @@
 //! DeerFlow `type` shape and OpenAI `role` shape) → filter → prompt → a model reply →
 //! parse → apply.
 
+use user_memory::ToJson;
 use user_memory::json::Value;
 use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext};
 use user_memory::filter::{filter_messages, recent_turns, worth_queueing};

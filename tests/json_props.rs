@@ -1,6 +1,7 @@
 //! Property tests of the crate's own JSON (`user_memory::json`): writing then parsing gives
 //! the same value, the parser never panics, and on valid JSON it agrees with serde_json.
 
+use user_memory::ToJson;
 use proptest::prelude::*;
 use user_memory::json::{Map, Number, Value};
 

@@ -3,6 +3,7 @@
 
 use super::{Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
 use crate::document::Document;
+use crate::json::ToJson;
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
 use crate::queue::QueueFile;

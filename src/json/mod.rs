@@ -28,6 +28,31 @@ use crate::tokenize::FxMap;
 
 pub use write::{write_fixed, write_str, write_u64, ArrayWriter, ObjectWriter};
 
+/// A type written as JSON straight into a `String`, without building a [`Value`] first.
+pub trait ToJson {
+    /// Appends the value as compact JSON.
+    fn write_json(&self, out: &mut String);
+
+    /// The value as compact JSON text.
+    fn to_json(&self) -> String {
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    /// The value as a JSON tree (written, then read back: what [`ToJson::to_json`] gives,
+    /// as a [`Value`]).
+    fn to_value(&self) -> Value {
+        Value::parse(&self.to_json()).unwrap_or_default()
+    }
+}
+
+impl ToJson for Value {
+    fn write_json(&self, out: &mut String) {
+        self.write(out);
+    }
+}
+
 /// A JSON value.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
@@ -51,13 +76,6 @@ impl Value {
     /// [`ParseError`] for what the error says.
     pub fn parse(text: &str) -> Result<Value, ParseError> {
         parse::parse(text)
-    }
-
-    /// The value as compact JSON text.
-    pub fn to_json(&self) -> String {
-        let mut out = String::new();
-        self.write(&mut out);
-        out
     }
 
     /// The member `key` of an object; `None` for other values or a missing key.

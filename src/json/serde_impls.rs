@@ -2,7 +2,7 @@
 //! `memory.json` form, validated on the way in), with the `serde` feature: for Rust users
 //! of the rlib, never in the wasm build.
 
-use super::{Map, Number, Value};
+use super::{Map, Number, ToJson, Value};
 use crate::document::Document;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, Serializer};

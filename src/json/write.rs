@@ -1,6 +1,6 @@
 //! Writing JSON text into a `String`, with no `core::fmt` and no float printing.
 
-use super::{Map, Value};
+use super::{Map, ToJson, Value};
 
 /// Appends `s` as a JSON string: quoted, with `"`, `\` and the control characters escaped,
 /// and U+2028/U+2029 too (JSON allows them raw, JavaScript source before ES2019 did not).
@@ -129,7 +129,7 @@ impl Value {
     }
 }
 
-/// Compact JSON text, as [`Value::to_json`].
+/// Compact JSON text, as [`ToJson::to_json`].
 impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.to_json())

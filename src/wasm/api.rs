@@ -19,7 +19,7 @@ use crate::storage::Slot;
 use crate::tokens::{Estimate, TokenCounter};
 use crate::Document;
 use js_sys::{Function, Promise};
-use crate::json::{ArrayWriter, ObjectWriter, Value};
+use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;

@@ -3,6 +3,7 @@
 use super::convert::{from_json, set};
 use super::error::{js_message, to_js};
 use crate::engine::{Event, Scheduler, WeakEngine};
+use crate::json::ToJson;
 use crate::time::{Clock, Millis};
 use crate::tokens::{Estimate, TokenCounter};
 use js_sys::Function;
