@@ -1,5 +1,5 @@
 //! LLM transports: `fetch` to an OpenAI-compatible or Anthropic endpoint, and a plain JS
-//! function `async ({ system, prompt }) => string`.
+//! function `async ({ system, prompt, signal }) => string`.
 
 use super::convert::{prop, set, to_json};
 use super::error::{js_message, llm_function_error};
@@ -31,7 +31,7 @@ extern "C" {
 }
 
 /// What `close()` must be able to stop: the requests in flight (their `AbortController`s)
-/// and the waits between retries (their wakers).
+/// and the waits for them or between retries (their wakers).
 #[derive(Default)]
 struct Cancel {
     cancelled: Cell<bool>,
@@ -54,22 +54,41 @@ impl Cancel {
     }
 }
 
-/// A wait between retries that ends early, with `CLOSED`, when the instance is closed.
-/// Dropping it clears its `setTimeout`, so a closed instance leaves no timer behind.
-struct Sleep {
-    timer: gloo_timers::future::TimeoutFuture,
-    cancel: Rc<Cancel>,
+impl Cancel {
+    /// A new `AbortController` for one call, aborted by [`Cancel::cancel`] until the
+    /// returned guard drops; `CLOSED` if already cancelled.
+    fn register(&self) -> Result<(AbortController, Unregister<'_>)> {
+        if self.cancelled.get() {
+            return Err(Error::Closed);
+        }
+        let controller = AbortController::new().map_err(|e| Error::LlmFailed(js_message(&e)))?;
+        self.controllers.borrow_mut().push(controller.clone());
+        Ok((controller.clone(), Unregister { cancel: self, controller }))
+    }
+
+    /// `future`, ended early with `CLOSED` when the instance is closed. Dropping it drops
+    /// `future` (for a timer: clears its `setTimeout`, so a closed instance leaves no
+    /// timer behind).
+    fn until_closed<F: Future + Unpin>(&self, future: F) -> UntilClosed<'_, F> {
+        UntilClosed { future, cancel: self }
+    }
 }
 
-impl Future for Sleep {
-    type Output = Result<()>;
+/// See [`Cancel::until_closed`].
+struct UntilClosed<'a, F> {
+    future: F,
+    cancel: &'a Cancel,
+}
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+impl<F: Future + Unpin> Future for UntilClosed<'_, F> {
+    type Output = Result<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if self.cancel.cancelled.get() {
             return Poll::Ready(Err(Error::Closed));
         }
-        if Pin::new(&mut self.timer).poll(cx).is_ready() {
-            return Poll::Ready(Ok(()));
+        if let Poll::Ready(v) = Pin::new(&mut self.future).poll(cx) {
+            return Poll::Ready(Ok(v));
         }
         self.cancel.sleepers.borrow_mut().push(cx.waker().clone());
         Poll::Pending
@@ -79,17 +98,12 @@ impl Future for Sleep {
 /// An HTTP endpoint reached with `fetch`, with timeout and retries.
 pub(crate) struct FetchLlm {
     cfg: LlmConfig,
-    cancel: Rc<Cancel>,
+    cancel: Cancel,
 }
 
 impl FetchLlm {
     pub(crate) fn new(cfg: LlmConfig) -> FetchLlm {
-        FetchLlm { cfg, cancel: Rc::default() }
-    }
-
-    /// Waits `ms` without blocking the event loop; `CLOSED` if cancelled meanwhile.
-    fn sleep(&self, ms: u64) -> Sleep {
-        Sleep { timer: gloo_timers::future::TimeoutFuture::new(ms.min(u32::MAX as u64) as u32), cancel: self.cancel.clone() }
+        FetchLlm { cfg, cancel: Cancel::default() }
     }
 
     /// One HTTP try: the reply body, or the error plus the server's `Retry-After` (ms).
@@ -105,14 +119,9 @@ impl FetchLlm {
         }
         init.set_headers(&headers);
         init.set_body(&JsValue::from_str(&http.body));
-        if self.cancel.cancelled.get() {
-            return Err(no_wait(Error::Closed));
-        }
-        let controller = AbortController::new().map_err(|e| no_wait(Error::LlmFailed(js_message(&e))))?;
+        // Forgotten by `close()` when this try ends, however it ends.
+        let (controller, _registered) = self.cancel.register().map_err(no_wait)?;
         init.set_signal(Some(&controller.signal()));
-        self.cancel.controllers.borrow_mut().push(controller.clone());
-        // Forget the controller when this try ends, however it ends.
-        let _registered = Unregister { cancel: &self.cancel, controller: controller.clone() };
         let request = Request::new_with_str_and_init(&http.url, &init)
             .map_err(|e| no_wait(Error::invalid(format!("invalid llm.baseUrl \"{}\": {}", self.cfg.base_url, js_message(&e)))))?;
 
@@ -179,7 +188,9 @@ impl Llm for FetchLlm {
                 match self.try_once(&http).await {
                     Ok(body) => return extract_reply(self.cfg.provider, &body),
                     Err((e, retry_after)) if retry < self.cfg.max_retries && is_retryable(&e) => {
-                        self.sleep(delay_ms(retry, retry_after)).await?;
+                        // Waits without blocking the event loop; `CLOSED` if closed meanwhile.
+                        let ms = delay_ms(retry, retry_after).min(u32::MAX as u64) as u32;
+                        self.cancel.until_closed(gloo_timers::future::TimeoutFuture::new(ms)).await?;
                         retry += 1;
                     }
                     Err((e, _)) => return Err(e),
@@ -193,27 +204,35 @@ impl Llm for FetchLlm {
     }
 }
 
-/// A JS function `async ({ system, prompt }) => string` as the LLM.
+/// A JS function `async ({ system, prompt, signal }) => string` as the LLM. `close()`
+/// aborts `signal` and stops waiting for the function at once, whether or not it listens.
 pub(crate) struct JsFunctionLlm {
     f: Function,
+    cancel: Cancel,
 }
 
 impl JsFunctionLlm {
     pub(crate) fn new(f: Function) -> JsFunctionLlm {
-        JsFunctionLlm { f }
+        JsFunctionLlm { f, cancel: Cancel::default() }
     }
 }
 
 impl Llm for JsFunctionLlm {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
         Box::pin(async move {
+            let (controller, _registered) = self.cancel.register()?;
             let arg = Object::new();
             set(&arg, "system", &JsValue::from_str(&request.system));
             set(&arg, "prompt", &JsValue::from_str(&request.prompt));
+            set(&arg, "signal", &controller.signal());
             let ret = self.f.call1(&JsValue::NULL, &arg).map_err(|e| llm_function_error(&e))?;
-            let v = JsFuture::from(Promise::resolve(&ret)).await.map_err(|e| llm_function_error(&e))?;
-            reply_text(&v)
+            let v = self.cancel.until_closed(JsFuture::from(Promise::resolve(&ret))).await?;
+            reply_text(&v.map_err(|e| llm_function_error(&e))?)
         })
+    }
+
+    fn cancel(&self) {
+        self.cancel.cancel();
     }
 }
 

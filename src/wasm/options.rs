@@ -80,7 +80,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
         (Rc::new(FetchLlm::new(cfg)), lease)
     } else {
         return Err(Error::invalid(
-            "`llm` is required: { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt }) => string",
+            "`llm` is required: { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt, signal }) => string",
         ));
     };
     Ok(Options { config, llm, lease_ms, storage, count_tokens })

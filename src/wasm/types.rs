@@ -123,7 +123,17 @@ export type LlmReply = string | { text: string; [key: string]: unknown } | Conte
  * `LLM_FAILED` (or the `code` of the error when it is one of ours, e.g. `LLM_HTTP` with
  * `status`); a reply without a memory delta is `LLM_BAD_OUTPUT`.
  */
-export type LlmFunction = (request: { system: string; prompt: string }) => LlmReply | Promise<LlmReply>;
+export type LlmFunction = (request: LlmFunctionRequest) => LlmReply | Promise<LlmReply>;
+
+/** What an `LlmFunction` is called with. */
+export interface LlmFunctionRequest {
+  /** The instructions and the delta format. */
+  system: string;
+  /** The current memory as JSON, then the filtered conversation. */
+  prompt: string;
+  /** Aborted by `close()`; pass it on to `fetch` or the SDK so the request stops too. */
+  signal: AbortSignal;
+}
 
 /** A string key-value store: files, Durable Object storage, KV, anything. */
 export interface StorageAdapter {

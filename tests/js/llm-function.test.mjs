@@ -1,4 +1,4 @@
-// The LLM as a plain JS function `async ({ system, prompt }) => string` (any SDK, a server
+// The LLM as a plain JS function `async ({ system, prompt, signal }) => string` (any SDK, a server
 // proxy, Workers AI …), through the built package.
 import { after, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
@@ -15,7 +15,7 @@ async function open(fn) {
   return { memory, events: record(memory) };
 }
 
-test("function LLM: called once with { system, prompt } holding the instructions, memory and conversation; its string reply is applied", async () => {
+test("function LLM: called once with { system, prompt, signal } holding the instructions, memory and conversation; its string reply is applied", async () => {
   const calls = [];
   const { memory, events } = await open(async (req) => {
     calls.push(req);
@@ -25,7 +25,8 @@ test("function LLM: called once with { system, prompt } holding the instructions
   memory.observe("t", turn("I keep three hives of bees", "Sweet!"));
   await memory.flush();
   assert.equal(calls.length, 1);
-  assert.deepEqual(Object.keys(calls[0]).sort(), ["prompt", "system"]);
+  assert.deepEqual(Object.keys(calls[0]).sort(), ["prompt", "signal", "system"]);
+  assert.ok(calls[0].signal instanceof AbortSignal && !calls[0].signal.aborted, "a live AbortSignal");
   assert.match(calls[0].system, /newFacts/);
   assert.ok(calls[0].prompt.includes("User: I keep three hives of bees"));
   assert.ok(calls[0].prompt.includes("Has a garden"));
@@ -90,4 +91,28 @@ test("function LLM: a reply that is not text (a number, null) or has no delta is
     assert.deepEqual(await memory.get(), before);
     await memory.close();
   }
+});
+
+test("function LLM: close() aborts its signal and stops waiting for a function that never settles; the entry stays queued for the next open()", async () => {
+  const agent = freshAgent("fn-close");
+  let seen;
+  const hanging = (req) => {
+    seen = req;
+    return new Promise(() => {}); // ignores the signal and never settles
+  };
+  const first = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: hanging });
+  const errors = record(first, ["error"]);
+  first.observe("t", turn("I keep three hives of bees", "Sweet!"));
+  const flushed = first.flush().then(() => "resolved", (e) => e.code);
+  while (!seen) await new Promise((r) => setTimeout(r, 5));
+  await first.close();
+  assert.equal(seen.signal.aborted, true, "close() aborted the signal");
+  assert.equal(await flushed, "CLOSED", "the flush waiting on the function ends with CLOSED");
+  assert.equal(errors.of("error").length, 0, "a call cancelled by close() is not a failure");
+
+  const second = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: async () => delta("Keeps bees") });
+  assert.deepEqual(second.status().pending, ["t"], "the entry is still queued, unclaimed");
+  await second.flush();
+  assert.deepEqual((await second.get()).facts.map((f) => f.content), ["Keeps bees"]);
+  await second.close();
 });

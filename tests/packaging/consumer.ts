@@ -14,6 +14,7 @@ import {
   type FactPatch,
   type LlmEndpoint,
   type LlmFunction,
+  type LlmFunctionRequest,
   type MemoryDocument,
   type Message,
   type NewFact,
@@ -116,7 +117,10 @@ void incomplete;
 export async function everything(): Promise<void> {
   await init();
   const endpoint: LlmEndpoint = { baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.1", timeoutMs: 60_000, maxRetries: 2, headers: { "x-app": "demo" } };
-  const fn: LlmFunction = async ({ system, prompt }) => `${system.length}${prompt.length}`;
+  const fn: LlmFunction = async ({ system, prompt, signal }: LlmFunctionRequest) => {
+    const aborted: boolean = signal.aborted;
+    return `${system.length}${prompt.length}${aborted}`;
+  };
   const options: UserMemoryOptions = {
     agent: "coder",
     storage: new MapStore(),
