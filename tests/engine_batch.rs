@@ -222,9 +222,18 @@ fn close_cancels_the_call_in_flight_without_counting_a_failed_attempt() {
 }
 
 /// A store whose queue writes fail while `broken` is set (storage gone mid-session).
+/// A store whose queue writes fail while `broken` is set, or from the moment
+/// `queue_writes_left` (when set) runs out.
 struct FlakyQueueStore {
     inner: VersionedKv,
     broken: Cell<bool>,
+    queue_writes_left: Cell<Option<u32>>,
+}
+
+impl FlakyQueueStore {
+    fn new(kv: &Rc<MemoryKv>) -> FlakyQueueStore {
+        FlakyQueueStore { inner: VersionedKv::new(kv.clone(), "default"), broken: Cell::new(false), queue_writes_left: Cell::new(None) }
+    }
 }
 
 impl Store for FlakyQueueStore {
@@ -232,8 +241,15 @@ impl Store for FlakyQueueStore {
         self.inner.load(slot)
     }
     fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<user_memory::storage::Commit>> {
-        if slot == Slot::Queue && self.broken.get() {
-            return Box::pin(async { Err(Error::StorageFailed("disk gone".into())) });
+        if slot == Slot::Queue {
+            match self.queue_writes_left.get() {
+                Some(0) => self.broken.set(true),
+                Some(n) => self.queue_writes_left.set(Some(n - 1)),
+                None => {}
+            }
+            if self.broken.get() {
+                return Box::pin(async { Err(Error::StorageFailed("disk gone".into())) });
+            }
         }
         self.inner.commit(slot, base, value)
     }
@@ -250,7 +266,7 @@ fn a_storage_failure_of_a_timer_run_is_an_error_event_and_backs_off_instead_of_s
     run(async {
         let kv = Rc::new(MemoryKv::new());
         let clock = FakeClock::at(T0);
-        let store = Rc::new(FlakyQueueStore { inner: VersionedKv::new(kv.clone(), "default"), broken: Cell::new(false) });
+        let store = Rc::new(FlakyQueueStore::new(&kv));
         let rig = RigBuilder::shared(&kv, &clock).store(store.clone()).open().await.unwrap();
         rig.engine.observe("t1", &turn("about t1", "ok")).unwrap().unwrap().await.unwrap();
         store.broken.set(true);
@@ -268,6 +284,39 @@ fn a_storage_failure_of_a_timer_run_is_an_error_event_and_backs_off_instead_of_s
         clock.advance(30_000);
         let r = rig.engine.process_due().await.unwrap();
         assert_eq!(r.processed, vec!["t1"]);
+    });
+}
+
+#[test]
+fn an_entry_whose_settle_write_failed_is_taken_up_again_when_its_claim_expires() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let clock = FakeClock::at(T0);
+        let store = Rc::new(FlakyQueueStore::new(&kv));
+        let rig = RigBuilder::shared(&kv, &clock).store(store.clone()).open().await.unwrap();
+        rig.engine.observe("t1", &turn("I keep bees", "ok")).unwrap().unwrap().await.unwrap();
+        rig.llm.push(reply_with_facts(&["Keeps bees"]));
+        // The claim is written; the write that settles the entry after the commit fails.
+        store.queue_writes_left.set(Some(1));
+        clock.advance(30_000);
+        let err = rig.engine.process_due().await.unwrap_err();
+        assert_eq!(err.code(), "STORAGE_FAILED");
+        assert_eq!(rig.llm.calls(), 1);
+        assert_eq!(rig.engine.get().await.unwrap().facts.len(), 1, "the delta itself was committed");
+        // The entry is still persisted, claimed by this instance: it must not be forgotten.
+        let claim_ends = clock.now() + 120_000;
+        assert_eq!(rig.engine.next_due_at(), Some(claim_ends), "nextDueAt() is when the claim runs out");
+        assert_eq!(rig.scheduler.armed(), Some(claim_ends), "and the timer is armed for it");
+        // Storage is back; when the claim expires the entry is processed again (at least
+        // once: the repeated fact is a duplicate, not a second copy).
+        store.queue_writes_left.set(None);
+        store.broken.set(false);
+        rig.llm.push(reply_with_facts(&["Keeps bees"]));
+        clock.advance(claim_ends - clock.now());
+        let r = rig.engine.process_due().await.unwrap();
+        assert_eq!(r.processed, vec!["t1"]);
+        assert_eq!(rig.engine.get().await.unwrap().facts.len(), 1);
+        assert_eq!(rig.engine.next_due_at(), None, "the queue is empty");
     });
 }
 

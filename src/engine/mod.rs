@@ -298,7 +298,8 @@ impl Engine {
         next
     }
 
-    /// When the queue is next due (epoch ms), or `None` if nothing is pending.
+    /// When the queue is next due (epoch ms), or `None` if nothing is queued (see
+    /// [`QueueFile::next_due`](crate::queue::QueueFile::next_due)).
     pub fn next_due_at(&self) -> Option<Millis> {
         let st = self.inner.state.borrow();
         if st.closed {

@@ -114,8 +114,8 @@ pub const RETRY_MAX_MS: u64 = 15 * 60_000;
 /// Where an entry stands for one instance at one time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
-    /// Claimed by this instance with a live claim: in progress, not this instance's concern.
-    Mine,
+    /// Claimed by this instance with a live claim until the given time: in progress.
+    Mine(Millis),
     /// Claimed by another instance until the given time.
     Foreign(Millis),
     /// In retry backoff: due at the given time.
@@ -132,7 +132,7 @@ impl Entry {
 
     /// Whether `me` holds a live claim on this entry at `now` (it is in progress there).
     pub fn claimed_by(&self, me: &str, now: Millis) -> bool {
-        matches!(self.status(me, now), Status::Mine)
+        matches!(self.status(me, now), Status::Mine(_))
     }
 
     fn status(&self, me: &str, now: Millis) -> Status {
@@ -140,7 +140,7 @@ impl Entry {
             // A claim is live while `until > now`; an expired claim counts as none.
             Some(c) if c.until > now => {
                 if c.owner == me {
-                    Status::Mine
+                    Status::Mine(c.until)
                 } else {
                     Status::Foreign(c.until)
                 }
@@ -290,17 +290,17 @@ impl QueueFile {
     /// When the queue next needs attention from instance `me`, or `None` if never.
     ///
     /// The earliest of: the debounce group's due time ([`QueueFile::debounce_due`]), the
-    /// `retry_at` of entries in backoff, and the expiry of other instances' live claims (so
-    /// a survivor takes over when the claimant died). Entries `me` itself holds a live claim
-    /// on are in progress and do not count. `None` exactly when every entry (if any) is
-    /// claimed by `me`. The result may be `<= now`, meaning "due now".
+    /// `retry_at` of entries in backoff, and the expiry of live claims: another instance's
+    /// (so a survivor takes over when the claimant died) and `me`'s own (an entry whose
+    /// settle write failed stays claimed until then, and must not be forgotten). `None`
+    /// exactly when the queue is empty. The result may be `<= now`, meaning "due now".
     pub fn next_due(&self, cfg: &QueueConfig, me: &str, now: Millis) -> Option<Millis> {
         let mut next = self.debounce_due(cfg, me, now);
         for e in &self.entries {
             let t = match e.status(me, now) {
-                Status::Foreign(until) => until,
+                Status::Foreign(until) | Status::Mine(until) => until,
                 Status::Retry(t) => t,
-                Status::Mine | Status::Waiting => continue,
+                Status::Waiting => continue,
             };
             next = Some(next.map_or(t, |n| n.min(t)));
         }
@@ -317,7 +317,7 @@ impl QueueFile {
         self.oldest_first(|e| match e.status(me, now) {
             Status::Waiting => group_due,
             Status::Retry(t) => t <= now,
-            Status::Mine | Status::Foreign(_) => false,
+            Status::Mine(_) | Status::Foreign(_) => false,
         })
     }
 
