@@ -1,6 +1,10 @@
-// A browser app bundled with esbuild from the packed tarball (minified, the .wasm emitted
-// by the file loader through the `user-memory/wasm` export) runs in headless Chromium:
-// memory is learned, kept in IndexedDB across a reload, and injected.
+// A browser app bundled from the packed tarball by esbuild, Vite and webpack runs in headless
+// Chromium: memory is learned, kept in IndexedDB across a reload, and injected, and the page
+// loads the .wasm the bundler emitted and nothing from node_modules.
+//
+// esbuild has no notion of `new URL("….wasm", import.meta.url)`, so its app passes the URL
+// of the file loader's copy (`user-memory/wasm`) to `init()`. Vite and webpack emit the
+// .wasm the glue points at by themselves: their app is the plain `import { UserMemory }`.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -9,15 +13,13 @@ import { freshProject } from "../helpers/pack.mjs";
 import { launchBrowser } from "../helpers/browser.mjs";
 import { startStaticServer } from "../helpers/static-server.mjs";
 
-test("esbuild bundle of a page: learns, keeps memory in IndexedDB across a reload, injects it", { timeout: 120_000 }, async () => {
-  const project = freshProject({ extra: ["esbuild"] });
-  writeFileSync(
-    join(project, "app.js"),
-    `import { init, UserMemory } from "user-memory";
-     import wasmUrl from "user-memory/wasm";
+/** The app; `explicitInit` for bundlers that need the .wasm's URL handed to `init()`. */
+function app(explicitInit) {
+  return `import { init, UserMemory } from "user-memory";
+     ${explicitInit ? `import wasmUrl from "user-memory/wasm";` : ""}
 
      async function main() {
-       await init(wasmUrl); // the URL esbuild gave the .wasm it emitted
+       ${explicitInit ? "await init(wasmUrl); // the URL esbuild gave the .wasm it emitted" : "// open() loads the .wasm the bundler emitted"}
        const memory = await UserMemory.open({
          agent: "bundled",
          llm: async () => JSON.stringify({ newFacts: [{ content: "Bikes to work in Utrecht", category: "context", confidence: 0.9 }] }),
@@ -29,39 +31,77 @@ test("esbuild bundle of a page: learns, keeps memory in IndexedDB across a reloa
        }
        const block = await memory.inject([{ role: "user", content: "How should I commute tomorrow?" }]);
        await memory.close();
-       return { before, block, wasmUrl };
+       return { before, block };
      }
-     main().then((r) => (window.result = r), (e) => (window.result = { error: String(e), code: e.code }));`,
-  );
-  writeFileSync(join(project, "index.html"), `<!doctype html><meta charset="utf-8"><title>bundle</title><script type="module" src="/dist/app.js"></script>`);
-  const { build } = await import(join(project, "node_modules/esbuild/lib/main.js"));
-  await build({
-    entryPoints: [join(project, "app.js")], bundle: true, minify: true, format: "esm", platform: "browser",
-    outdir: join(project, "dist"), publicPath: "/dist/", loader: { ".wasm": "file" }, logLevel: "error",
+     main().then((r) => (window.result = r), (e) => (window.result = { error: String(e), code: e.code }));`;
+}
+
+/** Each bundler: write the app into `project`, build it; returns the page's path. */
+const bundlers = {
+  async esbuild(project) {
+    writeFileSync(join(project, "app.js"), app(true));
+    writeFileSync(join(project, "index.html"), `<!doctype html><meta charset="utf-8"><title>bundle</title><script type="module" src="/dist/app.js"></script>`);
+    const { build } = await import("esbuild");
+    await build({
+      entryPoints: [join(project, "app.js")], bundle: true, minify: true, format: "esm", platform: "browser",
+      outdir: join(project, "dist"), publicPath: "/dist/", loader: { ".wasm": "file" }, logLevel: "error", absWorkingDir: project,
+    });
+    return "/index.html";
+  },
+  async vite(project) {
+    writeFileSync(join(project, "app.js"), app(false));
+    writeFileSync(join(project, "index.html"), `<!doctype html><meta charset="utf-8"><title>bundle</title><script type="module" src="./app.js"></script>`);
+    const { build } = await import("vite");
+    await build({ root: project, base: "/dist/", configFile: false, logLevel: "error", build: { outDir: "dist", target: "es2022" } });
+    return "/dist/index.html";
+  },
+  async webpack(project) {
+    writeFileSync(join(project, "app.js"), app(false));
+    writeFileSync(join(project, "index.html"), `<!doctype html><meta charset="utf-8"><title>bundle</title><script src="/dist/app.js"></script>`);
+    const { default: webpack } = await import("webpack");
+    const compiler = webpack({
+      mode: "production", context: project, entry: "./app.js", devtool: false, performance: { hints: false },
+      output: { path: join(project, "dist"), publicPath: "auto", filename: "app.js" },
+    });
+    await new Promise((resolve, reject) =>
+      compiler.run((err, stats) => {
+        compiler.close(() => {});
+        if (err || stats.hasErrors()) reject(err ?? new Error(stats.toString("errors-only")));
+        else resolve();
+      }),
+    );
+    return "/index.html";
+  },
+};
+
+for (const [name, bundle] of Object.entries(bundlers)) {
+  test(`${name} bundle of a page: learns, keeps memory in IndexedDB across a reload, injects it`, { timeout: 120_000 }, async () => {
+    const project = freshProject();
+    const pagePath = await bundle(project);
+
+    const server = await startStaticServer([["/", project]]);
+    const { context, close } = await launchBrowser();
+    try {
+      const page = await context.newPage();
+      const requests = [];
+      page.on("request", (r) => requests.push(new URL(r.url()).pathname));
+      const load = async () => {
+        await page.goto(`${server.url}${pagePath}`);
+        return page.waitForFunction(() => window.result, null, { timeout: 60_000 }).then((h) => h.jsonValue());
+      };
+      const first = await load();
+      assert.equal(first.error, undefined, `${first.error} (${first.code})`);
+      assert.equal(first.before, 0);
+      assert.match(first.block, /<memory>[\s\S]*Bikes to work in Utrecht[\s\S]*<\/memory>/);
+      assert.ok(requests.some((p) => p.startsWith("/dist/") && p.endsWith(".wasm")), `the emitted .wasm is what was loaded (${requests.join(", ")})`);
+      assert.ok(!requests.some((p) => p.startsWith("/node_modules/")), "the page needs nothing but the bundle");
+
+      const second = await load();
+      assert.equal(second.before, 1, "the fact is still in IndexedDB after a reload");
+      assert.match(second.block, /Bikes to work in Utrecht/);
+    } finally {
+      await close();
+      await server.close();
+    }
   });
-
-  const server = await startStaticServer([["/", project]]);
-  const { context, close } = await launchBrowser();
-  try {
-    const page = await context.newPage();
-    const requests = [];
-    page.on("request", (r) => requests.push(new URL(r.url()).pathname));
-    const load = async () => {
-      await page.goto(`${server.url}/index.html`);
-      return page.waitForFunction(() => window.result, null, { timeout: 60_000 }).then((h) => h.jsonValue());
-    };
-    const first = await load();
-    assert.equal(first.error, undefined, `${first.error} (${first.code})`);
-    assert.equal(first.before, 0);
-    assert.match(first.block, /<memory>[\s\S]*Bikes to work in Utrecht[\s\S]*<\/memory>/);
-    assert.ok(requests.some((p) => p.startsWith("/dist/") && p.endsWith(".wasm")), "the emitted .wasm is what was loaded");
-    assert.ok(!requests.some((p) => p.startsWith("/node_modules/")), "the page needs nothing but the bundle");
-
-    const second = await load();
-    assert.equal(second.before, 1, "the fact is still in IndexedDB after a reload");
-    assert.match(second.block, /Bikes to work in Utrecht/);
-  } finally {
-    await close();
-    await server.close();
-  }
-});
+}
