@@ -110,6 +110,10 @@ struct State {
     queue: QueueFile,
     pending: Vec<PendingObserve>,
     deferred: Vec<Event>,
+    /// The persisted queue could not be read, or held entries that had to be dropped: it is
+    /// due now, so a run re-reads it (and reports what was dropped) instead of waiting for
+    /// the next `observe()`.
+    queue_unchecked: bool,
     seq: u64,
     closed: bool,
     processing: bool,
@@ -164,9 +168,12 @@ impl Engine {
         index.sync(&doc.facts);
         // Problems with the queue never prevent opening: they are reported as `error`
         // events once someone can listen (at the first queue write).
-        let (queue, problems) = match store_ops::read_queue(&*parts.store).await {
-            Ok(read) => (read.file, Vec::new()),
-            Err(e) => (QueueFile::default(), vec![e]),
+        let (queue, problems, queue_unchecked) = match store_ops::read_queue(&*parts.store).await {
+            Ok(read) => {
+                let unchecked = !read.dropped.is_empty();
+                (read.file, Vec::new(), unchecked)
+            }
+            Err(e) => (QueueFile::default(), vec![e], true),
         };
         let deferred = problems.into_iter().map(|e| Event::Error(ErrorEvent { error: e, thread_id: None, attempt: None })).collect();
         let engine = Engine {
@@ -180,6 +187,7 @@ impl Engine {
                     queue,
                     pending: Vec::new(),
                     deferred,
+                    queue_unchecked,
                     seq: 0,
                     closed: false,
                     processing: false,
@@ -281,17 +289,22 @@ impl Engine {
         result
     }
 
+    /// When the queue is next due in `st` (see [`Engine::next_due_at`]).
+    fn due_at(&self, st: &State) -> Option<Millis> {
+        if st.closed {
+            return None;
+        }
+        let now = self.now();
+        let next = st.queue.next_due(&self.config().queue, &self.parts().instance_id, now);
+        if st.queue_unchecked {
+            return Some(next.map_or(now, |t| t.min(now)));
+        }
+        next
+    }
+
     /// Arms the scheduler for the next due time and returns it.
     fn rearm(&self) -> Option<Millis> {
-        let now = self.now();
-        let next = {
-            let st = self.inner.state.borrow();
-            if st.closed {
-                None
-            } else {
-                st.queue.next_due(&self.config().queue, &self.parts().instance_id, now)
-            }
-        };
+        let next = self.due_at(&self.inner.state.borrow());
         if self.config().auto_process || next.is_none() {
             self.parts().scheduler.arm(next);
         }
@@ -301,11 +314,7 @@ impl Engine {
     /// When the queue is next due (epoch ms), or `None` if nothing is queued (see
     /// [`QueueFile::next_due`](crate::queue::QueueFile::next_due)).
     pub fn next_due_at(&self) -> Option<Millis> {
-        let st = self.inner.state.borrow();
-        if st.closed {
-            return None;
-        }
-        st.queue.next_due(&self.config().queue, &self.parts().instance_id, self.now())
+        self.due_at(&self.inner.state.borrow())
     }
 
     /// The queue as this instance sees it.
@@ -313,7 +322,7 @@ impl Engine {
         let st = self.inner.state.borrow();
         QueueStatus {
             pending: st.queue.entries.iter().map(|e| e.thread_id.clone()).collect(),
-            next_due_at: if st.closed { None } else { st.queue.next_due(&self.config().queue, &self.parts().instance_id, self.now()) },
+            next_due_at: self.due_at(&st),
             processing: st.processing,
         }
     }
@@ -344,7 +353,11 @@ impl Engine {
 
     /// Re-reads the document from storage; if another instance changed it, updates the
     /// cache and emits `update` with reason `remote`. Returns the current document.
+    ///
+    /// The read waits for this instance's own writes (`store_lock`), so it never sees one
+    /// half-done (and reports it as someone else's) and never overtakes a newer read.
     pub async fn refresh(&self) -> Result<Document> {
+        let _guard = self.inner.store_lock.lock().await;
         let (doc, revision) = store_ops::read_document(&*self.parts().store, &*self.parts().ids).await?;
         if let Some(ev) = self.adopt(doc.clone(), revision, UpdateReason::Remote, None) {
             self.emit_update(ev);
@@ -353,8 +366,10 @@ impl Engine {
     }
 
     /// Re-reads the persisted queue (another instance queued or processed something) and
-    /// re-arms the timer.
+    /// re-arms the timer. Like [`Engine::refresh`], the read waits for this instance's own
+    /// writes.
     pub async fn refresh_queue(&self) -> Result<()> {
+        let _guard = self.inner.store_lock.lock().await;
         let read = store_ops::read_queue(&*self.parts().store).await?;
         {
             let mut st = self.inner.state.borrow_mut();
@@ -368,11 +383,14 @@ impl Engine {
         Ok(())
     }
 
-    /// Replaces the cached document if `revision` is newer, emitting `update`.
+    /// Replaces the cached document, emitting `update`. A `Remote` document (read under
+    /// `store_lock`, so it is the newest) is adopted whenever it differs from the cache,
+    /// also at a lower revision: after `reset()` or a store emptied by hand, revisions
+    /// start again at 1.
     fn adopt(&self, doc: Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
         let event = {
             let mut st = self.inner.state.borrow_mut();
-            if revision <= st.revision && reason == UpdateReason::Remote {
+            if reason == UpdateReason::Remote && revision == st.revision && doc == st.doc {
                 return None;
             }
             let mut ev = UpdateEvent::diff(reason, &st.doc, &doc, revision);

@@ -86,12 +86,10 @@ impl Engine {
         let store = self.parts().store.clone();
         for _ in 0..MAX_REPLAYS {
             let read = read_queue(&*store).await?;
+            self.inner.state.borrow_mut().queue_unchecked = false;
             let deferred: Vec<Event> = std::mem::take(&mut self.inner.state.borrow_mut().deferred);
             for ev in deferred {
                 self.emit(ev);
-            }
-            for error in read.dropped.iter().cloned() {
-                self.emit(Event::Error(ErrorEvent { error, thread_id: None, attempt: None }));
             }
             if read.corrupt_slot {
                 store.discard(Slot::Queue).await?;
@@ -99,8 +97,10 @@ impl Engine {
             let mut file = read.file.clone();
             let pending = self.inner.state.borrow().pending.clone();
             for p in &pending {
-                // Skip observations another write of ours already persisted.
-                if file.entry(&p.thread_id).is_some_and(|e| e.version == p.version) {
+                // Skip observations another write of ours already persisted, and ones
+                // another instance has since superseded with a newer observation of the
+                // same thread (an entry holds the thread's latest messages).
+                if file.entry(&p.thread_id).is_some_and(|e| e.version == p.version || e.last_at > p.at) {
                     continue;
                 }
                 file.observe(&p.thread_id, p.messages.clone(), p.at, p.version.clone());
@@ -116,6 +116,10 @@ impl Engine {
                 }
             };
             if revision.is_some() {
+                // Reported once, by the write that removed them (not by every replay).
+                for error in read.dropped {
+                    self.emit(Event::Error(ErrorEvent { error, thread_id: None, attempt: None }));
+                }
                 {
                     let mut st = self.inner.state.borrow_mut();
                     let written = pending.len();

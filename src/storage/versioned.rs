@@ -147,13 +147,16 @@ impl VersionedKv {
             }
             Err(e) => {
                 // The pointer may or may not have been written (a store can fail after
-                // writing). Only delete the new value if the pointer does not reference it.
-                if let Ok(Some((_, p))) = self.read_pointer(slot).await {
-                    if p.key != new_key {
+                // writing, e.g. the directory fsync after a rename): read it back. If it
+                // references the new value, the commit landed; otherwise remove the value.
+                match self.read_pointer(slot).await {
+                    Ok(Some((_, p))) if p.key == new_key => {}
+                    Ok(_) => {
                         let _ = self.kv.delete(&new_key).await;
+                        return Err(e);
                     }
+                    Err(_) => return Err(e),
                 }
-                return Err(e);
             }
         }
         if let Some((_, old)) = current {
