@@ -14,27 +14,35 @@
 // so a file holds the old or the new value after a crash, never a torn one.
 //
 // compareAndSet is safe between processes: it holds a lock file (created exclusively, with
-// pid, host and time in it from the first instant) while it reads, compares and renames. A lock whose holder
-// is a dead process on this host, or which is older than `staleLockMs`, is broken.
+// pid, host and time in it from the first instant) while it reads, compares and renames. A
+// lock whose holder is a dead process on this host, or which is older than `staleLockMs`, is
+// broken. "This host" means the same host name, PID namespace and boot: containers that
+// share a directory (and often a host name) cannot see each other's processes, so their
+// locks are judged by age only. Breakers take turns (`.lock.break`) and remove a lock only
+// if it is still the one they judged stale, so a fresh lock is never taken away.
 //
 // The directory is created if it is missing and its parent exists; a missing parent, a
 // file in its place or a read-only directory is an error with code STORAGE_UNAVAILABLE
 // that names the path (so a typo never silently starts an empty memory elsewhere).
 import { createHash, randomBytes } from "node:crypto";
 import { access, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
-import { constants } from "node:fs";
+import { constants, readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
 const LOCK = ".lock";
 const TEMP = ".tmp-";
+/** Locks moved aside by older versions when breaking them; removed like temp files. */
 const STALE = ".stale-";
+const BREAK = ".lock.break";
 const MAX_NAME = 200;
 /** Temp files of dead writers older than this are removed (a live write takes milliseconds). */
 const ORPHAN_MS = 60 * 60_000;
 const HOST = hostname();
-/** A short tag of this host in temp file names, so orphans are only judged by pid here. */
-const HOST_TAG = createHash("sha256").update(HOST).digest("hex").slice(0, 8);
+/** Where this process's pids mean something: its PID namespace and boot (Linux; "" elsewhere). */
+const PID_SPACE = pidSpace();
+/** A short tag of this host and PID space in temp file names, so orphans are only judged by pid here. */
+const HOST_TAG = createHash("sha256").update(`${HOST}\n${PID_SPACE}`).digest("hex").slice(0, 8);
 
 /**
  * Creates a file store in `dir`. See {@link FileStore}.
@@ -238,7 +246,7 @@ export class FileStore {
   async #lock() {
     const path = join(this.dir, LOCK);
     const token = randomBytes(8).toString("hex");
-    const content = JSON.stringify({ pid: process.pid, host: HOST, at: Date.now(), token });
+    const content = JSON.stringify({ pid: process.pid, host: HOST, space: PID_SPACE, at: Date.now(), token });
     // The lock appears with its content in one step (a hard link of a complete temp file),
     // so a holder killed while taking it never leaves an empty lock that only age can break.
     const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
@@ -256,32 +264,47 @@ export class FileStore {
 
   /** Removes the lock if its holder is dead or it is too old; true if it is gone. */
   async #breakIfStale(path) {
+    const seen = await this.#readStale(path);
+    if (seen === null) return true;
+    if (seen === false) return false;
+    // Breakers take turns, and each removes the lock only if it is still the stale one it
+    // read: had another breaker removed it and a new holder taken the lock meanwhile, the
+    // new lock is left alone.
+    const guard = join(this.dir, BREAK);
+    try {
+      await writeFile(guard, JSON.stringify({ pid: process.pid, host: HOST, space: PID_SPACE, at: Date.now(), token: "break" }), { flag: "wx" });
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+      // Another breaker is at it (for a moment), or one died there: clear a stale guard.
+      if ((await this.#readStale(guard)) !== false) await unlink(guard).catch(() => {});
+      return false;
+    }
+    try {
+      const now = await readFile(path, "utf8").catch((e) => (e.code === "ENOENT" ? null : Promise.reject(e)));
+      if (now === seen) await unlink(path).catch((e) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
+    } finally {
+      await unlink(guard).catch(() => {});
+    }
+    return true;
+  }
+
+  /** The content of lock file `path` if it is stale (holder dead here, or too old); false
+   * if it is live; null if there is none. */
+  async #readStale(path) {
     let raw;
     let mtime;
     try {
       raw = await readFile(path, "utf8");
       mtime = (await stat(path)).mtimeMs;
     } catch (e) {
-      if (e.code === "ENOENT") return true;
+      if (e.code === "ENOENT") return null;
       throw e;
     }
     const holder = parseLock(raw);
     const age = Date.now() - (holder?.at ?? mtime);
-    const dead = holder !== null && holder.host === HOST && !alive(holder.pid);
-    if (!dead && age < this.#staleLockMs) return false;
-    // Move it aside with one rename: of several processes breaking it at once, one wins.
-    const aside = join(this.dir, `${STALE}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
-    try {
-      await rename(path, aside);
-    } catch (e) {
-      if (e.code === "ENOENT") return true;
-      throw e;
-    }
-    // Between our read and the rename, another process may have broken it and taken a
-    // fresh lock: then we moved *its* lock. Put it back unless yet another one exists.
-    if ((await readFile(aside, "utf8").catch(() => "")) !== raw) await link(aside, path).catch(() => {});
-    await unlink(aside).catch(() => {});
-    return true;
+    // A pid is only meaningful in the holder's own PID namespace on the same boot.
+    const dead = holder !== null && holder.host === HOST && (holder.space ?? "") === PID_SPACE && !alive(holder.pid);
+    return dead || age >= this.#staleLockMs ? raw : false;
   }
 
   async #holds(token) {
@@ -342,6 +365,15 @@ function parseLock(raw) {
     return v && typeof v === "object" && typeof v.token === "string" ? v : null;
   } catch {
     return null;
+  }
+}
+
+/** This process's PID namespace and boot id (Linux), "" where they cannot be read. */
+function pidSpace() {
+  try {
+    return `${readlinkSync("/proc/self/ns/pid")} ${readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()}`;
+  } catch {
+    return "";
   }
 }
 

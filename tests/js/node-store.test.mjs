@@ -2,7 +2,7 @@
 // lock file, bad directories, corrupt files, and memory that survives a restart.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -90,20 +90,49 @@ test("concurrent compareAndSet loops of several stores on one directory lose no 
   assert.ok(conflicts > 0, "the loops did interleave (otherwise this test proves nothing)");
 });
 
+/** What the store writes into a lock to say "this host": host name, PID namespace and boot. */
+function here() {
+  let space = "";
+  try {
+    space = `${readlinkSync("/proc/self/ns/pid")} ${readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()}`;
+  } catch {
+    // not Linux: the host name alone
+  }
+  return { host: hostname(), space, tag: createHash("sha256").update(`${hostname()}\n${space}`).digest("hex").slice(0, 8) };
+}
+
 test("a lock left by a dead process is broken at once", async () => {
-  const s = fileStore(freshDir());
+  // staleLockMs of an hour: only the dead holder can explain the lock being broken.
+  const s = fileStore(freshDir(), { staleLockMs: 3_600_000 });
   await s.set("p", "a");
-  writeFileSync(join(s.dir, ".lock"), JSON.stringify({ pid: deadPid(), host: hostname(), at: Date.now(), token: "dead" }));
-  assert.equal(await s.compareAndSet("p", "a", "b"), true);
+  const { host, space } = here();
+  writeFileSync(join(s.dir, ".lock"), JSON.stringify({ pid: deadPid(), host, space, at: Date.now(), token: "dead" }));
+  const hung = new Promise((r) => setTimeout(() => r("still waiting after 60 s"), 60_000).unref());
+  assert.equal(await Promise.race([s.compareAndSet("p", "a", "b"), hung]), true);
   assert.equal(await s.get("p"), "b");
   assert.ok(!existsSync(join(s.dir, ".lock")));
+});
+
+test("a lock from another PID namespace (a container sharing the directory) is judged by age, not by a pid that means nothing here", async () => {
+  const s = fileStore(freshDir());
+  await s.set("p", "a");
+  const lock = join(s.dir, ".lock");
+  // Same host name (containers of one pod), another PID namespace: its pid looks dead here.
+  writeFileSync(lock, JSON.stringify({ pid: deadPid(), host: hostname(), space: "pid:[4026530000] another-boot", at: Date.now(), token: "container-b" }));
+  let done = false;
+  const cas = s.compareAndSet("p", "a", "b").then((r) => ((done = true), r));
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(done, false, "the other container's lock is respected");
+  assert.equal(readFileSync(lock, "utf8").includes("container-b"), true);
+  rmSync(lock);
+  assert.equal(await cas, true);
 });
 
 test("a lock held by a live process is respected until it is released", async () => {
   const s = fileStore(freshDir());
   await s.set("p", "a");
   const lock = join(s.dir, ".lock");
-  writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), at: Date.now(), token: "someone-else" }));
+  writeFileSync(lock, JSON.stringify({ pid: process.pid, ...here(), at: Date.now(), token: "someone-else" }));
   let done = false;
   const cas = s.compareAndSet("p", "a", "b").then((r) => ((done = true), r));
   await new Promise((r) => setTimeout(r, 300));
@@ -124,14 +153,17 @@ test("a lock older than staleLockMs is broken even if its holder is alive", asyn
 test("temp files of dead writers are removed on first use; others' are kept", async () => {
   const dir = freshDir();
   mkdirSync(dir);
-  const tag = createHash("sha256").update(hostname()).digest("hex").slice(0, 8);
+  const { tag } = here();
   const orphan = `.tmp-${tag}-${deadPid()}-0a0b0c`;
   const live = `.tmp-${tag}-${process.pid}-0d0e0f`;
+  // Another PID namespace's temp file: its pid cannot be checked here, so it is kept.
+  const otherSpace = `.tmp-${createHash("sha256").update(`${hostname()}\nelsewhere`).digest("hex").slice(0, 8)}-${deadPid()}-0a0b0d`;
   writeFileSync(join(dir, orphan), "half a docu");
   writeFileSync(join(dir, live), "being written");
+  writeFileSync(join(dir, otherSpace), "being written in another container");
   const s = fileStore(dir);
   assert.equal(await s.get("anything"), null);
-  assert.deepEqual(readdirSync(dir).sort(), [live]);
+  assert.deepEqual(readdirSync(dir).sort(), [live, otherSpace].sort());
 });
 
 test("the directory is created when its parent exists", async () => {
