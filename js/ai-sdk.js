@@ -8,7 +8,10 @@
 // Before each call (`transformParams`) the memory block is added to the system prompt; after
 // it (`wrapGenerate`, `wrapStream`) the conversation plus the model's answer is observed. For
 // streams the text is collected as it passes and observed when the stream ends (a stream
-// that fails or is cancelled observes nothing). The middleware needs nothing from `ai` at
+// that fails, is cancelled, or reports an error in-band, as providers do with an `error`
+// part or a finish reason of "error", observes nothing). Tool calls the provider ran itself
+// (`providerExecuted`, e.g. web search) come with the final answer and do not make it an
+// intermediate step. The middleware needs nothing from `ai` at
 // runtime; it follows the LanguageModelV3 middleware contract (AI SDK 6).
 
 /** The `providerOptions` key read by the middleware: `{ userMemory: { threadId } }`. */
@@ -49,8 +52,8 @@ export function userMemoryMiddleware({ memory, threadId, inject = true, observe 
     async wrapGenerate({ doGenerate, params }) {
       const result = await doGenerate();
       const text = result.content.filter((p) => p.type === "text").map((p) => p.text).join("");
-      const calls = result.content.filter((p) => p.type === "tool-call");
-      await remember(params, assistant(text, calls));
+      const calls = result.content.filter(isClientToolCall);
+      if (!failed(result.finishReason)) await remember(params, assistant(text, calls));
       return result;
     },
 
@@ -58,13 +61,15 @@ export function userMemoryMiddleware({ memory, threadId, inject = true, observe 
       const { stream, ...rest } = await doStream();
       let text = "";
       const calls = [];
+      let error = false;
       const tap = new TransformStream({
         transform(part, controller) {
           if (part.type === "text-delta") text += part.delta;
-          else if (part.type === "tool-call") calls.push(part);
+          else if (isClientToolCall(part)) calls.push(part);
+          else if (part.type === "error" || (part.type === "finish" && failed(part.finishReason))) error = true;
           controller.enqueue(part);
         },
-        flush: () => remember(params, assistant(text, calls)),
+        flush: () => (error ? undefined : remember(params, assistant(text, calls))),
       });
       return { ...rest, stream: stream.pipeThrough(tap) };
     },
@@ -92,7 +97,7 @@ function toMessages(prompt) {
     } else if (m.role === "user") {
       out.push({ role: "user", content: textParts(m.content) });
     } else if (m.role === "assistant") {
-      const calls = m.content.filter((p) => p.type === "tool-call");
+      const calls = m.content.filter(isClientToolCall);
       out.push(assistant(textParts(m.content), calls));
     } else {
       out.push({ role: "tool", content: "" });
@@ -103,6 +108,17 @@ function toMessages(prompt) {
 
 function textParts(content) {
   return content.filter((p) => p.type === "text").map((p) => ({ type: "text", text: p.text }));
+}
+
+/** A tool call the application runs (its answer comes in a later step); not one the
+ * provider already ran inside this response. */
+function isClientToolCall(part) {
+  return part.type === "tool-call" && !part.providerExecuted;
+}
+
+/** Whether a finish reason (V3: `{ unified, raw }`; older: a string) says the call failed. */
+function failed(reason) {
+  return (typeof reason === "string" ? reason : reason?.unified) === "error";
 }
 
 /** An assistant message; one with tool calls is an intermediate step the library skips. */

@@ -153,6 +153,52 @@ test("an answer that only calls tools is not remembered as a final answer", asyn
   await memory.close();
 });
 
+test("an answer that used a tool the provider ran itself (web search) is remembered", async () => {
+  const { memory, prompts } = await openMemory();
+  const model = new MockLanguageModelV3({
+    doGenerate: async () => ({
+      content: [
+        { type: "tool-call", toolCallId: "ws1", toolName: "web_search", input: "{}", providerExecuted: true },
+        { type: "tool-result", toolCallId: "ws1", toolName: "web_search", result: { hits: 3 }, providerExecuted: true },
+        { type: "text", text: "Trains from Utrecht to Oslo take a day." },
+      ],
+      finishReason: stop,
+      usage,
+      warnings: [],
+    }),
+  });
+  const wrapped = wrapLanguageModel({ model, middleware: userMemoryMiddleware({ memory, threadId: "searched" }) });
+  await generateText({ model: wrapped, messages: [{ role: "user", content: "I only travel by train. How do I get to Oslo?" }] });
+  assert.deepEqual(memory.status().pending, ["searched"]);
+  await memory.flush();
+  assert.match(prompts[0], /User: I only travel by train[\s\S]*Assistant: Trains from Utrecht to Oslo take a day\./);
+  await memory.close();
+});
+
+test("a stream that reports an error in-band (an error part, finish reason error) observes nothing", async () => {
+  const { memory } = await openMemory();
+  for (const [name, parts] of [
+    ["error part", [{ type: "error", error: new Error("upstream overloaded") }, { type: "finish", finishReason: stop, usage }]],
+    ["finish reason", [{ type: "finish", finishReason: { unified: "error", raw: "error" }, usage }]],
+  ]) {
+    const model = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream({
+          start(c) {
+            for (const p of [{ type: "stream-start", warnings: [] }, { type: "text-start", id: "1" }, { type: "text-delta", id: "1", delta: "You are a vegan fr" }, ...parts]) c.enqueue(p);
+            c.close();
+          },
+        }),
+      }),
+    });
+    const wrapped = wrapLanguageModel({ model, middleware: userMemoryMiddleware({ memory, threadId: `failed-${name}` }) });
+    const result = streamText({ model: wrapped, messages: [{ role: "user", content: "I eat meat every day." }], onError: () => {} });
+    for await (const _ of result.fullStream);
+    assert.deepEqual(memory.status().pending, [], `${name}: the cut-off answer is not observed`);
+  }
+  await memory.close();
+});
+
 test("empty memory leaves the prompt exactly as it was", async () => {
   const { memory } = await openMemory();
   const plain = textModel("hi");
