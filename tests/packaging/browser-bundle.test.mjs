@@ -105,3 +105,51 @@ for (const [name, bundle] of Object.entries(bundlers)) {
     }
   });
 }
+
+test("webpack bundle of a web worker (target webworker, the `worker` condition): memory works inside a Worker", { timeout: 120_000 }, async () => {
+  const project = freshProject();
+  writeFileSync(
+    join(project, "worker.js"),
+    `import { UserMemory } from "user-memory";
+     (async () => {
+       const memory = await UserMemory.open({ agent: "in-worker", llm: async () => "{}" });
+       await memory.addFact({ content: "Runs in a web worker" });
+       const block = await memory.inject([]);
+       await memory.close();
+       return block;
+     })().then((block) => postMessage({ block }), (e) => postMessage({ error: String(e), code: e.code }));`,
+  );
+  writeFileSync(
+    join(project, "index.html"),
+    `<!doctype html><meta charset="utf-8"><title>worker</title><script>
+       const w = new Worker("/dist/worker.js");
+       w.onmessage = (e) => (window.result = e.data);
+       w.onerror = (e) => (window.result = { error: e.message });
+     </script>`,
+  );
+  const { default: webpack } = await import("webpack");
+  const compiler = webpack({
+    mode: "production", target: "webworker", context: project, entry: "./worker.js", devtool: false, performance: { hints: false },
+    output: { path: join(project, "dist"), publicPath: "auto", filename: "worker.js" },
+  });
+  await new Promise((resolve, reject) =>
+    compiler.run((err, stats) => {
+      compiler.close(() => {});
+      if (err || stats.hasErrors()) reject(err ?? new Error(stats.toString("errors-only")));
+      else resolve();
+    }),
+  );
+  const server = await startStaticServer([["/", project]]);
+  const { context, close } = await launchBrowser();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${server.url}/index.html`);
+    const result = await page.waitForFunction(() => window.result, null, { timeout: 60_000 }).then((h) => h.jsonValue());
+    assert.equal(result.error, undefined, `${result.error} (${result.code})`);
+    assert.match(result.block, /<memory>[\s\S]*Runs in a web worker[\s\S]*<\/memory>/);
+  } finally {
+    await close();
+    await server.close();
+  }
+});
+
