@@ -9,10 +9,15 @@ let ready;
 
 /**
  * Loads the wasm once. Optional: `UserMemory.open()` calls it. Pass a URL, Response or
- * WebAssembly.Module to load the .wasm from somewhere else.
+ * WebAssembly.Module to load the .wasm from somewhere else. A failed load (offline, a
+ * wrong URL) is not remembered: the next call tries again.
  */
 export function init(input) {
-  return (ready ??= wbgInit(input === undefined ? undefined : { module_or_path: input }));
+  ready ??= wbgInit(input === undefined ? undefined : { module_or_path: input }).catch((e) => {
+    ready = undefined;
+    throw e;
+  });
+  return ready;
 }
 
 // The static entry points wait for the wasm; everything else is reached through an

@@ -99,19 +99,22 @@ test("workerd: a Worker bundled from the package answers a request on 127.0.0.1"
   }
 });
 
-test("Chromium: a page importing the browser entry opens memory and exports it", async () => {
+test("Chromium: a page importing the browser entry opens memory and exports it; a failed wasm load is retried, not remembered", async () => {
   const dir = freshProject();
   writeFileSync(
     join(dir, "index.html"),
     `<!doctype html><meta charset="utf-8">
      <script type="importmap">{ "imports": { "user-memory": "/node_modules/user-memory/pkg/browser.js" } }</script>
      <script type="module">
-       import { UserMemory } from "user-memory";
+       import { init, UserMemory } from "user-memory";
        try {
+         // A first load that fails (a wrong URL, as when offline) ...
+         const failed = await init("/no-such.wasm").then(() => false, () => true);
+         // ... does not stick: open() loads the real module.
          const m = await UserMemory.open({ storage: "memory", llm: async () => "{}" });
          await m.addFact({ content: "Reads in the browser" });
          const doc = await m.export();
-         window.result = { facts: doc.facts.map((f) => f.content) };
+         window.result = { failed, facts: doc.facts.map((f) => f.content) };
        } catch (e) { window.result = { error: String(e), code: e.code }; }
      </script>`,
   );
@@ -121,7 +124,7 @@ test("Chromium: a page importing the browser entry opens memory and exports it",
     const page = await context.newPage();
     await page.goto(`${server.url}/index.html`);
     const result = await page.waitForFunction(() => window.result, null, { timeout: 20_000 }).then((h) => h.jsonValue());
-    assert.deepEqual(result, { facts: ["Reads in the browser"] });
+    assert.deepEqual(result, { failed: true, facts: ["Reads in the browser"] });
   } finally {
     await close();
     await server.close();
