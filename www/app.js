@@ -92,17 +92,24 @@ const pane = createMemoryPane(app);
 
 // ---- reading memory -------------------------------------------------------------------
 
-let generation = 0;
-/** Reloads the document and the explanation, dropping answers that arrive out of order. */
+// Answers that arrive out of order are dropped: a document older than the last one asked
+// for, an explanation older than the last one asked for (each with its own counter, so a
+// newer explanation never makes a newer document be thrown away).
+let docGeneration = 0;
+let explainGeneration = 0;
+/** Reloads the document and the explanation. */
 async function refresh() {
   const m = app.memory;
   if (!m) return;
-  const g = ++generation;
+  const g = ++docGeneration;
+  const e = ++explainGeneration;
   try {
     const [doc, explanation] = await Promise.all([m.get(), m.explain(chat?.query() ?? [])]);
-    if (g !== generation || m !== app.memory) return;
+    if (g !== docGeneration || m !== app.memory) return;
     app.doc = doc;
-    app.explanation = explanation;
+    // A newer explain() was asked for meanwhile, maybe before this document was read: ask again.
+    if (e === explainGeneration) app.explanation = explanation;
+    else void refreshExplain();
     app.opts = m.options();
     pane.renderAll();
     // Highlight what an update changed once, not on every later re-render.
@@ -116,10 +123,10 @@ async function refresh() {
 async function refreshExplain() {
   const m = app.memory;
   if (!m || !chat) return;
-  const g = ++generation;
+  const g = ++explainGeneration;
   try {
     const explanation = await m.explain(chat.query());
-    if (g !== generation || m !== app.memory) return;
+    if (g !== explainGeneration || m !== app.memory) return;
     app.explanation = explanation;
     pane.renderFacts();
     pane.renderPreview();

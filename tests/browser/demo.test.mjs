@@ -707,6 +707,18 @@ test("a failed model call shows the error with Retry, and Stop interrupts an ans
       1,
       "the answered turn is queued; the stopped one adds nothing",
     );
+
+    // "New chat" while an answer is still pending: the new chat starts empty, and stays so.
+    script.chats.push({ step: { hang: true } });
+    await page.locator("#input").fill("Another very long story, please");
+    await page.locator("#input").press("Enter");
+    await stop.waitFor({ timeout: T });
+    await page.locator("#new-chat").click();
+    await page.getByRole("button", { name: "Send message" }).waitFor({ timeout: T });
+    await page.waitForTimeout(300); // the aborted answer settles
+    assert.equal(await page.locator("#messages .msg").count(), 0, "no stray message from the abandoned answer");
+    await reload(page);
+    assert.equal(await page.locator("#messages .msg").count(), 0, "nor in the saved chat");
     assert.deepEqual(problems, { dialogs: [], errors: [] });
   });
 });

@@ -222,6 +222,9 @@ export function createChat(app) {
 
   async function answer() {
     const memory = app.memory;
+    // "New chat" while this answer is being prepared or streamed replaces `conv`: from then
+    // on this answer belongs to a conversation that is gone, and must not touch the new one.
+    const mine = conv;
     const history = messages();
     let block = "";
     let used = null;
@@ -234,33 +237,36 @@ export function createChat(app) {
     } catch (e) {
       toast(`Could not read memory for this prompt: ${e.message}`, { kind: "error" });
     }
+    if (conv !== mine) return;
     const system = block ? `${SYSTEM_PROMPT}\n\n${block}` : SYSTEM_PROMPT;
     const reply = { role: "assistant", content: "", memory: used, pending: true };
-    conv.messages.push(reply);
-    controller = new AbortController();
+    mine.messages.push(reply);
+    const ctl = new AbortController();
+    controller = ctl;
     render();
     app.onConversationChange();
     try {
       await chat({
         messages: [{ role: "system", content: system }, ...history],
         model: app.config.model,
-        signal: controller.signal,
+        signal: ctl.signal,
         onText: (t) => {
           reply.content = t;
-          renderLast();
+          if (conv === mine) renderLast();
         },
       });
     } catch (e) {
-      if (controller.signal.aborted) {
+      if (ctl.signal.aborted) {
         reply.stopped = true;
       } else {
-        conv.messages[conv.messages.indexOf(reply)] = { role: "assistant", error: e.message, content: "" };
+        mine.messages[mine.messages.indexOf(reply)] = { role: "assistant", error: e.message, content: "" };
       }
     } finally {
       reply.pending = false;
-      controller = null;
+      if (conv === mine) controller = null;
     }
-    if (!reply.content && reply.stopped) conv.messages.splice(conv.messages.indexOf(reply), 1, { role: "assistant", content: "", stopped: true });
+    if (conv !== mine) return;
+    if (!reply.content && reply.stopped) mine.messages.splice(mine.messages.indexOf(reply), 1, { role: "assistant", content: "", stopped: true });
     save();
     render();
     app.onConversationChange();
@@ -277,6 +283,7 @@ export function createChat(app) {
 
   function newChat() {
     if (controller) controller.abort();
+    controller = null; // the abandoned answer no longer owns the composer
     conv = { threadId: newThreadId(), messages: [] };
     save();
     render();
