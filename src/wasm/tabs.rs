@@ -46,14 +46,21 @@ impl Listener {
             _ => return,
         };
         self.dirty[i].set(true);
+        self.kick(i);
+    }
+
+    /// Re-reads slot `i` while it is dirty (one loop per slot at a time). A notification
+    /// that arrives before the engine is connected (while it opens) stays dirty, and
+    /// [`Tabs::connect`] kicks it.
+    fn kick(self: &Rc<Self>, i: usize) {
         if self.busy[i].replace(true) {
             return;
         }
         let me = self.clone();
         super::leader::spawn(Box::pin(async move {
-            while me.dirty[i].replace(false) {
+            loop {
                 let Some(engine) = me.engine.borrow().as_ref().and_then(WeakEngine::upgrade) else { break };
-                if engine.is_closed() {
+                if engine.is_closed() || !me.dirty[i].replace(false) {
                     break;
                 }
                 // A failed re-read (e.g. storage gone) is retried at the next notification.
@@ -133,9 +140,15 @@ impl Tabs {
         (Rc::new(Announcing { inner: store, tabs: shared.clone() }), Some(Tabs(shared)))
     }
 
-    /// Starts re-reading into `engine` when other instances commit.
+    /// Starts re-reading into `engine` when other instances commit, beginning with what was
+    /// announced while it opened.
     pub(crate) fn connect(&self, engine: WeakEngine) {
         *self.0.listener.engine.borrow_mut() = Some(engine);
+        for i in 0..2 {
+            if self.0.listener.dirty[i].get() {
+                self.0.listener.kick(i);
+            }
+        }
     }
 
     /// Stops listening and announcing, and gives up the localStorage leadership.

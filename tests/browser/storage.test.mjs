@@ -172,6 +172,43 @@ for (const storage of BACKENDS) {
       assert.match(block, /Prefers dark mode/);
       for (const p of [a, b, c]) await p.close();
     });
+
+    test("a page that opens while another page commits still picks the commit up (no notification is lost during open)", async () => {
+      // The race is timing-dependent: repeat it, with the commit landing at varying moments
+      // of the other page's open(). (Before the fix about one open in twenty missed it.)
+      const [a, b] = [await newPage(), await newPage()];
+      const llm = { baseUrl: `${server.url}/v1`, model: "m" };
+      const missed = [];
+      for (let i = 0; i < 80; i++) {
+        const agent = freshAgent("open-race");
+        await b.evaluate(async ([agent, storage, llm]) => {
+          window.m = await window.UserMemory.open({ agent, storage, llm });
+          await window.m.addFact({ content: "Seed fact" });
+        }, [agent, storage, llm]);
+        const delay = (i * 7) % 30;
+        await Promise.all([
+          a.evaluate(async ([agent, storage, llm]) => (window.a = await window.UserMemory.open({ agent, storage, llm })), [agent, storage, llm]),
+          b.evaluate(async (d) => {
+            await new Promise((r) => setTimeout(r, d));
+            await window.m.addFact({ content: "Lives in Chengdu" });
+          }, delay),
+        ]);
+        // The cached memory (what inject() uses, no get()) must catch up by itself.
+        const seen = await a.evaluate(async () => {
+          for (let t = 0; t < 100; t++) {
+            if ((await window.a.inject([])).includes("Chengdu")) return true;
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          return false;
+        });
+        if (!seen) missed.push(delay);
+        await a.evaluate(() => window.a.close());
+        await b.evaluate(() => window.m.close());
+      }
+      assert.deepEqual(missed, [], `opens that never saw the commit (commit delays in ms): ${missed}`);
+      await a.close();
+      await b.close();
+    });
   });
 }
 
