@@ -229,6 +229,34 @@ test("localstorage: when the leader page closes, another page takes over and not
   await late.close();
 });
 
+test("localstorage: after the page clears localStorage (a logout), leader and follower keep working without stalls", async () => {
+  const agent = freshAgent("cleared");
+  const leader = await newPage();
+  await open(leader, { agent, storage: "localstorage" });
+  const follower = await newPage();
+  await open(follower, { agent, storage: "localstorage" });
+  // The follower has heard of revision 12 when everything is wiped under it.
+  for (let i = 0; i < 12; i++) await follower.evaluate((i) => window.memory.addFact({ content: `Old fact ${i}` }), i);
+  await leader.evaluate(() => localStorage.clear());
+  const add = (page, content) =>
+    page.evaluate(async (content) => {
+      try {
+        await window.memory.addFact({ content });
+        return "ok";
+      } catch (e) {
+        return `${e.code}: ${e.message}`;
+      }
+    }, content);
+  // (Before the fix every follower request waited for revision 12 again, resends piled up
+  // in the leader, and these failed with STORAGE_UNAVAILABLE after 30 s.)
+  const results = await Promise.all([add(follower, "New 1"), add(follower, "New 2"), add(follower, "New 3"), add(leader, "New 4")]);
+  assert.deepEqual(results, ["ok", "ok", "ok", "ok"]);
+  assert.deepEqual(await storedFacts(follower), ["New 1", "New 2", "New 3", "New 4"]);
+  assert.equal(await add(follower, "New 5"), "ok");
+  await leader.close();
+  await follower.close();
+});
+
 test("localstorage filled to its quota gives STORAGE_QUOTA and the old document stays", async () => {
   const agent = freshAgent("quota");
   const leader = await newPage();

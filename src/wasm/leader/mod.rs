@@ -16,12 +16,19 @@
 //!   serve a request while its view is older than a revision that any tab has already heard
 //!   of (every answer carries the revision, and every request the highest revision its sender
 //!   knows), waiting up to [`CATCH_UP_MS`] for it.
+//!   If the view never gets there (localStorage was cleared, or `reset()` ran), the leader
+//!   serves what it sees and from then on ignores marks up to the one that timed out, so
+//!   followers that heard of the old revisions do not make every request wait again.
 //! * A request that is not answered within [`REQUEST_TIMEOUT_MS`] is sent again (the leader
-//!   may have died before answering). A commit sent again is recognised if it already landed
-//!   (the slot is at base + 1 with exactly that value); otherwise it gets `Conflict` and the
+//!   may have died before answering, or be busy). The leader serves each request id once:
+//!   a copy of one it is serving is ignored, a copy of one it answered gets the same answer
+//!   again. A commit sent again to a *new* leader is recognised if it already landed (the
+//!   slot is at base + 1 with exactly that value); otherwise it gets `Conflict` and the
 //!   engine re-reads and replays its change, which is safe.
 //! * After [`GIVE_UP_MS`] without any answer the operation fails with `STORAGE_UNAVAILABLE`
-//!   (the engine keeps the work queued and retries later).
+//!   (the engine keeps the work queued and retries later). Every request carries a deadline
+//!   a little before that moment, and the leader never starts one whose deadline has passed,
+//!   so an operation reported as failed has not happened and will not happen later.
 
 mod wire;
 
@@ -46,6 +53,10 @@ pub(crate) const SETTLE_MS: i32 = 50;
 pub(crate) const REQUEST_TIMEOUT_MS: i32 = 1000;
 /// How long a follower keeps trying without any answer before it fails.
 pub(crate) const GIVE_UP_MS: i32 = 30_000;
+/// A request's deadline is this long before its sender gives up.
+const DEADLINE_MARGIN_MS: i32 = 2000;
+/// How many answered request ids the leader remembers (to answer copies the same way).
+const ANSWERED: usize = 64;
 /// How long the leader waits for its view of localStorage to reach a revision another tab
 /// has heard of; after that it serves what it sees (a `reset` restarts revisions at 0).
 pub(crate) const CATCH_UP_MS: i32 = 2000;
@@ -97,6 +108,11 @@ pub struct LeaderStore {
     role: Cell<Role>,
     /// The highest revision of each slot this instance has heard of.
     known: [Cell<u64>; 2],
+    /// Per slot, the highest mark the view did not reach within [`CATCH_UP_MS`] (the slot
+    /// was emptied): requests' marks up to it are stale and ignored.
+    stale_mark: [Cell<u64>; 2],
+    /// Requests being served (`None`) or answered (their answer), by id, oldest first.
+    served: RefCell<Vec<(String, Option<JsValue>)>>,
     /// Operations waiting for an answer (or a wake-up): id → the promise's resolve.
     waiting: RefCell<Vec<(String, Function)>>,
     /// Resolving it releases the lock.
@@ -139,6 +155,8 @@ impl LeaderStore {
                 channel,
                 role: Cell::new(Role::Follower),
                 known: [Cell::new(0), Cell::new(0)],
+                stale_mark: [Cell::new(0), Cell::new(0)],
+                served: RefCell::default(),
                 waiting: RefCell::default(),
                 release: RefCell::default(),
                 abort,
@@ -196,7 +214,7 @@ impl LeaderStore {
                 return;
             }
             me.role.set(Role::Leader);
-            let _ = me.serve(&Op::Cleanup, [0, 0], false).await;
+            let _ = me.serve(&Op::Cleanup, [0, 0], false, None).await;
             me.post(&message("leader"));
             me.wake_all();
         }));
@@ -269,10 +287,29 @@ impl LeaderStore {
             (Some("discard"), Some(s)) => Op::Discard(s),
             _ => return,
         };
-        let known = [num(&data, "kd"), num(&data, "kq")];
-        let result = self.serve(&op, known, prop(&data, "retry").is_truthy()).await;
         let id = prop(&data, "id").as_string().unwrap_or_default();
-        self.post(&result_message(&id, &op, &result));
+        {
+            // A copy sent again because the answer was slow: serve each request once.
+            let mut served = self.served.borrow_mut();
+            if let Some((_, answer)) = served.iter().find(|(i, _)| *i == id) {
+                if let Some(answer) = answer {
+                    self.post(answer);
+                }
+                return;
+            }
+            if served.len() >= ANSWERED {
+                served.remove(0);
+            }
+            served.push((id.clone(), None));
+        }
+        let known = [num(&data, "kd"), num(&data, "kq")];
+        let deadline = prop(&data, "until").as_f64();
+        let result = self.serve(&op, known, prop(&data, "retry").is_truthy(), deadline).await;
+        let answer = result_message(&id, &op, &result);
+        if let Some(entry) = self.served.borrow_mut().iter_mut().find(|(i, _)| *i == id) {
+            entry.1 = Some(answer.clone());
+        }
+        self.post(&answer);
     }
 
     /// The revision this tab's localStorage shows for `slot` (`None` if unreadable).
@@ -284,19 +321,23 @@ impl LeaderStore {
         }
     }
 
-    /// Performs `op` on localStorage (leader only).
-    async fn serve(&self, op: &Op, known: [u64; 2], retry: bool) -> Result<Answer> {
+    /// Performs `op` on localStorage (leader only), unless `deadline` (epoch ms) has passed.
+    async fn serve(&self, op: &Op, known: [u64; 2], retry: bool, deadline: Option<f64>) -> Result<Answer> {
         let _guard = self.serve_lock.lock().await;
         if let Op::Load(slot) | Op::Commit(slot, ..) = op {
             let i = index(*slot);
-            let target = self.known[i].get().max(known[i]);
+            let theirs = if known[i] <= self.stale_mark[i].get() { 0 } else { known[i] };
+            let target = self.known[i].get().max(theirs);
             let mut waited = 0;
             while let Some(rev) = self.view(*slot).await {
                 if rev >= target {
                     break;
                 }
                 if waited >= CATCH_UP_MS {
-                    self.known[i].set(rev); // a stale mark (the slot was reset): serve what is there
+                    // A stale mark (the slot was emptied): serve what is there, and stop
+                    // waiting for marks up to this one.
+                    self.known[i].set(rev);
+                    self.stale_mark[i].set(self.stale_mark[i].get().max(target));
                     break;
                 }
                 sleep(POLL_MS).await;
@@ -306,6 +347,9 @@ impl LeaderStore {
         // Everything below is synchronous underneath: no other code runs in between.
         if self.role.get() != Role::Leader {
             return Err(Error::StorageUnavailable("this tab stopped leading localStorage; try again".into()));
+        }
+        if deadline.is_some_and(|d| js_sys::Date::now() > d) {
+            return Err(Error::StorageUnavailable("the localStorage leader was too slow to take this request; nothing was written".into()));
         }
         let answer = match op {
             Op::Load(slot) => Answer::Loaded(self.direct.load(*slot).await?),
@@ -341,9 +385,10 @@ impl LeaderStore {
         Ok(answer)
     }
 
-    fn request(&self, id: &str, op: &Op, retry: bool) -> JsValue {
+    fn request(&self, id: &str, op: &Op, retry: bool, deadline: f64) -> JsValue {
         let m = message("req");
         set(&m, "id", &JsValue::from_str(id));
+        set(&m, "until", &JsValue::from_f64(deadline));
         let (name, slot) = match op {
             Op::Load(s) => ("load", s),
             Op::Commit(s, base, value) => {
@@ -368,11 +413,12 @@ impl LeaderStore {
         self.next_id.set(self.next_id.get() + 1);
         let mut retry = false;
         let mut unanswered = 0;
+        let deadline = js_sys::Date::now() + f64::from(GIVE_UP_MS - DEADLINE_MARGIN_MS);
         loop {
             match self.role.get() {
                 Role::Closed => return Err(Error::StorageUnavailable("this localStorage store was closed".into())),
                 Role::Leader => {
-                    let r = self.serve(&op, [0, 0], retry).await;
+                    let r = self.serve(&op, [0, 0], retry, None).await;
                     if let (Some(_), Ok(Answer::Committed(Commit::Committed(_)))) = (op.slot(), &r) {
                         // Followers learn the revision (they may lead next).
                         self.post(&result_message("", &op, &r));
@@ -386,7 +432,7 @@ impl LeaderStore {
                     if let Op::Cleanup = op {
                         return Ok(Answer::Done); // the leader cleans up when it takes over
                     }
-                    self.post(&self.request(&id, &op, retry));
+                    self.post(&self.request(&id, &op, retry, deadline));
                     let reply = self.wait_for(&id, REQUEST_TIMEOUT_MS).await;
                     if !reply.is_undefined() {
                         return answer_of(&op, &reply);
