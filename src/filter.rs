@@ -27,8 +27,11 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
     for m in messages {
         match m.role {
             Role::User => {
-                let (without_uploads, had_upload) = remove_tag_blocks(&m.content, UPLOAD_TAG);
-                let (text, _) = remove_tag_blocks(&without_uploads, MEMORY_TAG);
+                // An upload block is cut to the end even when unclosed (a truncated file
+                // list); a `<memory>` block only when closed, as the library writes it (a
+                // user may well write "<memory>" in a question about HTML).
+                let (without_uploads, had_upload) = remove_tag_blocks(&m.content, UPLOAD_TAG, true);
+                let (text, _) = remove_tag_blocks(&without_uploads, MEMORY_TAG, false);
                 let text = text.trim();
                 if text.is_empty() {
                     // An upload-only turn: its answer is about the upload, not the user.
@@ -43,7 +46,7 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                     skip_next_answer = false;
                     continue;
                 }
-                let (text, _) = remove_tag_blocks(&m.content, MEMORY_TAG);
+                let (text, _) = remove_tag_blocks(&m.content, MEMORY_TAG, false);
                 let text = text.trim();
                 if !text.is_empty() {
                     out.push(ChatMessage::assistant(text));
@@ -130,8 +133,9 @@ fn byte_offset(text: &str, n: usize) -> usize {
 
 /// Removes every `<tag …>…</tag>` block (tag names ASCII case-insensitive, across lines,
 /// non-greedy) together with the line breaks right after it. An opening tag that is never
-/// closed removes everything to the end. Returns the text and whether anything was removed.
-pub(crate) fn remove_tag_blocks(text: &str, tag: &str) -> (String, bool) {
+/// closed removes everything to the end if `unclosed_to_end`, else it and what follows are
+/// kept. Returns the text and whether anything was removed.
+pub(crate) fn remove_tag_blocks(text: &str, tag: &str, unclosed_to_end: bool) -> (String, bool) {
     let lower = text.to_ascii_lowercase(); // same byte offsets as `text`
     let open = format!("<{tag}");
     let close = format!("</{tag}>");
@@ -139,18 +143,18 @@ pub(crate) fn remove_tag_blocks(text: &str, tag: &str) -> (String, bool) {
     let mut pos = 0;
     let mut removed = false;
     while let Some(start) = find_open_tag(&lower, &open, pos) {
+        let Some(rel) = lower[start..].find(&close) else {
+            if unclosed_to_end {
+                out.push_str(&text[pos..start]);
+                pos = text.len();
+                removed = true;
+            }
+            break;
+        };
         out.push_str(&text[pos..start]);
         removed = true;
-        match lower[start..].find(&close) {
-            Some(rel) => {
-                pos = start + rel + close.len();
-                pos += text[pos..].len() - text[pos..].trim_start_matches(['\r', '\n']).len();
-            }
-            None => {
-                pos = text.len();
-                break;
-            }
-        }
+        pos = start + rel + close.len();
+        pos += text[pos..].len() - text[pos..].trim_start_matches(['\r', '\n']).len();
     }
     if !removed {
         return (text.to_string(), false);
@@ -207,6 +211,15 @@ mod tests {
             "<Uploaded_Files>\n- /mnt/user-data/uploads/a.csv\n</UPLOADED_FILES>\n\nSummarise this please\n<uploaded_files>x</uploaded_files>",
         )]);
         assert_eq!(out, vec![ChatMessage::user("Summarise this please")]);
+    }
+
+    #[test]
+    fn an_unclosed_memory_tag_is_text_not_a_block() {
+        let text = "Should the <memory> element be a sibling? I work at Acme as a frontend dev.";
+        assert_eq!(filter_messages(&[user(text)]), vec![ChatMessage::user(text)]);
+        // A closed block is still removed, and an unclosed tag after it kept.
+        let out = filter_messages(&[user("<memory>\nFacts:\n- x\n</memory>\nIs <memory> a tag?")]);
+        assert_eq!(out, vec![ChatMessage::user("Is <memory> a tag?")]);
     }
 
     #[test]

@@ -142,6 +142,9 @@ pub fn parse_decimal(s: &str) -> Option<f64> {
     }
     // Powers of ten up to 1e22 are exact, so one division or multiplication by one rounds
     // once: `9 / 10` is the nearest double to 0.9, whereas `9 * 0.1` is not always.
+    // Beyond ±400 the result is 0 or ∞ anyway; clamping also keeps `-scale` from
+    // overflowing (`1e-2147483648` is valid JSON).
+    let scale = scale.clamp(-400, 400);
     let v = if scale < 0 { mantissa / 10f64.powi(-scale) } else { mantissa * 10f64.powi(scale) };
     Some(if neg { -v } else { v })
 }

@@ -43,6 +43,17 @@ fn decimals_are_read_exactly_where_it_matters() {
 }
 
 #[test]
+fn extreme_exponents_give_zero_or_infinity_without_overflowing() {
+    // `-scale` of i32::MIN overflowed (a panic in debug builds, ∞/NaN after wrapping).
+    assert_eq!(parse_decimal("1e-2147483648"), Some(0.0));
+    assert_eq!(parse_decimal("0e-2147483648"), Some(0.0));
+    assert_eq!(parse_decimal("0.5e-2147483647"), Some(0.0));
+    assert_eq!(parse_decimal("1e2147483647"), Some(f64::INFINITY));
+    assert_eq!(parse_decimal("-1e2147483647"), Some(f64::NEG_INFINITY));
+    assert_eq!(parse_decimal("1e-2147483649"), None, "beyond i32: not a number we read");
+}
+
+#[test]
 fn duplicate_keys_keep_the_first_position_and_the_last_value() {
     let v = p(r#"{"a": 1, "b": 2, "a": 3, "c": 4, "a": 5}"#);
     assert_eq!(v.to_json(), r#"{"a":5,"b":2,"c":4}"#);
