@@ -11,6 +11,10 @@ pub type Millis = u64;
 pub trait Clock {
     /// The current time in epoch milliseconds.
     fn now_ms(&self) -> Millis;
+
+    /// Resolves after `ms` milliseconds without blocking (a `setTimeout` in wasm; a fake
+    /// clock may simply advance).
+    fn sleep(&self, ms: Millis) -> crate::sync::LocalFuture<'static, ()>;
 }
 
 /// Formats epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.

@@ -144,19 +144,6 @@ fn a_second_instance_resumes_an_entry_the_first_persisted() {
     });
 }
 
-/// An LLM whose answer is held until the test releases it.
-struct GatedLlm {
-    gate: std::cell::RefCell<Option<futures::channel::oneshot::Receiver<Result<String>>>>,
-    calls: Cell<usize>,
-}
-
-impl user_memory::llm::Llm for GatedLlm {
-    fn complete<'a>(&'a self, _: &'a user_memory::llm::LlmRequest) -> LocalFuture<'a, Result<String>> {
-        self.calls.set(self.calls.get() + 1);
-        let rx = self.gate.borrow_mut().take().expect("one call only");
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(Error::LlmFailed("gate dropped".into()))) })
-    }
-}
 
 #[test]
 fn an_entry_claimed_by_one_instance_is_not_processed_by_another_meanwhile() {
@@ -164,8 +151,7 @@ fn an_entry_claimed_by_one_instance_is_not_processed_by_another_meanwhile() {
     let kv = Rc::new(MemoryKv::new());
     let clock = FakeClock::at(T0);
     let mut pool = futures::executor::LocalPool::new();
-    let (tx, rx) = futures::channel::oneshot::channel();
-    let gated = Rc::new(GatedLlm { gate: std::cell::RefCell::new(Some(rx)), calls: Cell::new(0) });
+    let (gated, tx) = GatedLlm::new();
     let a = pool.run_until(async {
         let mut b = RigBuilder::shared(&kv, &clock).instance("A");
         b.config.queue.debounce_ms = 0;

@@ -1,6 +1,7 @@
 //! The engine's cache and events agree with storage: when revisions go backwards (a reset
 //! elsewhere), when a read overlaps this instance's own commit, when a commit's last step
-//! reports an error after landing, and when the queue cannot be read at open.
+//! reports an error after landing, and when the queue cannot be read at open; and flush()
+//! means "applied", also when another instance is processing an entry.
 
 #[macro_use]
 mod common;
@@ -55,19 +56,6 @@ struct YieldingKv {
     inner: Rc<MemoryKv>,
 }
 
-struct YieldOnce(bool);
-impl std::future::Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        if self.0 {
-            std::task::Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    }
-}
 
 impl KvStore for YieldingKv {
     fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
@@ -320,4 +308,70 @@ fn a_late_write_of_an_older_observation_keeps_the_newer_one() {
         assert!(stored.value.contains("the newer turn"), "{}", stored.value);
         assert!(!stored.value.contains("the older turn"), "{}", stored.value);
     });
+}
+
+/// Runs `f` as a task of `pool` and returns where its result will appear.
+fn spawn<T: 'static>(pool: &futures::executor::LocalPool, f: impl std::future::Future<Output = T> + 'static) -> Rc<std::cell::RefCell<Option<T>>> {
+    use futures::task::LocalSpawnExt;
+    let out = Rc::new(std::cell::RefCell::new(None));
+    let slot = out.clone();
+    pool.spawner().spawn_local(async move { *slot.borrow_mut() = Some(f.await) }).unwrap();
+    out
+}
+
+/// flush() resolves when what was queued before it is applied: an entry another instance
+/// (B) is processing is waited for, not skipped, and not processed a second time.
+#[test]
+fn flush_waits_for_an_entry_another_instance_is_processing() {
+    let kv = Rc::new(MemoryKv::new());
+    let clock = FakeClock::at(T0);
+    let mut pool = futures::executor::LocalPool::new();
+    let a = pool.run_until(RigBuilder::shared(&kv, &clock).instance("A").open()).unwrap();
+    pool.run_until(a.engine.observe("t1", &turn("I climb", "cool")).unwrap().unwrap()).unwrap();
+    let (gated, release) = GatedLlm::new();
+    let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").llm(gated.clone()).open()).unwrap();
+    clock.advance(30_000);
+    // B's timer fires first: it claims t1 and waits for its model.
+    let b_run = spawn(&pool, { let e = b.engine.clone(); async move { e.process_due().await } });
+    pool.run_until_stalled();
+    assert_eq!(gated.calls.get(), 1, "B is extracting t1");
+    // A flushes meanwhile; it keeps waiting (and polling) while B works.
+    let flushed = spawn(&pool, { let e = a.engine.clone(); async move { e.flush().await } });
+    // Let the pool run a while (the fake clock moves 0.5 s per poll of the flush).
+    pool.run_until(async {
+        for _ in 0..40 {
+            YieldOnce(false).await;
+        }
+    });
+    assert!(flushed.borrow().is_none(), "flush() has not resolved while B still holds t1: {:?}", flushed.borrow());
+    assert!(clock.now() < T0 + 30_000 + 120_000, "and B's claim has not expired");
+    release.send(reply_with_facts(&["Climbs"])).unwrap();
+    pool.run();
+    let report = flushed.borrow_mut().take().unwrap().expect("flush resolves once B is done");
+    assert!(report.processed.is_empty(), "A did not process t1 itself");
+    assert_eq!(b_run.borrow_mut().take().unwrap().unwrap().processed, vec!["t1"]);
+    assert_eq!(a.llm.calls(), 0, "one LLM call for the burst");
+    assert_eq!(pool.run_until(a.engine.get()).unwrap().facts[0].content, "Climbs");
+}
+
+/// An entry whose claimant died (its claim runs out) is taken over by the waiting flush().
+#[test]
+fn flush_takes_over_an_entry_whose_claimant_died() {
+    let kv = Rc::new(MemoryKv::new());
+    let clock = FakeClock::at(T0);
+    let mut pool = futures::executor::LocalPool::new();
+    let a = pool.run_until(RigBuilder::shared(&kv, &clock).instance("A").open()).unwrap();
+    pool.run_until(a.engine.observe("t1", &turn("I climb", "cool")).unwrap().unwrap()).unwrap();
+    let (gated, _never) = GatedLlm::new();
+    let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").llm(gated.clone()).open()).unwrap();
+    clock.advance(30_000);
+    let _b_run = spawn(&pool, { let e = b.engine.clone(); async move { e.process_due().await } });
+    pool.run_until_stalled();
+    assert_eq!(gated.calls.get(), 1);
+    // B "dies" holding the claim. A's flush waits until the claim expires, then does it.
+    a.llm.push(reply_with_facts(&["Climbs"]));
+    let report = pool.run_until(a.engine.flush()).unwrap();
+    assert_eq!(report.processed, vec!["t1"]);
+    assert!(clock.now() >= T0 + 30_000 + 120_000, "not before B's claim ran out");
+    assert_eq!(pool.run_until(a.engine.get()).unwrap().facts[0].content, "Climbs");
 }

@@ -38,6 +38,10 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 
+/// How often `flush()` re-reads the queue while another instance processes one of its
+/// entries.
+pub const FLUSH_POLL_MS: Millis = 500;
+
 /// Arms the one queue timer. The platform calls [`Engine::process_due`] when it fires.
 pub trait Scheduler {
     /// Fire at `at` (epoch ms; now if in the past), replacing any earlier arming; `None`
@@ -408,11 +412,51 @@ impl Engine {
         self.refresh().await
     }
 
-    /// Processes every entry not claimed by another instance, now. Resolves when all were
-    /// tried; fails with the first failure's error (the others were still tried).
+    /// Processes every entry queued when it is called, now, and resolves when all were
+    /// applied; fails with the first failure's error (the others were still tried).
+    ///
+    /// An entry another live instance is processing right now is waited for (its result is
+    /// what this flush is about), re-reading the queue every [`FLUSH_POLL_MS`]; whatever that
+    /// instance leaves (a failure, or a claim that expired because it died) is taken over.
     pub async fn flush(&self) -> Result<RunReport> {
         self.check_open()?;
-        let report = self.run(process::Mode::Flush).await?;
+        let asked: Vec<String> = self.inner.state.borrow().queue.entries.iter().map(|e| e.thread_id.clone()).collect();
+        let mut report = self.run(process::Mode::Flush).await?;
+        let me = self.parts().instance_id.clone();
+        // Each pass either waits for another instance or runs a batch that tries every
+        // entry left; a bound on the batches keeps a queue that keeps changing from looping.
+        let mut batches = 0;
+        loop {
+            let now = self.now();
+            let (mut busy_until, mut left) = (None::<Millis>, false);
+            for e in self.inner.state.borrow().queue.entries.iter() {
+                let tried = report.processed.contains(&e.thread_id) || report.failed.contains(&e.thread_id);
+                if tried || !asked.contains(&e.thread_id) {
+                    continue;
+                }
+                match &e.claim {
+                    Some(c) if c.owner != me && c.until > now => busy_until = Some(busy_until.map_or(c.until, |t| t.min(c.until))),
+                    _ => left = true,
+                }
+            }
+            if left && batches < asked.len() {
+                batches += 1;
+                let more = self.run(process::Mode::Flush).await?;
+                report.processed.extend(more.processed);
+                report.failed.extend(more.failed);
+                if report.first_error.is_none() {
+                    report.first_error = more.first_error;
+                }
+                continue;
+            }
+            let Some(until) = busy_until else { break };
+            self.parts().clock.sleep((until - now).min(FLUSH_POLL_MS)).await;
+            if self.is_closed() {
+                report.first_error.get_or_insert(Error::Closed);
+                break;
+            }
+            self.refresh_queue().await?;
+        }
         match &report.first_error {
             Some(e) => Err(e.clone()),
             None => Ok(report),

@@ -19,6 +19,10 @@ impl Clock for JsClock {
     fn now_ms(&self) -> Millis {
         js_sys::Date::now() as Millis
     }
+
+    fn sleep(&self, ms: Millis) -> crate::sync::LocalFuture<'static, ()> {
+        Box::pin(gloo_timers::future::TimeoutFuture::new(ms.min(u32::MAX as Millis) as u32))
+    }
 }
 
 /// The queue timer on `setTimeout` (gloo-timers); calls `processDue()` when it fires.

@@ -42,9 +42,30 @@ impl FakeClock {
     }
 }
 
+/// `sleep` advances the fake time and yields once, so other tasks run meanwhile.
 impl Clock for FakeClock {
     fn now_ms(&self) -> Millis {
         self.0.get()
+    }
+
+    fn sleep(&self, ms: Millis) -> LocalFuture<'static, ()> {
+        self.advance(ms);
+        Box::pin(YieldOnce(false))
+    }
+}
+
+/// A future that is pending once (waking itself), then ready: lets other tasks run.
+pub struct YieldOnce(pub bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
     }
 }
 
@@ -123,7 +144,31 @@ pub struct RigBuilder {
     pub store: Option<Rc<dyn Store>>,
     pub clock: Rc<FakeClock>,
     pub llm: Rc<ScriptedLlm>,
+    /// An LLM used instead of `llm` (which then stays unused).
+    pub other_llm: Option<Rc<dyn user_memory::llm::Llm>>,
     pub instance: String,
+}
+
+/// An LLM whose answer is held until the test releases it (one call).
+pub struct GatedLlm {
+    pub gate: RefCell<Option<futures::channel::oneshot::Receiver<Result<String>>>>,
+    pub calls: Cell<usize>,
+}
+
+impl GatedLlm {
+    /// The LLM and the sender that releases its answer.
+    pub fn new() -> (Rc<GatedLlm>, futures::channel::oneshot::Sender<Result<String>>) {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        (Rc::new(GatedLlm { gate: RefCell::new(Some(rx)), calls: Cell::new(0) }), tx)
+    }
+}
+
+impl user_memory::llm::Llm for GatedLlm {
+    fn complete<'a>(&'a self, _: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+        self.calls.set(self.calls.get() + 1);
+        let rx = self.gate.borrow_mut().take().expect("one call only");
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(user_memory::error::Error::LlmFailed("gate dropped".into()))) })
+    }
 }
 
 impl RigBuilder {
@@ -136,6 +181,7 @@ impl RigBuilder {
             store: None,
             clock: FakeClock::at(T0),
             llm: ScriptedLlm::new(vec![]),
+            other_llm: None,
             instance: "A".into(),
         }
     }
@@ -144,6 +190,10 @@ impl RigBuilder {
     }
     pub fn instance(mut self, id: &str) -> Self {
         self.instance = id.into();
+        self
+    }
+    pub fn llm(mut self, llm: Rc<dyn user_memory::llm::Llm>) -> Self {
+        self.other_llm = Some(llm);
         self
     }
     pub fn store(mut self, store: Rc<dyn Store>) -> Self {
@@ -168,7 +218,7 @@ impl RigBuilder {
         let engine = Engine::open(Parts {
             config: self.config,
             store,
-            llm: self.llm.clone(),
+            llm: self.other_llm.unwrap_or_else(|| self.llm.clone()),
             clock: self.clock.clone(),
             ids: Rc::new(SequentialIds::starting_at(0x100)),
             counter: Rc::new(Estimate),
