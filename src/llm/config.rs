@@ -34,7 +34,8 @@ pub struct LlmConfig {
     pub timeout_ms: u64,
     /// Retries within one attempt on 429, 5xx, timeouts and network errors (default 2).
     pub max_retries: u32,
-    /// Sampling temperature; omitted from the request when `None` (default 0).
+    /// Sampling temperature: 0 unless given; `temperature: null` leaves it out of the
+    /// request (`None`), for models that refuse the parameter.
     pub temperature: Option<f64>,
     /// `max_tokens` of the reply (Anthropic requires one; default 4096).
     pub max_tokens: Option<u64>,
@@ -64,6 +65,12 @@ const KNOWN: &[&str] = &[
 ];
 
 impl LlmConfig {
+    /// What must never appear in an error message: the API key and the values of the
+    /// user's headers (keys sent as `api-key`, a hand-set `Authorization`, …).
+    pub fn secrets(&self) -> Vec<&str> {
+        self.api_key.iter().map(String::as_str).chain(self.headers.iter().map(|(_, v)| v.as_str())).collect()
+    }
+
     /// Validates the `llm` option object.
     pub fn from_value(v: &Value) -> Result<LlmConfig> {
         let obj = v.as_object().ok_or_else(|| {
@@ -129,7 +136,10 @@ impl LlmConfig {
                 )))
             }
         }
-        let temperature = opt_f64(obj, "llm.temperature", "temperature")?;
+        let temperature = match obj.get("temperature") {
+            Some(Value::Null) => None,
+            _ => Some(opt_f64(obj, "llm.temperature", "temperature")?.unwrap_or(0.0)),
+        };
         Ok(LlmConfig {
             provider,
             base_url,
@@ -138,7 +148,7 @@ impl LlmConfig {
             headers,
             timeout_ms: opt_uint(obj, "llm.timeoutMs", "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS),
             max_retries: opt_uint(obj, "llm.maxRetries", "maxRetries")?.unwrap_or(2).min(10) as u32,
-            temperature: Some(temperature.unwrap_or(0.0)),
+            temperature,
             max_tokens: opt_uint(obj, "llm.maxTokens", "maxTokens")?,
             json_mode: opt_bool(obj, "llm.jsonMode", "jsonMode")?.unwrap_or(false),
         })
@@ -151,6 +161,15 @@ mod tests {
 
     fn timeout(v: crate::json::Value) -> Result<u64> {
         LlmConfig::from_value(&v).map(|c| c.timeout_ms)
+    }
+
+    #[test]
+    fn temperature_defaults_to_zero_and_null_leaves_it_out() {
+        let t = |v| LlmConfig::from_value(&v).map(|c| c.temperature);
+        assert_eq!(t(json!({"model": "m"})).unwrap(), Some(0.0));
+        assert_eq!(t(json!({"model": "m", "temperature": 0.7})).unwrap(), Some(0.7));
+        assert_eq!(t(json!({"model": "m", "temperature": null})).unwrap(), None);
+        assert!(t(json!({"model": "m", "temperature": "hot"})).is_err());
     }
 
     #[test]

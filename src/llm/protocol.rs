@@ -81,10 +81,11 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
 /// Extracts the reply text from a successful (2xx) response body.
 ///
 /// OpenAI-compatible: `choices[0].message.content` as a string or a list of parts.
-/// Anthropic: the `text` blocks of `content`. A body without text is `LLM_BAD_OUTPUT`.
-pub fn extract_reply(provider: Provider, body: &str) -> Result<String> {
+/// Anthropic: the `text` blocks of `content`. A body without text is `LLM_BAD_OUTPUT`
+/// (quoting the body with `secrets` masked).
+pub fn extract_reply(provider: Provider, body: &str, secrets: &[&str]) -> Result<String> {
     let v = Value::parse(body).map_err(|_| {
-        Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(body)))
+        Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(&mask(body, secrets))))
     })?;
     let text = match provider {
         Provider::OpenAi => {
@@ -115,10 +116,23 @@ fn first_choice(v: &Value) -> Option<&Value> {
     v.get("choices")?.as_array()?.first()
 }
 
+/// Replaces every secret of 6 or more characters in `text` with `***`.
+pub fn mask(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for s in secrets.iter().filter(|s| s.len() >= 6) {
+        if out.contains(*s) {
+            out = out.replace(*s, "***");
+        }
+    }
+    out
+}
+
 /// The error for a non-2xx response: the status, the provider's own error message when the
-/// body has one, else a short excerpt. The API key, if echoed back, is masked.
-pub fn http_error(status: u16, body: &str, api_key: Option<&str>) -> Error {
-    let detail = Value::parse(body)
+/// body has one, else a short excerpt. `secrets` (the API key, header values) echoed back
+/// are masked in the whole body first, so no excerpt can cut one in half.
+pub fn http_error(status: u16, body: &str, secrets: &[&str]) -> Error {
+    let body = mask(body, secrets);
+    let detail = Value::parse(&body)
         .ok()
         .and_then(|v| {
             v.get("error")
@@ -128,11 +142,7 @@ pub fn http_error(status: u16, body: &str, api_key: Option<&str>) -> Error {
                 .and_then(Value::as_str)
                 .map(str::to_string)
         })
-        .unwrap_or_else(|| snippet(body));
-    let detail = match api_key {
-        Some(k) if k.len() >= 6 => detail.replace(k, "***"),
-        _ => detail,
-    };
+        .unwrap_or_else(|| snippet(&body));
     let hint = match status {
         401 | 403 => " — check the API key (llm.apiKey, or the key your proxy adds)",
         404 => " — check llm.baseUrl and llm.model",
@@ -195,24 +205,41 @@ mod tests {
     #[test]
     fn replies_are_extracted_from_strings_and_part_lists() {
         let openai = r#"{"choices":[{"message":{"content":"hello"}}]}"#;
-        assert_eq!(extract_reply(Provider::OpenAi, openai).unwrap(), "hello");
+        assert_eq!(extract_reply(Provider::OpenAi, openai, &[]).unwrap(), "hello");
         let parts = r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#;
-        assert_eq!(extract_reply(Provider::OpenAi, parts).unwrap(), "a b");
+        assert_eq!(extract_reply(Provider::OpenAi, parts, &[]).unwrap(), "a b");
         let anthropic = r#"{"content":[{"type":"thinking","thinking":"…"},{"type":"text","text":"{}"}]}"#;
-        assert_eq!(extract_reply(Provider::Anthropic, anthropic).unwrap(), "{}");
+        assert_eq!(extract_reply(Provider::Anthropic, anthropic, &[]).unwrap(), "{}");
         let empty = r#"{"choices":[{"message":{"content":null},"finish_reason":"length"}]}"#;
-        let e = extract_reply(Provider::OpenAi, empty).unwrap_err();
+        let e = extract_reply(Provider::OpenAi, empty, &[]).unwrap_err();
         assert_eq!(e.code(), "LLM_BAD_OUTPUT");
         assert!(e.message().contains("length"));
-        assert_eq!(extract_reply(Provider::OpenAi, "<html>").unwrap_err().code(), "LLM_BAD_OUTPUT");
+        assert_eq!(extract_reply(Provider::OpenAi, "<html>", &[]).unwrap_err().code(), "LLM_BAD_OUTPUT");
+        // A 2xx body that is not JSON is quoted with the secrets masked.
+        let e = extract_reply(Provider::OpenAi, "debug: key=sk-secret-123", &["sk-secret-123"]).unwrap_err();
+        assert!(e.message().contains("key=***") && !e.message().contains("sk-secret"), "{}", e.message());
     }
 
     #[test]
     fn http_errors_carry_status_and_provider_message_without_the_key() {
-        let e = http_error(401, r#"{"error":{"message":"Incorrect API key provided: sk-secret-123"}}"#, Some("sk-secret-123"));
+        let e = http_error(401, r#"{"error":{"message":"Incorrect API key provided: sk-secret-123"}}"#, &["sk-secret-123"]);
         assert_eq!(e.status(), Some(401));
         assert!(e.message().contains("Incorrect API key provided: ***"));
         assert!(!e.message().contains("sk-secret-123"));
         assert!(e.message().contains("check the API key"));
+    }
+
+    #[test]
+    fn secrets_are_masked_before_the_excerpt_is_cut_and_header_values_count_as_secrets() {
+        // The key starts at character 160 of a non-JSON body: cutting at 200 first would
+        // have left most of it in the message.
+        let key = "sk-proj-0123456789abcdefghijklmnopqrstuvwxyz";
+        let body = format!("{}{key} trailing", "x".repeat(160));
+        let e = http_error(502, &body, &[key]);
+        assert!(!e.message().contains("sk-proj-0123"), "{}", e.message());
+        // A key sent in a user header (Azure's `api-key`) is masked like the API key.
+        let cfg = LlmConfig::from_value(&json!({"model": "m", "headers": {"api-key": "azure-secret-value"}})).unwrap();
+        let e = http_error(401, r#"{"error":{"message":"bad key azure-secret-value"}}"#, &cfg.secrets());
+        assert!(e.message().contains("bad key ***"), "{}", e.message());
     }
 }

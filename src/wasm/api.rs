@@ -57,9 +57,9 @@ enum Call {
     Get(Engine),
     Import(Engine, JsValue),
     AddFact(Engine, JsValue),
-    UpdateFact(Engine, String, JsValue),
-    RemoveFact(Engine, String),
-    UpdateSection(Engine, String, String),
+    UpdateFact(Engine, JsValue, JsValue),
+    RemoveFact(Engine, JsValue),
+    UpdateSection(Engine, JsValue, JsValue),
     Clear(Engine),
     Close(Engine, Rc<JsEvents>, Option<Tabs>),
     Inspect(JsValue),
@@ -87,15 +87,25 @@ impl Call {
                 e.import(&v).await.map(|d| doc_js(&d))
             }
             Call::AddFact(e, fact) => {
+                options::check_finite(&fact, "fact")?;
                 let v = to_json(&fact, "the fact")?;
                 e.add_fact(&v).await.map(|f| from_json(&f.to_json()))
             }
             Call::UpdateFact(e, id, patch) => {
+                let id = string_arg(&id, "the fact id")?;
+                options::check_finite(&patch, "patch")?;
                 let v = to_json(&patch, "the patch")?;
                 e.update_fact(&id, &v).await.map(|f| from_json(&f.to_json()))
             }
-            Call::RemoveFact(e, id) => e.remove_fact(&id).await.map(|f| from_json(&f.to_json())),
-            Call::UpdateSection(e, section, summary) => Ok(from_json(&e.update_section(&section, &summary).await?.to_json())),
+            Call::RemoveFact(e, id) => {
+                let id = string_arg(&id, "the fact id")?;
+                e.remove_fact(&id).await.map(|f| from_json(&f.to_json()))
+            }
+            Call::UpdateSection(e, section, summary) => {
+                let section = string_arg(&section, "the section name")?;
+                let summary = string_arg(&summary, "the summary")?;
+                Ok(from_json(&e.update_section(&section, &summary).await?.to_json()))
+            }
             Call::Clear(e) => e.clear().await.map(|_| JsValue::UNDEFINED),
             Call::Close(e, events, tabs) => {
                 let r = e.close().await;
@@ -132,6 +142,11 @@ impl Call {
             }
         }
     }
+}
+
+/// A string argument, or `INVALID_INPUT` naming it (instead of wasm-bindgen's TypeError).
+fn string_arg(v: &JsValue, what: &str) -> Result<String> {
+    v.as_string().ok_or_else(|| Error::invalid(format!("{what} must be a string")))
 }
 
 fn doc_js(doc: &Document) -> JsValue {
@@ -300,20 +315,24 @@ impl UserMemory {
 
     /// Changes `content`, `category`, `confidence` (or other fields) of fact `id`.
     #[wasm_bindgen(js_name = updateFact, unchecked_return_type = "Promise<Fact>")]
-    pub fn update_fact(&self, id: String, #[wasm_bindgen(unchecked_param_type = "FactPatch")] patch: JsValue) -> Promise {
+    pub fn update_fact(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue, #[wasm_bindgen(unchecked_param_type = "FactPatch")] patch: JsValue) -> Promise {
         Call::UpdateFact(self.engine.clone(), id, patch).promise()
     }
 
     /// Removes fact `id`; resolves to the removed fact.
     #[wasm_bindgen(js_name = removeFact, unchecked_return_type = "Promise<Fact>")]
-    pub fn remove_fact(&self, id: String) -> Promise {
+    pub fn remove_fact(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> Promise {
         Call::RemoveFact(self.engine.clone(), id).promise()
     }
 
     /// Replaces the summary of one section by hand (`"workContext"`, … or
     /// `"user.workContext"`, …); resolves to the section.
     #[wasm_bindgen(js_name = updateSection, unchecked_return_type = "Promise<Section>")]
-    pub fn update_section(&self, #[wasm_bindgen(unchecked_param_type = "SectionName")] section: String, summary: String) -> Promise {
+    pub fn update_section(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "SectionName")] section: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] summary: JsValue,
+    ) -> Promise {
         Call::UpdateSection(self.engine.clone(), section, summary).promise()
     }
 
@@ -341,7 +360,11 @@ impl UserMemory {
     /// Subscribes to `"update"`, `"error"`, `"queued"` or `"processed"`; returns the
     /// unsubscribe function.
     #[wasm_bindgen(skip_typescript)]
-    pub fn on(&self, event: String, listener: Function) -> std::result::Result<JsValue, JsValue> {
+    pub fn on(&self, event: JsValue, listener: JsValue) -> std::result::Result<JsValue, JsValue> {
+        let event = event.as_string().unwrap_or_default();
+        let Some(listener) = listener.dyn_ref::<Function>().cloned() else {
+            return Err(to_js(&Error::invalid("`on(event, listener)` needs a function as the listener")));
+        };
         if !matches!(event.as_str(), "update" | "error" | "queued" | "processed") {
             return Err(to_js(&Error::invalid(format!(
                 "unknown event \"{event}\" (use \"update\", \"error\", \"queued\" or \"processed\")"

@@ -15,7 +15,8 @@ pub(crate) fn to_json(v: &JsValue, what: &str) -> Result<Value> {
         return Ok(Value::Null);
     }
     let text = JSON::stringify(v).map_err(|e| Error::invalid(format!("{what} is not JSON-serialisable: {}", super::error::js_message(&e))))?;
-    let text: String = text.into();
+    // A function, a symbol, or an object whose toJSON() gives undefined: no JSON at all.
+    let text = text.as_string().ok_or_else(|| Error::invalid(format!("{what} must be a JSON value, not a function or a symbol")))?;
     Value::parse(&text).map_err(|e| Error::invalid(format!("{what} is not valid JSON: {e}")))
 }
 

@@ -36,7 +36,9 @@ extern "C" {
 struct Cancel {
     cancelled: Cell<bool>,
     controllers: RefCell<Vec<AbortController>>,
-    sleepers: RefCell<Vec<Waker>>,
+    /// One slot per live [`UntilClosed`] (freed when it drops, so a long-lived instance
+    /// does not collect wakers).
+    sleepers: RefCell<Vec<Option<Waker>>>,
 }
 
 impl Cancel {
@@ -48,7 +50,7 @@ impl Cancel {
         for c in self.controllers.take() {
             c.abort();
         }
-        for w in self.sleepers.take() {
+        for w in self.sleepers.take().into_iter().flatten() {
             w.wake();
         }
     }
@@ -70,7 +72,7 @@ impl Cancel {
     /// `future` (for a timer: clears its `setTimeout`, so a closed instance leaves no
     /// timer behind).
     fn until_closed<F: Future + Unpin>(&self, future: F) -> UntilClosed<'_, F> {
-        UntilClosed { future, cancel: self }
+        UntilClosed { future, cancel: self, slot: None }
     }
 }
 
@@ -78,6 +80,15 @@ impl Cancel {
 struct UntilClosed<'a, F> {
     future: F,
     cancel: &'a Cancel,
+    slot: Option<usize>,
+}
+
+impl<F> Drop for UntilClosed<'_, F> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.and_then(|i| self.cancel.sleepers.borrow_mut().get_mut(i).map(Option::take)) {
+            drop(slot); // frees the slot for the next wait
+        }
+    }
 }
 
 impl<F: Future + Unpin> Future for UntilClosed<'_, F> {
@@ -90,7 +101,23 @@ impl<F: Future + Unpin> Future for UntilClosed<'_, F> {
         if let Poll::Ready(v) = Pin::new(&mut self.future).poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        self.cancel.sleepers.borrow_mut().push(cx.waker().clone());
+        let mut sleepers = self.cancel.sleepers.borrow_mut();
+        let waker = Some(cx.waker().clone());
+        match self.slot {
+            Some(i) if i < sleepers.len() => sleepers[i] = waker,
+            _ => {
+                let i = match sleepers.iter().position(Option::is_none) {
+                    Some(i) => i,
+                    None => {
+                        sleepers.push(None);
+                        sleepers.len() - 1
+                    }
+                };
+                sleepers[i] = waker;
+                drop(sleepers);
+                self.slot = Some(i);
+            }
+        }
         Poll::Pending
     }
 }
@@ -115,7 +142,8 @@ impl FetchLlm {
         for (k, v) in &http.headers {
             headers
                 .set(k, v)
-                .map_err(|e| no_wait(Error::invalid(format!("invalid llm header `{k}`: {}", js_message(&e)))))?;
+                // (Not the browser's message: it quotes the value, which may be a key.)
+                .map_err(|_| no_wait(Error::invalid(format!("invalid llm header `{k}`: its name or value has characters HTTP does not allow (a line break?)"))))?;
         }
         init.set_headers(&headers);
         init.set_body(&JsValue::from_str(&http.body));
@@ -127,7 +155,8 @@ impl FetchLlm {
 
         let timed_out = Rc::new(Cell::new(false));
         let flag = timed_out.clone();
-        let ms = self.cfg.timeout_ms.min(u32::MAX as u64) as u32;
+        // setTimeout takes an i32 (a larger delay fires at once): about 24 days at most.
+        let ms = self.cfg.timeout_ms.min(i32::MAX as u64) as u32;
         // Dropping the timer (end of this function) cancels it. `timeoutMs: 0`: no timer.
         let _timer = (ms > 0).then(|| {
             gloo_timers::callback::Timeout::new(ms, move || {
@@ -161,7 +190,7 @@ impl FetchLlm {
         if (200..300).contains(&status) {
             Ok(body)
         } else {
-            Err((http_error(status, &body, self.cfg.api_key.as_deref()), retry_after))
+            Err((http_error(status, &body, &self.cfg.secrets()), retry_after))
         }
     }
 }
@@ -186,10 +215,10 @@ impl Llm for FetchLlm {
             let mut retry = 0;
             loop {
                 match self.try_once(&http).await {
-                    Ok(body) => return extract_reply(self.cfg.provider, &body),
+                    Ok(body) => return extract_reply(self.cfg.provider, &body, &self.cfg.secrets()),
                     Err((e, retry_after)) if retry < self.cfg.max_retries && is_retryable(&e) => {
                         // Waits without blocking the event loop; `CLOSED` if closed meanwhile.
-                        let ms = delay_ms(retry, retry_after).min(u32::MAX as u64) as u32;
+                        let ms = delay_ms(retry, retry_after).min(i32::MAX as u64) as u32;
                         self.cancel.until_closed(gloo_timers::future::TimeoutFuture::new(ms)).await?;
                         retry += 1;
                     }

@@ -23,15 +23,24 @@ pub(crate) struct Options {
 
 /// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
 /// because `JSON.stringify` would silently turn them into `null` (= "use the default").
+/// Objects nested deeper than any option (a cycle, or an SDK client passed by mistake) are
+/// `INVALID_INPUT` too, rather than a stack overflow.
 pub(crate) fn check_finite(v: &JsValue, path: &str) -> Result<()> {
+    check_finite_at(v, path, 0)
+}
+
+fn check_finite_at(v: &JsValue, path: &str, depth: usize) -> Result<()> {
     if let Some(x) = v.as_f64() {
         if !x.is_finite() {
             return Err(Error::invalid(format!("`{path}` must be a finite number")));
         }
     } else if v.is_object() && !v.is_function() && !js_sys::Array::is_array(v) {
+        if depth >= 16 {
+            return Err(Error::invalid(format!("`{path}` is nested too deeply (a cycle?); options are plain JSON-like values")));
+        }
         for k in Object::keys(v.unchecked_ref::<Object>()).iter() {
             let k = k.as_string().unwrap_or_default();
-            check_finite(&prop(v, &k), &format!("{path}.{k}"))?;
+            check_finite_at(&prop(v, &k), &format!("{path}.{k}"), depth + 1)?;
         }
     }
     Ok(())

@@ -21,7 +21,7 @@ impl Clock for JsClock {
     }
 
     fn sleep(&self, ms: Millis) -> crate::sync::LocalFuture<'static, ()> {
-        Box::pin(gloo_timers::future::TimeoutFuture::new(ms.min(u32::MAX as Millis) as u32))
+        Box::pin(gloo_timers::future::TimeoutFuture::new(ms.min(i32::MAX as Millis) as u32))
     }
 }
 

@@ -96,7 +96,7 @@ export interface LlmEndpoint {
   apiKey?: string;
   model: string;
   headers?: Record<string, string>;
-  /** Abort one HTTP request after this many ms (each retry gets its own); `0` means no timeout. Default 60 000. */
+  /** Abort one HTTP request after this many ms (each retry gets its own); `0` means no timeout; at most about 24 days (2^31 − 1 ms, what `setTimeout` takes). Default 60 000. */
   timeoutMs?: number;
   /**
    * Retries within one attempt on 429, 5xx, timeouts and network errors, waiting 0.5 s, 1 s,
@@ -104,8 +104,8 @@ export interface LlmEndpoint {
    * Default 2, at most 10.
    */
   maxRetries?: number;
-  /** Default 0. */
-  temperature?: number;
+  /** Default 0; `null` leaves it out of the request (for models that refuse it). */
+  temperature?: number | null;
   /** Reply budget; default 4096 for Anthropic, unset for OpenAI. */
   maxTokens?: number;
   /** Send `response_format: { type: "json_object" }`. Default false. */

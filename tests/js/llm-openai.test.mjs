@@ -272,3 +272,19 @@ test("the API key never appears in storage or in any event, even when the server
   assert.ok(!JSON.stringify(memory.options()).includes(KEY), "options() does not expose the key");
   await memory.close();
 });
+
+test("a key sent in a header (Azure's api-key) is masked like apiKey, also deep inside a long plain-text body", async () => {
+  reset();
+  const headerKey = "azure-key-0123456789abcdef0123456789";
+  const { memory, events } = await open({ apiKey: undefined, headers: { "api-key": headerKey }, maxRetries: 0 });
+  llm.script.push(
+    { status: 401, body: { error: { message: `bad api-key ${headerKey}` } } },
+    { status: 502, body: `${"x".repeat(160)}${headerKey} upstream`, headers: { "content-type": "text/plain" } },
+  );
+  memory.observe("t", turn("hello", "hi"));
+  await assert.rejects(memory.flush(), (e) => e.code === "LLM_HTTP" && !e.message.includes("azure-key") && e.message.includes("***"));
+  await assert.rejects(memory.flush(), (e) => e.code === "LLM_HTTP" && !e.message.includes("azure-key-0123"));
+  assert.equal(llm.requests[0].headers["api-key"], headerKey, "the header was sent");
+  for (const e of events.events) assert.ok(!JSON.stringify(e).includes("azure-key-0123"), `${e.type} event`);
+  await memory.close();
+});
