@@ -480,7 +480,7 @@ async fn a_commit_by_one_instance_reaches_another_as_a_remote_update() {
         let events: Rc<RefCell<Vec<JsValue>>> = Rc::default();
         let sink = events.clone();
         let listener: Function = Closure::<dyn Fn(JsValue)>::new(move |e: JsValue| sink.borrow_mut().push(e)).into_js_value().unchecked_into();
-        reader.on("update".into(), listener).unwrap();
+        reader.on("update".into(), listener.into()).unwrap();
 
         JsFuture::from(writer.add_fact(fact("Lives in Chengdu"))).await.unwrap();
         let remote = |events: &RefCell<Vec<JsValue>>| {
