@@ -60,12 +60,19 @@ async function turn(text) {
 }
 
 let leaving;
-/** Processes what is queued, closes memory and exits (once, however we leave). */
+/** Processes what is queued, closes memory and exits (once, however we leave). A second
+ * Ctrl-C while that runs skips the processing: what is queued is already saved in the
+ * folder and is processed on the next run. */
 function leave(code = 0) {
-  leaving ??= (async () => {
+  if (leaving) {
+    note("leaving without processing; the queued conversation is kept for the next run");
+    memory.close().finally(() => process.exit(code));
+    return leaving;
+  }
+  leaving = (async () => {
     rl.close();
     try {
-      if (memory.status().pending.length) note("saving what I learned…");
+      if (memory.status().pending.length) note("saving what I learned… (Ctrl-C again to skip)");
       await memory.flush();
     } catch (e) {
       note(`could not process everything now (${e.code}); it stays queued for the next run`);

@@ -34,8 +34,14 @@ export function endpointFromEnv(env = process.env) {
   const baseUrl = (env.OPENAI_BASE_URL?.trim() || (key ? OPENAI_DEFAULT_BASE : "")).replace(/\/+$/, "");
   const model = env.MODEL?.trim() || null;
   let problem = null;
+  let url = null;
+  try {
+    url = baseUrl ? new URL(baseUrl) : null;
+  } catch {}
   if (!baseUrl) problem = "OPENAI_BASE_URL is not set";
-  else if (!/^https?:\/\//i.test(baseUrl)) problem = `OPENAI_BASE_URL must start with http:// or https:// (found "${baseUrl}")`;
+  else if (!url || !/^https?:$/.test(url.protocol)) problem = "OPENAI_BASE_URL must be an http:// or https:// URL";
+  else if (url.username || url.password) problem = "OPENAI_BASE_URL must not contain a user name or password (fetch refuses such URLs); put a key in OPENAI_API_KEY";
+  else if (key && /[\r\n\0]/.test(key)) problem = "OPENAI_API_KEY contains a line break or NUL (a copy-paste slip?)";
   else if (!model) problem = "MODEL is not set";
   return { baseUrl, key, model, configured: !problem, problem };
 }
@@ -61,8 +67,10 @@ function readBody(req) {
     req.on("data", (c) => {
       size += c.length;
       if (size > MAX_BODY_BYTES) {
+        // Stop reading (the answer, a 413, still gets through; the connection then closes).
+        req.pause();
+        req.removeAllListeners("data");
         reject(Object.assign(new Error(`request body over ${MAX_BODY_BYTES} bytes`), { status: 413 }));
-        req.destroy();
       } else chunks.push(c);
     });
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
@@ -70,6 +78,7 @@ function readBody(req) {
   });
 }
 
+/** `text` without the key (any message that goes to the browser passes through here). */
 function redact(text, key) {
   return key && key.length >= 6 ? text.split(key).join("***") : text;
 }
@@ -105,6 +114,7 @@ async function proxyChat(req, res, ep) {
     body = JSON.parse(await readBody(req));
     if (!body || typeof body !== "object" || Array.isArray(body)) throw new Error("the body must be a JSON object");
   } catch (e) {
+    if (e.status === 413) res.setHeader("connection", "close");
     return sendJson(res, e.status ?? 400, { error: { message: `bad request: ${e.message}` } });
   }
   body.model = ep.model;
@@ -121,7 +131,7 @@ async function proxyChat(req, res, ep) {
     upstream = await fetch(`${ep.baseUrl}/chat/completions`, { method: "POST", headers, body: JSON.stringify(body), signal: controller.signal });
   } catch (e) {
     if (controller.signal.aborted) return;
-    const cause = e.cause?.code ?? e.cause?.message ?? e.message;
+    const cause = redact(String(e.cause?.code ?? e.cause?.message ?? e.message), ep.key);
     return sendJson(res, 502, { error: { message: `could not reach the LLM endpoint ${new URL(ep.baseUrl).host}: ${cause}` } });
   }
   const type = upstream.headers.get("content-type") ?? "application/json";
@@ -151,8 +161,14 @@ export async function startServer({ port = DEFAULT_PORT, env = process.env, fall
   ]);
   let bound = 0;
   const server = createServer(async (req, res) => {
-    const path = new URL(req.url, "http://x").pathname;
     try {
+      let path;
+      try {
+        path = new URL(req.url, "http://x").pathname;
+        decodeURIComponent(path); // the static handler decodes it: refuse what cannot be
+      } catch {
+        return sendJson(res, 400, { error: { message: "malformed request URL" } });
+      }
       if (path.startsWith("/api/")) {
         if (!sameOrigin(req, bound)) return sendJson(res, 403, { error: { message: "cross-origin requests to /api/ are not allowed" } });
         if (path === "/api/config" && req.method === "GET") return sendJson(res, 200, publicConfig(ep));
@@ -163,7 +179,7 @@ export async function startServer({ port = DEFAULT_PORT, env = process.env, fall
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
       res.end("not found");
     } catch (e) {
-      if (!res.headersSent) sendJson(res, 500, { error: { message: String(e?.message ?? e) } });
+      if (!res.headersSent) sendJson(res, 500, { error: { message: redact(String(e?.message ?? e), ep.key) } });
       else res.destroy();
     }
   });

@@ -375,3 +375,25 @@ fn flush_takes_over_an_entry_whose_claimant_died() {
     assert!(clock.now() >= T0 + 30_000 + 120_000, "not before B's claim ran out");
     assert_eq!(pool.run_until(a.engine.get()).unwrap().facts[0].content, "Climbs");
 }
+
+/// A second close() (e.g. from a second Ctrl-C handler that then exits the process)
+/// resolves only once the first close()'s queue write has landed.
+#[test]
+fn a_second_close_resolves_only_after_the_first_ones_queue_write() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let clock = FakeClock::at(T0);
+        let store = Rc::new(VersionedKv::new(Rc::new(YieldingKv { inner: kv.clone() }), "default"));
+        let a = RigBuilder::shared(&kv, &clock).store(store).open().await.unwrap();
+        // Observed, not yet written: close() writes it.
+        drop(a.engine.observe("t", &turn("I keep bees", "ok")).unwrap().unwrap());
+        let first = a.engine.close();
+        let second = async {
+            a.engine.close().await.unwrap();
+            let queue = VersionedKv::new(kv.clone(), "default").load(Slot::Queue).await.unwrap();
+            assert!(queue.is_some_and(|q| q.value.contains("I keep bees")), "written by the time the second close() resolves");
+        };
+        let (r, ()) = futures::future::join(first, second).await;
+        r.unwrap();
+    });
+}

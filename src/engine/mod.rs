@@ -474,6 +474,9 @@ impl Engine {
     /// Pending entries stay persisted for the next `open()`.
     pub async fn close(&self) -> Result<()> {
         if self.inner.state.borrow().closed {
+            // A second close() resolves only after the first one's queue write: a caller
+            // that exits the process when it resolves must not cut that write short.
+            let _written = self.inner.store_lock.lock().await;
             return Ok(());
         }
         self.inner.state.borrow_mut().closed = true;

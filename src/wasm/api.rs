@@ -377,7 +377,7 @@ impl UserMemory {
 
     /// Cancels the timer, writes pending observations and releases claims. Queued entries
     /// stay persisted for the next `open()`. Later calls to `observe()`/`flush()` throw
-    /// `CLOSED`.
+    /// `CLOSED`; a second `close()` resolves once the first one's write is done.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn close(&self) -> Promise {
         Call::Close(self.engine.clone(), self.events.clone(), self.tabs.clone()).promise()

@@ -116,7 +116,14 @@ test("the environment decides the endpoint: a key alone means OpenAI; a missing 
     baseUrl: "https://api.openai.com/v1", key: "k", model: "gpt-4o-mini", configured: true, problem: null,
   });
   assert.equal(endpointFromEnv({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" }).problem, "MODEL is not set");
-  assert.match(endpointFromEnv({ OPENAI_BASE_URL: "127.0.0.1:11434", MODEL: "m" }).problem, /must start with http/);
+  assert.match(endpointFromEnv({ OPENAI_BASE_URL: "127.0.0.1:11434", MODEL: "m" }).problem, /must be an http/);
+  // What fetch would refuse with a message quoting the secret is refused up front instead.
+  const creds = endpointFromEnv({ OPENAI_BASE_URL: "http://user:s3cretpass@127.0.0.1:9/v1", MODEL: "m" });
+  assert.equal(creds.configured, false);
+  assert.doesNotMatch(creds.problem, /s3cretpass/);
+  const broken = endpointFromEnv({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", OPENAI_API_KEY: "sk-abc\ndef", MODEL: "m" });
+  assert.equal(broken.configured, false);
+  assert.doesNotMatch(broken.problem, /sk-abc/);
   assert.equal(endpointFromEnv({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1", MODEL: "llama3.2" }).key, null);
 });
 
@@ -143,6 +150,23 @@ test("only the page (www/) and the package (pkg/) are served", async () => {
     assert.equal((await raw(demo, { path })).status, 404, path);
   }
   assert.equal((await raw(demo, { path: "/api/nothing" })).status, 404);
+});
+
+test("malformed requests get a 4xx and the server keeps running: a URL that does not parse, bad escapes, an oversized body", { timeout: 30_000 }, async () => {
+  const { connect } = await import("node:net");
+  const rawLine = (line) =>
+    new Promise((resolve, reject) => {
+      const socket = connect(demo.port, "127.0.0.1", () => socket.write(`${line}\r\nHost: x\r\nConnection: close\r\n\r\n`));
+      let text = "";
+      socket.on("data", (c) => (text += c));
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+  assert.match(await rawLine("GET //[ HTTP/1.1"), /^HTTP\/1\.1 400/);
+  assert.equal((await raw(demo, { path: "/%E0%A4%A" })).status, 400);
+  const big = await post(demo, { ...chatBody, pad: "x".repeat(9_000_000) });
+  assert.equal(big.status, 413, "the 413 itself arrives");
+  assert.equal((await raw(demo, { path: "/api/config" })).status, 200, "still serving");
 });
 
 test("a taken port falls back to a free one", async () => {

@@ -243,3 +243,27 @@ test("examples/node-agent.mjs: chats through stdin, remembers in MEMORY_DIR, inj
     await llm.close();
   }
 });
+
+test("examples/node-agent.mjs: a second Ctrl-C while a slow extraction runs on exit leaves at once, and the turn stays queued in MEMORY_DIR", { timeout: 120_000 }, async () => {
+  copyFileSync(join(ROOT, "examples/node-agent.mjs"), join(project, "node-agent.mjs"));
+  const llm = await startLlmServer({
+    // Chat answers come back; the extraction never does (a stuck endpoint).
+    fallback: (req) => (JSON.stringify(req.body?.messages ?? []).includes("factsToRemove") ? { hang: true } : { content: "noted" }),
+  });
+  const dir = join(scratch, "agent-memory-stuck");
+  const env = { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: "test-key", MODEL: "test-model", MEMORY_DIR: dir };
+  try {
+    const s = start("node-agent.mjs", [], env);
+    s.stdin.write("I keep bees.\n");
+    await waitFor(s, /assistant> noted/);
+    s.kill("SIGINT");
+    while (!/Ctrl-C again to skip/.test(s.err)) await new Promise((r) => setTimeout(r, 10));
+    s.kill("SIGINT");
+    assert.equal((await s.exited).code !== null, true, "the process ended by itself");
+    assert.match(s.out + s.err, /kept for the next run/);
+    const queued = readdirSync(dir).filter((f) => f.includes("queue")).map((f) => readFileSync(join(dir, f), "utf8")).join("\n");
+    assert.match(queued, /I keep bees/, `the turn is still queued on disk (${readdirSync(dir)}): ${queued}\n${s.err}`);
+  } finally {
+    await llm.close();
+  }
+});
