@@ -60,16 +60,9 @@ async function turn(text) {
 }
 
 let leaving;
-/** Processes what is queued, closes memory and exits (once, however we leave). A second
- * Ctrl-C while that runs skips the processing: what is queued is already saved in the
- * folder and is processed on the next run. */
+/** Processes what is queued, closes memory and exits (once, however we leave). */
 function leave(code = 0) {
-  if (leaving) {
-    note("leaving without processing; the queued conversation is kept for the next run");
-    memory.close().finally(() => process.exit(code));
-    return leaving;
-  }
-  leaving = (async () => {
+  leaving ??= (async () => {
     rl.close();
     try {
       if (memory.status().pending.length) note("saving what I learned… (Ctrl-C again to skip)");
@@ -89,8 +82,17 @@ note(`memory in ${fileStore(dir).dir}; ${(await memory.get()).facts.length} fact
 // Created after the last await before the loop: lines read before `for await` starts
 // would be lost.
 const rl = createInterface({ input: process.stdin, output: tty ? process.stdout : undefined, prompt: "you> " });
-rl.on("SIGINT", () => leave()); // Ctrl-C at the prompt
-process.on("SIGINT", () => leave()); // SIGINT from outside (no TTY)
+/** Ctrl-C: leave; a second one while leaving skips the processing (what is queued is
+ * already saved in the folder and is processed on the next run). */
+function interrupt() {
+  if (!leaving) return leave();
+  note("leaving without processing; the queued conversation is kept for the next run");
+  memory.close().finally(() => process.exit(1));
+  return leaving;
+}
+
+rl.on("SIGINT", interrupt); // Ctrl-C at the prompt
+process.on("SIGINT", interrupt); // SIGINT from outside (no TTY)
 process.on("SIGTERM", () => leave());
 if (tty) rl.prompt();
 for await (const line of rl) {

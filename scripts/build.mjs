@@ -9,11 +9,15 @@
 //   node scripts/build.mjs --check-size fail if wasm + glue gzipped exceed the budget
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
+import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// scripts/setup.sh installs wasm-bindgen-cli into cargo's bin folder, which need not be on
+// PATH (a system cargo, a fresh shell): look there too.
+process.env.PATH = `${process.env.CARGO_HOME ?? join(homedir(), ".cargo")}/bin${delimiter}${process.env.PATH ?? ""}`;
 const pkg = join(root, "pkg");
 const args = new Set(process.argv.slice(2));
 /** Budget for wasm + JS glue, gzipped (DEVELOPERS.md: ≤ 150 KB, aim 100 KB). */

@@ -5,10 +5,14 @@
 //   node scripts/test.mjs rust js    only the named steps (see STEPS)
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
+import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// scripts/setup.sh installs wasm-bindgen-cli into cargo's bin folder, which need not be on
+// PATH (a system cargo, a fresh shell): look there too.
+process.env.PATH = `${process.env.CARGO_HOME ?? join(homedir(), ".cargo")}/bin${delimiter}${process.env.PATH ?? ""}`;
 const node = process.execPath;
 const wasmEnv = { CHROMEDRIVER: "/usr/bin/chromedriver", WASM_BINDGEN_TEST_TIMEOUT: "120" };
 

@@ -10,6 +10,9 @@ import { confidenceOf, createMemoryPane, refreshTimes } from "./js/memory-pane.j
 import { plural } from "./js/format.js";
 import { clearNotice, confirmDialog, notice, toast } from "./js/ui.js";
 
+/** The largest memory file the page imports. */
+const MAX_IMPORT_BYTES = 5 * 1024 * 1024;
+
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const STORAGES = ["indexeddb", "localstorage", "memory"];
@@ -342,6 +345,12 @@ function wireControls() {
     const file = e.target.files?.[0];
     e.target.value = "";
     if (!file) return;
+    // A memory.json is a few KB (100 facts ≈ 20 KB); a file this big is something else, and
+    // would make every keystroke re-rank tens of thousands of facts.
+    if (file.size > MAX_IMPORT_BYTES) {
+      toast(`${file.name} is ${(file.size / 1048576).toFixed(1)} MB, too big for a memory file (the limit here is ${MAX_IMPORT_BYTES / 1048576} MB). Nothing changed.`, { kind: "error" });
+      return;
+    }
     const text = await file.text();
     let incoming = null;
     try {

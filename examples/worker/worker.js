@@ -38,9 +38,17 @@ export class MemoryAgent extends DurableObject {
     const memory = await this.memory();
     const { pathname } = new URL(request.url);
     if (request.method === "POST" && pathname === "/chat") {
-      const { threadId, messages } = await request.json();
+      const { threadId, messages } = await request.json().catch(() => ({}));
+      if (typeof threadId !== "string" || !Array.isArray(messages)) {
+        return Response.json({ error: 'the body must be { "threadId": string, "messages": [...] }' }, { status: 400 });
+      }
       const block = await memory.inject(messages);
-      const reply = await chat(this.env, [{ role: "system", content: block ? `${SYSTEM}\n\n${block}` : SYSTEM }, ...messages]);
+      let reply;
+      try {
+        reply = await chat(this.env, [{ role: "system", content: block ? `${SYSTEM}\n\n${block}` : SYSTEM }, ...messages]);
+      } catch (e) {
+        return Response.json({ error: `the model call failed: ${e.message}` }, { status: 502 });
+      }
       await memory.observe(threadId, [...messages, { role: "assistant", content: reply }]);
       await this.#arm(memory);
       return Response.json({ reply });

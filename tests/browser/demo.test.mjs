@@ -414,9 +414,20 @@ test("export downloads memory.json; import replaces memory keeping unknown field
     // Not JSON at all: rejected straight away.
     await page.locator("#import-file").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("just some notes") });
     await page.locator(".toast-error", { hasText: "Importing notes.txt failed" }).waitFor({ timeout: T });
+    // Far too big to be a memory file: refused before it is even read.
+    await page.locator("#import-file").setInputFiles({ name: "dump.json", mimeType: "application/json", buffer: Buffer.alloc(6 * 1024 * 1024, 32) });
+    await page.locator(".toast-error", { hasText: "dump.json is 6.0 MB, too big" }).waitFor({ timeout: T });
     assert.deepEqual(await factTexts(page), ["Uses pandas daily"]);
     assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Uses pandas daily"], "memory unchanged");
     await shot(page, "07-import-rejected");
+
+    // A memory far over maxFacts still imports; the list draws the best 300 rows.
+    const many = { ...deerflow, facts: Array.from({ length: 1000 }, (_, i) => ({ content: `Imported fact ${i}`, category: "context", confidence: 0.8 })) };
+    await page.locator("#import-file").setInputFiles({ name: "many.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(many)) });
+    await dialog.getByRole("button", { name: "Replace memory" }).click();
+    await waitForText(page, "#facts-list", "700 more facts not shown");
+    assert.equal(await page.locator("#facts-list .fact-text").count(), 300);
+    assert.equal((await stored(page)).facts.length, 1000, "all of them are in memory");
     assert.deepEqual(problems, { dialogs: [], errors: [] });
   });
 });

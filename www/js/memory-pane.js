@@ -4,6 +4,9 @@
 import { h, icon, keepFocus, replace } from "./dom.js";
 import { countdown, fixed2, fullTime, plural, relativeTime } from "./format.js";
 
+/** The most fact rows drawn at once (the rest are reached through the filter). */
+const MAX_ROWS = 300;
+
 export const SECTIONS = [
   { group: "user", name: "workContext", label: "Work" },
   { group: "user", name: "personalContext", label: "Personal" },
@@ -171,12 +174,13 @@ export function createMemoryPane(app) {
     filter.hidden = facts.length <= FILTER_FROM && !filter.value;
     const q = filter.value.trim().toLowerCase();
     const shown = q ? ordered.filter((f) => `${f.content} ${f.category}`.toLowerCase().includes(q)) : ordered;
+    // An imported memory can be far larger than maxFacts: draw the best-ranked rows only.
+    const rows = shown.slice(0, MAX_ROWS).map((f) => factRow(f, ex.get(f.id)));
+    if (shown.length > MAX_ROWS) rows.push(h("li", { class: "empty-state" }, `${shown.length - MAX_ROWS} more facts not shown: use the filter to find one.`));
     keepFocus(() => {
       replace(
         $("facts-list"),
-        shown.length
-          ? shown.map((f) => factRow(f, ex.get(f.id)))
-          : h("li", { class: "empty-state" }, ordered.length ? "No fact matches the filter." : "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand."),
+        rows.length ? rows : h("li", { class: "empty-state" }, ordered.length ? "No fact matches the filter." : "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand."),
       );
     });
   }
