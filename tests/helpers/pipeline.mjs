@@ -1,13 +1,41 @@
 // Helpers for the pipeline tests (tests/js/llm-*.test.mjs, tests/js/queue-*.test.mjs):
 // conversations, an event recorder, a recording storage adapter, a port nobody listens on,
-// and a child Node process running a snippet against the built package.
+// a child Node process running a snippet against the built package, a test with a timeout,
+// and the scripted LLM server of a test file.
 import { spawn } from "node:child_process";
+import { after, before, test as nodeTest } from "node:test";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { UserMemory } from "user-memory";
+import { startLlmServer } from "./llm-server.mjs";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** `node:test`'s test with a timeout: every test fails (rather than hangs) if what it
+ * waits for never happens. */
+export const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
+
+/**
+ * The test file's scripted OpenAI-compatible server (tests/helpers/llm-server.mjs): started
+ * before the first test, closed (with every instance `openMemory` opened) after the last.
+ * The returned object gets the server's fields (`baseUrl`, `script`, `requests`, …) once it
+ * has started, and `reset()` clears the script and the request log.
+ */
+export function useLlmServer() {
+  const llm = {
+    reset() {
+      llm.script.length = 0;
+      llm.requests.length = 0;
+    },
+  };
+  before(async () => Object.assign(llm, await startLlmServer()));
+  after(async () => {
+    await closeAll();
+    await llm.close?.();
+  });
+  return llm;
+}
 
 /** One user turn and its answer, OpenAI style. */
 export function turn(user, assistant = "Noted.") {

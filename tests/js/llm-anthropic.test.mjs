@@ -1,26 +1,14 @@
 // The fetch transport, Anthropic messages protocol (`provider: "anthropic"`), through the
 // built package against the local scripted server.
-import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { closeAll, freshAgent, openMemory, record, turn } from "../helpers/pipeline.mjs";
-
-/** Every test fails (rather than hangs) if what it waits for never happens. */
-const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
+import { factsReply } from "../helpers/llm-server.mjs";
+import { freshAgent, openMemory, record, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
 const KEY = "sk-ant-test-0123456789";
-let llm;
-before(async () => {
-  llm = await startLlmServer();
-});
-after(async () => {
-  await closeAll();
-  await llm.close();
-});
+const llm = useLlmServer();
 
 async function open(llmOptions = {}) {
-  llm.script.length = 0;
-  llm.requests.length = 0;
+  llm.reset();
   const memory = await openMemory({
     agent: freshAgent("anthropic"),
     storage: "memory",

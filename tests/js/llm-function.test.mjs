@@ -1,11 +1,9 @@
 // The LLM as a plain JS function `async ({ system, prompt, signal }) => string` (any SDK, a server
 // proxy, Workers AI …), through the built package.
-import { after, test as nodeTest } from "node:test";
+import { after } from "node:test";
 import assert from "node:assert/strict";
-import { closeAll, freshAgent, openMemory, record, turn } from "../helpers/pipeline.mjs";
+import { closeAll, freshAgent, openMemory, record, test, turn } from "../helpers/pipeline.mjs";
 
-/** Every test fails (rather than hangs) if what it waits for never happens. */
-const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
 after(closeAll);
 
 const delta = (...facts) => JSON.stringify({ newFacts: facts.map((content) => ({ content, category: "knowledge", confidence: 0.9 })), factsToRemove: [] });

@@ -2,23 +2,12 @@
 // local scripted server (tests/helpers/llm-server.mjs): the request, retries within one
 // attempt (5xx, 429 + Retry-After, timeouts, network errors, maxRetries), what is never
 // retried (4xx), and where the API key must never show up.
-import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { closeAll, deadPort, freshAgent, openMemory, record, recordingAdapter, turn } from "../helpers/pipeline.mjs";
-
-/** Every test fails (rather than hangs) if what it waits for never happens. */
-const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
+import { factsReply } from "../helpers/llm-server.mjs";
+import { deadPort, freshAgent, openMemory, record, recordingAdapter, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
 const KEY = "sk-test-0123456789abcdef";
-let llm;
-before(async () => {
-  llm = await startLlmServer();
-});
-after(async () => {
-  await closeAll();
-  await llm.close();
-});
+const llm = useLlmServer();
 
 /** Opens an instance on the local server; the queue is only driven by flush(). */
 async function open(llmOptions = {}, options = {}) {
@@ -32,14 +21,8 @@ async function open(llmOptions = {}, options = {}) {
   return { memory, events: record(memory) };
 }
 
-/** Clears the script and request log between tests. */
-function reset() {
-  llm.script.length = 0;
-  llm.requests.length = 0;
-}
-
 test("happy path: POST /v1/chat/completions with bearer key, model, extra headers, memory and conversation in the prompt; update event with the fact", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ headers: { "X-Trace": "abc", "HTTP-Referer": "https://example.test" } });
   const tea = await memory.addFact({ content: "Prefers green tea", category: "preference", confidence: 0.95 });
   llm.script.push(factsReply("Writes Go microservices"));
@@ -82,7 +65,7 @@ test("happy path: POST /v1/chat/completions with bearer key, model, extra header
 });
 
 test("a baseUrl ending with / gives the same URL (no double slash)", async () => {
-  reset();
+  llm.reset();
   const { memory } = await open({ baseUrl: `${llm.baseUrl}/` });
   llm.script.push(factsReply("x"));
   memory.observe("t", turn("I like maps", "ok"));
@@ -92,7 +75,7 @@ test("a baseUrl ending with / gives the same URL (no double slash)", async () =>
 });
 
 test("500 then 200 succeeds within one attempt: two requests, no error event, attempt not counted", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open();
   llm.script.push({ status: 500 }, factsReply("Runs marathons"));
   memory.observe("t", turn("I run marathons", "Impressive"));
@@ -106,7 +89,7 @@ test("500 then 200 succeeds within one attempt: two requests, no error event, at
 });
 
 test("429 with Retry-After: the retry waits at least that long (measured on the server)", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open();
   llm.script.push({ status: 429, headers: { "retry-after": "1" }, body: { error: { message: "slow down" } } }, factsReply("ok"));
   memory.observe("t", turn("hello", "hi"));
@@ -119,7 +102,7 @@ test("429 with Retry-After: the retry waits at least that long (measured on the 
 });
 
 test("without Retry-After the backoff starts at 500 ms and doubles", async () => {
-  reset();
+  llm.reset();
   const { memory } = await open({ maxRetries: 2 });
   llm.script.push({ status: 503 }, { status: 502 }, factsReply("ok"));
   memory.observe("t", turn("hello", "hi"));
@@ -133,7 +116,7 @@ test("without Retry-After the backoff starts at 500 ms and doubles", async () =>
 
 test("maxRetries is honoured: 1 + maxRetries requests, then LLM_HTTP with the last status", async () => {
   for (const maxRetries of [0, 3]) {
-    reset();
+    llm.reset();
     const { memory, events } = await open({ maxRetries });
     // Retry-After: 0 keeps the test fast; it still counts as a retry.
     for (let i = 0; i < 6; i++) llm.script.push({ status: 503, headers: { "retry-after": "0" } });
@@ -147,7 +130,7 @@ test("maxRetries is honoured: 1 + maxRetries requests, then LLM_HTTP with the la
 });
 
 test("a server that never answers: LLM_TIMEOUT after timeoutMs, and the timeout is retried", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ timeoutMs: 200, maxRetries: 1 });
   llm.script.push({ hang: true }, { hang: true });
   memory.observe("t", turn("hello", "hi"));
@@ -187,7 +170,7 @@ test("connection refused: LLM_NETWORK, retried, entry stays queued", async () =>
 });
 
 test("a dropped connection is a network error and is retried", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ maxRetries: 1 });
   llm.script.push({ destroy: true }, factsReply("ok"));
   memory.observe("t", turn("hello", "hi"));
@@ -198,7 +181,7 @@ test("a dropped connection is a network error and is retried", async () => {
 });
 
 test("401 is LLM_HTTP with status 401, not retried (exactly one request), and the message does not contain the key", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ maxRetries: 3 });
   llm.script.push({ status: 401, body: { error: { message: `Incorrect API key provided: ${KEY}` } } });
   memory.observe("t", turn("hello", "hi"));
@@ -221,7 +204,7 @@ test("401 is LLM_HTTP with status 401, not retried (exactly one request), and th
 
 test("other 4xx (400, 404, 408, 422) are not retried either", async () => {
   for (const status of [400, 404, 408, 422]) {
-    reset();
+    llm.reset();
     const { memory } = await open({ maxRetries: 2 });
     llm.script.push({ status, headers: { "retry-after": "0" } });
     memory.observe("t", turn("hello", "hi"));
@@ -232,7 +215,7 @@ test("other 4xx (400, 404, 408, 422) are not retried either", async () => {
 });
 
 test("a 200 whose body is not a chat completion is LLM_BAD_OUTPUT, not retried", async () => {
-  reset();
+  llm.reset();
   const { memory } = await open();
   llm.script.push({ status: 200, body: "<html>gateway</html>", headers: { "content-type": "text/html" } });
   memory.observe("t", turn("hello", "hi"));
@@ -242,7 +225,7 @@ test("a 200 whose body is not a chat completion is LLM_BAD_OUTPUT, not retried",
 });
 
 test("the API key never appears in storage or in any event, even when the server echoes it", async () => {
-  reset();
+  llm.reset();
   const adapter = recordingAdapter();
   const memory = await openMemory({
     agent: freshAgent("secret"),
@@ -274,7 +257,7 @@ test("the API key never appears in storage or in any event, even when the server
 });
 
 test("a key sent in a header (Azure's api-key) is masked like apiKey, also deep inside a long plain-text body", async () => {
-  reset();
+  llm.reset();
   const headerKey = "azure-key-0123456789abcdef0123456789";
   const { memory, events } = await open({ apiKey: undefined, headers: { "api-key": headerKey }, maxRetries: 0 });
   llm.script.push(

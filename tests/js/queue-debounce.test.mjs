@@ -2,27 +2,11 @@
 // by itself, resuming after a restart, failures (bad output, backoff, abandon), flush(),
 // processDue()/nextDueAt() for schedulers. Real timers with small delays; every timing
 // assertion is a lower bound or an ordering.
-import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { closeAll, freshAgent, openMemory, record, recordingAdapter, sleep, turn } from "../helpers/pipeline.mjs";
+import { factsReply } from "../helpers/llm-server.mjs";
+import { freshAgent, openMemory, record, recordingAdapter, sleep, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
-/** Every test fails (rather than hangs) if what it waits for never happens. */
-const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
-
-let llm;
-before(async () => {
-  llm = await startLlmServer();
-});
-after(async () => {
-  await closeAll();
-  await llm.close();
-});
-
-function reset() {
-  llm.script.length = 0;
-  llm.requests.length = 0;
-}
+const llm = useLlmServer();
 
 const endpoint = (extra = {}) => ({ baseUrl: llm.baseUrl, apiKey: "sk-q", model: "m", maxRetries: 0, ...extra });
 
@@ -32,7 +16,7 @@ async function open(options = {}) {
 }
 
 test("three observe() of one thread inside the debounce window make one call, with the newest messages, after the quiet time", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 300 });
   llm.script.push(factsReply("Learns Rust"));
   const history = [];
@@ -56,7 +40,7 @@ test("three observe() of one thread inside the debounce window make one call, wi
 });
 
 test("two threads in one window make two calls, one per thread", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 150 });
   llm.script.push(factsReply("Fact A"), factsReply("Fact B"));
   memory.observe("thread-a", turn("I am thread A", "ok"));
@@ -71,7 +55,7 @@ test("two threads in one window make two calls, one per thread", async () => {
 });
 
 test("the timer processes the queue by itself (no flush) once debounceMs has passed", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 120 });
   llm.script.push(factsReply("Timer fact"));
   const observed = Date.now();
@@ -87,7 +71,7 @@ test("the timer processes the queue by itself (no flush) once debounceMs has pas
 });
 
 test("a second instance on the same storage adapter resumes the entry the first one left queued at close()", async () => {
-  reset();
+  llm.reset();
   const adapter = recordingAdapter();
   const agent = freshAgent("resume");
   const first = await openMemory({ agent, storage: adapter, debounceMs: 600_000, llm: endpoint() });
@@ -107,7 +91,7 @@ test("a second instance on the same storage adapter resumes the entry the first 
 });
 
 test("storage: \"memory\" — a reopened instance's timer picks up the overdue entry by itself", async () => {
-  reset();
+  llm.reset();
   const agent = freshAgent("resume-mem");
   const first = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: endpoint() });
   await first.observe("t", turn("I play chess", "Nice"));
@@ -124,7 +108,7 @@ test("storage: \"memory\" — a reopened instance's timer picks up the overdue e
 });
 
 test("malformed model output: error event LLM_BAD_OUTPUT, memory unchanged, entry still queued with a 30 s backoff", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 600_000 });
   await memory.addFact({ content: "Likes tea" });
   const before = await memory.get();
@@ -148,7 +132,7 @@ test("malformed model output: error event LLM_BAD_OUTPUT, memory unchanged, entr
 });
 
 test("failed attempts back off 30 s then 60 s, and after maxAttempts the entry is dropped with ABANDONED", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 600_000, maxAttempts: 3 });
   memory.observe("t", turn("hello", "hi"));
   for (const [attempt, backoff] of [[1, 30_000], [2, 60_000]]) {
@@ -171,7 +155,7 @@ test("failed attempts back off 30 s then 60 s, and after maxAttempts the entry i
 });
 
 test("flush() tries every entry and rejects with the first failure; the others are applied", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 600_000 });
   llm.script.push({ status: 401 }, { content: "not a delta" }, factsReply("From t3"));
   memory.observe("t1", turn("one", "1"));
@@ -187,7 +171,7 @@ test("flush() tries every entry and rejects with the first failure; the others a
 });
 
 test("flush() with nothing queued resolves with an empty report and makes no call", async () => {
-  reset();
+  llm.reset();
   const { memory } = await open();
   assert.deepEqual(await memory.flush(), { processed: [], failed: [] });
   assert.equal(llm.requests.length, 0);
@@ -195,7 +179,7 @@ test("flush() with nothing queued resolves with an empty report and makes no cal
 });
 
 test("autoProcess: false — nothing runs by itself; processDue() processes only what nextDueAt() says is due", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 150, autoProcess: false });
   llm.script.push(factsReply("Due fact"));
   assert.equal(memory.nextDueAt(), null);
@@ -213,7 +197,7 @@ test("autoProcess: false — nothing runs by itself; processDue() processes only
 });
 
 test("processDue() reports failures in its result and as error events, without rejecting", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 0, autoProcess: false });
   llm.script.push({ status: 500 });
   memory.observe("t", turn("hello", "hi"));
@@ -224,7 +208,7 @@ test("processDue() reports failures in its result and as error events, without r
 });
 
 test("an observe() during processing is kept for the next round (its newer messages are not lost)", async () => {
-  reset();
+  llm.reset();
   const { memory, events } = await open({ debounceMs: 600_000 });
   llm.script.push({ ...factsReply("First"), delayMs: 150 }, factsReply("Second"));
   memory.observe("t", turn("first turn", "ok"));
@@ -241,7 +225,7 @@ test("an observe() during processing is kept for the next round (its newer messa
 });
 
 test("storage failing when the timer fires: one error event (STORAGE_FAILED) and a backoff, not a busy loop", async () => {
-  reset();
+  llm.reset();
   const adapter = recordingAdapter();
   let broken = false;
   let failedWrites = 0;

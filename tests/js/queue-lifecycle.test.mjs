@@ -5,32 +5,16 @@
 // The children run against the scripted server of this (parent) process, so nothing but the
 // library itself can keep them alive. "Exits by itself" is checked against the timer that
 // would have kept it alive: the child must be gone before that timer could have fired.
-import { after, before, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
-import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { closeAll, freshAgent, openMemory, record, runChild, turn } from "../helpers/pipeline.mjs";
+import { factsReply } from "../helpers/llm-server.mjs";
+import { freshAgent, openMemory, record, runChild, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
-/** Every test fails (rather than hangs) if what it waits for never happens. */
-const test = (name, fn) => nodeTest(name, { timeout: 60_000 }, fn);
-
-let llm;
-before(async () => {
-  llm = await startLlmServer();
-});
-after(async () => {
-  await closeAll();
-  await llm.close();
-});
-
-function reset() {
-  llm.script.length = 0;
-  llm.requests.length = 0;
-}
+const llm = useLlmServer();
 
 const conv = JSON.stringify(turn("I keep bees", "Sweet"));
 
 test("errors with no listener never become unhandled rejections (--unhandled-rejections=strict exits 0)", async () => {
-  reset();
+  llm.reset();
   // Every call fails: 500 for the transport, then a storage adapter that throws.
   const code = `
     import { UserMemory } from "user-memory";
@@ -64,7 +48,7 @@ test("errors with no listener never become unhandled rejections (--unhandled-rej
 });
 
 test("close() lets a Node process exit by itself while an entry is still queued (30 s debounce)", async () => {
-  reset();
+  llm.reset();
   const code = `
     import { UserMemory } from "user-memory";
     const m = await UserMemory.open({ storage: "memory", debounceMs: 30000, llm: { baseUrl: process.env.LLM, model: "m" } });
@@ -83,7 +67,7 @@ test("close() lets a Node process exit by itself while an entry is still queued 
 });
 
 test("close() aborts an LLM call in flight: the process exits before the request's timeout", async () => {
-  reset();
+  llm.reset();
   llm.script.push({ hang: true });
   const code = `
     import { UserMemory } from "user-memory";
@@ -106,7 +90,7 @@ test("close() aborts an LLM call in flight: the process exits before the request
 });
 
 test("close() during a Retry-After wait: the process exits before the wait would have ended", async () => {
-  reset();
+  llm.reset();
   llm.script.push({ status: 429, headers: { "retry-after": "30" } });
   const code = `
     import { UserMemory } from "user-memory";
@@ -128,7 +112,7 @@ test("close() during a Retry-After wait: the process exits before the wait would
 });
 
 test("a timed-out request leaves no timer behind: the process exits right after the failure", async () => {
-  reset();
+  llm.reset();
   llm.script.push({ hang: true });
   const code = `
     import { UserMemory } from "user-memory";
@@ -145,7 +129,7 @@ test("a timed-out request leaves no timer behind: the process exits right after 
 });
 
 test("a succeeded request leaves no timeout timer behind (timeoutMs 30 s): the process exits right away", async () => {
-  reset();
+  llm.reset();
   llm.script.push(factsReply("ok"));
   const code = `
     import { UserMemory } from "user-memory";
@@ -164,7 +148,7 @@ test("a succeeded request leaves no timeout timer behind (timeoutMs 30 s): the p
 });
 
 test("observe() after close() throws CLOSED synchronously; flush() and processDue() reject with CLOSED; nextDueAt() is null", async () => {
-  reset();
+  llm.reset();
   const memory = await openMemory({ agent: freshAgent("closed"), storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
   memory.observe("t", turn("hello", "hi"));
   await memory.close();
@@ -177,7 +161,7 @@ test("observe() after close() throws CLOSED synchronously; flush() and processDu
 });
 
 test("close() keeps the entry a cancelled call was working on: the next instance processes it", async () => {
-  reset();
+  llm.reset();
   const agent = freshAgent("cancelled");
   llm.script.push({ hang: true });
   const a = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m", timeoutMs: 60_000 } });
