@@ -434,9 +434,11 @@ impl Engine {
                 if tried || !asked.contains(&e.thread_id) {
                     continue;
                 }
-                match &e.claim {
-                    Some(c) if c.owner != me && c.until > now => busy_until = Some(busy_until.map_or(c.until, |t| t.min(c.until))),
-                    _ => left = true,
+                if e.claimed_by_other(&me, now) {
+                    let until = e.claim.as_ref().map_or(now, |c| c.until);
+                    busy_until = Some(busy_until.map_or(until, |t| t.min(until)));
+                } else {
+                    left = true;
                 }
             }
             if left && batches < asked.len() {

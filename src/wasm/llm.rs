@@ -84,9 +84,12 @@ struct UntilClosed<'a, F> {
 }
 
 impl<F> Drop for UntilClosed<'_, F> {
+    /// Frees the slot for the next wait.
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.and_then(|i| self.cancel.sleepers.borrow_mut().get_mut(i).map(Option::take)) {
-            drop(slot); // frees the slot for the next wait
+        if let Some(i) = self.slot {
+            if let Some(slot) = self.cancel.sleepers.borrow_mut().get_mut(i) {
+                *slot = None;
+            }
         }
     }
 }
