@@ -70,8 +70,7 @@ fn load(path: &str) -> Vec<Persona> {
                         _ => ChatMessage::assistant(s(m, "content")),
                     })
                     .collect(),
-                relevant: c["relevant"].as_array().expect("relevant").iter().map(|x| x.as_str().unwrap_or("").to_string())
-                    .collect(),
+                relevant: c["relevant"].as_array().expect("relevant").iter().map(|x| x.as_str().unwrap_or("").to_string()).collect(),
             })
             .collect();
         for c in &cases {
@@ -129,11 +128,7 @@ fn query_text(case: &Case) -> String {
 /// scikit-learn's `TfidfVectorizer()` tokens: lower-cased `\b\w\w+\b`.
 fn sklearn_tokens(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
-    lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|t| t.chars().count() >= 2)
-        .map(str::to_string)
-        .collect()
+    lower.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| t.chars().count() >= 2).map(str::to_string).collect()
 }
 
 /// TF-IDF (smoothed idf, l2) cosine of the query against each fact, fitted on facts + query
@@ -189,8 +184,7 @@ fn plain_bm25(sim_w: f64, conf_w: f64) -> impl Fn(&Document, &Case) -> (Vec<usiz
         index.sync(&doc.facts);
         let q = query_text(case);
         let sims = index.similarities(&q);
-        let scores: Vec<f64> =
-            sims.iter().zip(&doc.facts).map(|(s, f)| sim_w * f64::from(*s) + conf_w * f.confidence).collect();
+        let scores: Vec<f64> = sims.iter().zip(&doc.facts).map(|(s, f)| sim_w * f64::from(*s) + conf_w * f.confidence).collect();
         by_scores(&scores)
     }
 }
@@ -277,9 +271,16 @@ fn main() {
                 for (i, c) in p.cases.iter().enumerate() {
                     let (order, injected) = r(&p.doc, c);
                     let m = metrics(&order, &injected, &p.doc, &c.relevant);
-                    let ranks: Vec<usize> = c.relevant.iter().map(|id| order.iter().position(|&x| p.doc.facts[x].id == *id).unwrap() + 1).collect();
+                    let ranks: Vec<usize> =
+                        c.relevant.iter().map(|id| order.iter().position(|&x| p.doc.facts[x].id == *id).unwrap() + 1).collect();
                     let top: Vec<&str> = order.iter().take(3).map(|&x| p.doc.facts[x].content.as_str()).collect();
-                    println!("case {i:2} {:<6} {:<12} ndcg {:.2} ranks {ranks:?} | {} | top: {top:?}", c.lang, c.kind, m[2], c.messages.last().unwrap().content);
+                    println!(
+                        "case {i:2} {:<6} {:<12} ndcg {:.2} ranks {ranks:?} | {} | top: {top:?}",
+                        c.lang,
+                        c.kind,
+                        m[2],
+                        c.messages.last().unwrap().content
+                    );
                 }
             }
             continue;

@@ -209,10 +209,8 @@ mod tests {
         let mut delta = Delta::default();
         delta.sections[SectionId::WorkContext.index()] =
             Some(SectionUpdate { summary: "  Staff engineer at Acme.  ".into(), should_update: true });
-        delta.sections[SectionId::TopOfMind.index()] =
-            Some(SectionUpdate { summary: "ignored".into(), should_update: false });
-        delta.sections[SectionId::RecentMonths.index()] =
-            Some(SectionUpdate { summary: "   ".into(), should_update: true });
+        delta.sections[SectionId::TopOfMind.index()] = Some(SectionUpdate { summary: "ignored".into(), should_update: false });
+        delta.sections[SectionId::RecentMonths.index()] = Some(SectionUpdate { summary: "   ".into(), should_update: true });
         let report = run(&mut doc, &delta, &CFG);
         let work = doc.section(SectionId::WorkContext);
         assert_eq!((work.summary.as_str(), work.updated_at.as_str()), ("Staff engineer at Acme.", NOW));
@@ -227,8 +225,7 @@ mod tests {
     #[test]
     fn removal_runs_before_addition_and_ignores_unknown_ids() {
         let mut doc = Document::empty();
-        doc.facts =
-            vec![fact("fact_00000001", "Uses Python 3.11", 0.9, NOW), fact("fact_00000002", "Likes tea", 0.8, NOW)];
+        doc.facts = vec![fact("fact_00000001", "Uses Python 3.11", 0.9, NOW), fact("fact_00000002", "Likes tea", 0.8, NOW)];
         let delta = Delta {
             facts_to_remove: vec!["fact_00000001".into(), "fact_ffffffff".into()],
             new_facts: vec![nf("Uses Python 3.12", 0.95), nf("uses  python 3.11", 0.9)],
@@ -258,10 +255,7 @@ mod tests {
         let report = run(&mut doc, &delta, &CFG);
         assert_eq!(report.added.len(), 1);
         let f = doc.facts.last().unwrap();
-        assert_eq!(
-            (f.content.as_str(), f.created_at.as_str(), f.source.as_str()),
-            ("Lives in Berlin", NOW, "thread-1")
-        );
+        assert_eq!((f.content.as_str(), f.created_at.as_str(), f.source.as_str()), ("Lives in Berlin", NOW, "thread-1"));
         assert_eq!(f.confidence, 0.7);
         assert_eq!(doc.facts.len(), 2);
     }
@@ -297,14 +291,10 @@ mod tests {
     #[test]
     fn upload_mentions_are_scrubbed_after_merging() {
         let mut doc = Document::empty();
-        let mut delta = Delta {
-            new_facts: vec![nf("User uploaded a tax PDF file", 0.95), nf("Works with CSV files", 0.9)],
-            ..Delta::default()
-        };
-        delta.sections[SectionId::TopOfMind.index()] = Some(SectionUpdate {
-            summary: "Preparing taxes. Uploaded three files to the chat.".into(),
-            should_update: true,
-        });
+        let mut delta =
+            Delta { new_facts: vec![nf("User uploaded a tax PDF file", 0.95), nf("Works with CSV files", 0.9)], ..Delta::default() };
+        delta.sections[SectionId::TopOfMind.index()] =
+            Some(SectionUpdate { summary: "Preparing taxes. Uploaded three files to the chat.".into(), should_update: true });
         let report = run(&mut doc, &delta, &CFG);
         assert_eq!(doc.section(SectionId::TopOfMind).summary, "Preparing taxes.");
         assert_eq!(doc.facts.len(), 1);
@@ -315,8 +305,7 @@ mod tests {
     #[test]
     fn scrubbing_an_old_summary_reports_the_section() {
         let mut doc = Document::empty();
-        doc.section_mut(SectionId::EarlierContext).summary =
-            "Did X. Uploaded files at /mnt/user-data/uploads/a.".into();
+        doc.section_mut(SectionId::EarlierContext).summary = "Did X. Uploaded files at /mnt/user-data/uploads/a.".into();
         let report = run(&mut doc, &Delta::default(), &CFG);
         assert_eq!(report.updated_sections, vec![SectionId::EarlierContext]);
         assert_eq!(doc.section(SectionId::EarlierContext).summary, "Did X.");
@@ -326,11 +315,8 @@ mod tests {
     fn the_delta_is_replayable_and_deterministic() {
         let mut base = Document::empty();
         base.facts = vec![fact("fact_00000001", "a", 0.9, NOW)];
-        let delta = Delta {
-            new_facts: vec![nf("b", 0.9), nf("c", 0.8)],
-            facts_to_remove: vec!["fact_00000001".into()],
-            ..Delta::default()
-        };
+        let delta =
+            Delta { new_facts: vec![nf("b", 0.9), nf("c", 0.8)], facts_to_remove: vec!["fact_00000001".into()], ..Delta::default() };
         let copy = delta.clone();
         let (mut d1, mut d2) = (base.clone(), base.clone());
         let r1 = run(&mut d1, &delta, &CFG);
@@ -343,8 +329,7 @@ mod tests {
     fn ids_of_removed_facts_are_not_reused() {
         let mut doc = Document::empty();
         doc.facts = vec![fact("fact_000000a0", "x", 0.9, NOW)];
-        let delta =
-            Delta { new_facts: vec![nf("y", 0.9)], facts_to_remove: vec!["fact_000000a0".into()], ..Delta::default() };
+        let delta = Delta { new_facts: vec![nf("y", 0.9)], facts_to_remove: vec!["fact_000000a0".into()], ..Delta::default() };
         let report = run(&mut doc, &delta, &CFG);
         assert_eq!(report.added, vec!["fact_000000a1"]);
         assert_eq!(report.removed, vec!["fact_000000a0"]);

@@ -10,9 +10,9 @@
 use crate::apply::ApplyConfig;
 use crate::error::{Error, Result};
 use crate::inject::InjectOptions;
+use crate::json::{Map, ObjectWriter, ToJson, Value};
 use crate::prompt::PromptOptions;
 use crate::queue::QueueConfig;
-use crate::json::{Map, ObjectWriter, ToJson, Value};
 
 /// Validated options.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,18 +155,13 @@ impl Config {
             None | Some(Value::Null) => {}
             Some(Value::Object(p)) => {
                 if let Some(k) = p.keys().find(|k| *k != "instructions" && *k != "append") {
-                    return Err(Error::invalid(format!(
-                        "unknown option `prompt.{k}` (known: instructions, append)"
-                    )));
+                    return Err(Error::invalid(format!("unknown option `prompt.{k}` (known: instructions, append)")));
                 }
                 c.prompt.instructions = opt_str(p, "prompt.instructions", "instructions")?;
                 c.prompt.append = opt_str(p, "prompt.append", "append")?;
             }
             Some(other) => {
-                return Err(Error::invalid(format!(
-                    "`prompt` must be an object {{ instructions?, append? }}, found {}",
-                    other.type_name()
-                )))
+                return Err(Error::invalid(format!("`prompt` must be an object {{ instructions?, append? }}, found {}", other.type_name())))
             }
         }
         Ok(())

@@ -241,13 +241,10 @@ impl Fact {
         let content = match obj.get("content") {
             Some(Value::String(s)) => s.clone(),
             None => return Err(format!("`{path}.content` is missing")),
-            Some(other) => {
-                return Err(format!("`{path}.content` must be a string, found {}", other.type_name()))
-            }
+            Some(other) => return Err(format!("`{path}.content` must be a string, found {}", other.type_name())),
         };
-        let confidence = read_confidence(obj.get("confidence"))
-            .map_err(|why| format!("`{path}.confidence` {why}"))?
-            .unwrap_or(DEFAULT_CONFIDENCE);
+        let confidence =
+            read_confidence(obj.get("confidence")).map_err(|why| format!("`{path}.confidence` {why}"))?.unwrap_or(DEFAULT_CONFIDENCE);
         let category = opt_string(obj, "category", &path)?
             .map(|c| c.trim().to_string())
             .filter(|c| !c.is_empty())
@@ -389,7 +386,6 @@ impl Document {
         let v = Value::parse(text).map_err(|e| format!("not valid JSON: {e}"))?;
         Document::from_value(&v, ids)
     }
-
 }
 
 /// DeerFlow's field order, unknown fields after known ones.

@@ -36,9 +36,9 @@ pub struct NewManualFact {
 impl NewManualFact {
     /// Validates `{content, category?, confidence?, …}`.
     pub fn from_value(v: &Value) -> Result<NewManualFact> {
-        let obj = v
-            .as_object()
-            .ok_or_else(|| Error::invalid(format!("a fact must be an object {{ content, category?, confidence? }}, found {}", v.type_name())))?;
+        let obj = v.as_object().ok_or_else(|| {
+            Error::invalid(format!("a fact must be an object {{ content, category?, confidence? }}, found {}", v.type_name()))
+        })?;
         let content = match obj.get("content") {
             Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
             Some(Value::String(_)) => return Err(Error::invalid("`content` must not be empty")),
@@ -106,9 +106,7 @@ pub fn add_fact(doc: &mut Document, fact: &NewManualFact, now_iso: &str, ids: &d
 /// Applies a patch `{content?, category?, confidence?, …}` to fact `id`. `id`, `createdAt`
 /// and `source` cannot be changed; other unknown fields are set (a `null` removes one).
 pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> {
-    let obj = patch
-        .as_object()
-        .ok_or_else(|| Error::invalid(format!("a fact patch must be an object, found {}", patch.type_name())))?;
+    let obj = patch.as_object().ok_or_else(|| Error::invalid(format!("a fact patch must be an object, found {}", patch.type_name())))?;
     for k in ["id", "createdAt", "source"] {
         if let Some(v) = obj.get(k) {
             let unchanged = doc.fact(id).is_some_and(|f| match k {
@@ -129,11 +127,7 @@ pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> 
     };
     let cat = category(obj.get("category"))?;
     let confidence = read_confidence(obj.get("confidence")).map_err(|why| Error::invalid(format!("`confidence` {why}")))?;
-    let fact = doc
-        .facts
-        .iter_mut()
-        .find(|f| f.id == id)
-        .ok_or_else(|| Error::NotFound(format!("no fact with id \"{id}\"")))?;
+    let fact = doc.facts.iter_mut().find(|f| f.id == id).ok_or_else(|| Error::NotFound(format!("no fact with id \"{id}\"")))?;
     if let Some(c) = content {
         fact.content = c;
     }
@@ -158,11 +152,7 @@ pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> 
 
 /// Removes fact `id`; `NOT_FOUND` if there is none.
 pub fn remove_fact(doc: &mut Document, id: &str) -> Result<Fact> {
-    let pos = doc
-        .facts
-        .iter()
-        .position(|f| f.id == id)
-        .ok_or_else(|| Error::NotFound(format!("no fact with id \"{id}\"")))?;
+    let pos = doc.facts.iter().position(|f| f.id == id).ok_or_else(|| Error::NotFound(format!("no fact with id \"{id}\"")))?;
     Ok(doc.facts.remove(pos))
 }
 
@@ -202,7 +192,10 @@ mod tests {
         let restore = NewManualFact::from_value(&removed.to_value()).unwrap();
         let (back, _) = add_fact(&mut doc, &restore, "much later", &ids).unwrap();
         assert_eq!(back, removed);
-        assert_eq!(add_fact(&mut doc, &NewManualFact { content: "other".into(), ..restore }, "", &ids).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(
+            add_fact(&mut doc, &NewManualFact { content: "other".into(), ..restore }, "", &ids).unwrap_err().code(),
+            "INVALID_INPUT"
+        );
 
         let u = update_fact(&mut doc, &f.id, &json!({"confidence": "0.75", "category": "knowledge", "pinned": null, "note": "x"})).unwrap();
         assert_eq!((u.confidence, u.category.as_str()), (0.75, "knowledge"));

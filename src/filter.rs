@@ -241,11 +241,7 @@ mod tests {
         ]);
         assert_eq!(
             out,
-            vec![
-                ChatMessage::assistant("Anything else?"),
-                ChatMessage::user("I live in Berlin"),
-                ChatMessage::assistant("Noted.")
-            ]
+            vec![ChatMessage::assistant("Anything else?"), ChatMessage::user("I live in Berlin"), ChatMessage::assistant("Noted.")]
         );
     }
 
@@ -268,13 +264,7 @@ mod tests {
             ai("Given <MEMORY>x</Memory> you know Go: try Rust."),
             ai("<memory>only memory</memory>"),
         ]);
-        assert_eq!(
-            out,
-            vec![
-                ChatMessage::user("What should I learn next?"),
-                ChatMessage::assistant("Given  you know Go: try Rust.")
-            ]
-        );
+        assert_eq!(out, vec![ChatMessage::user("What should I learn next?"), ChatMessage::assistant("Given  you know Go: try Rust.")]);
     }
 
     #[test]

@@ -62,9 +62,7 @@ pub fn fact_id(bits: u32) -> String {
 
 /// Whether `id` has the canonical `fact_` + 8 lowercase hex shape.
 pub fn is_canonical_fact_id(id: &str) -> bool {
-    id.len() == 13
-        && id.starts_with("fact_")
-        && id[5..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 13 && id.starts_with("fact_") && id[5..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]

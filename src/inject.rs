@@ -107,13 +107,7 @@ pub fn explain(
 /// The `<memory>…</memory>` block for the next model call, or `""` (disabled, empty memory,
 /// or a budget too small for anything). Same rules as [`explain`], without the per-fact
 /// report.
-pub fn inject(
-    doc: &Document,
-    index: &FactIndex,
-    messages: &[ChatMessage],
-    opts: &InjectOptions,
-    counter: &dyn TokenCounter,
-) -> String {
+pub fn inject(doc: &Document, index: &FactIndex, messages: &[ChatMessage], opts: &InjectOptions, counter: &dyn TokenCounter) -> String {
     run(doc, index, messages, opts, counter, false).block
 }
 
@@ -192,8 +186,7 @@ fn run(
     } else {
         top_k((0..n).filter(|&p| usable(p)), rank, opts.top_facts)
     };
-    let top: Vec<usize> =
-        (0..ranked.len()).filter(|&i| usable(ranked[i].pos)).take(opts.top_facts).collect();
+    let top: Vec<usize> = (0..ranked.len()).filter(|&i| usable(ranked[i].pos)).take(opts.top_facts).collect();
 
     let lines: Vec<String> = top.iter().map(|&i| fact_line(doc, ranked[i].pos)).collect();
     let costs: Vec<usize> = lines.iter().map(|l| counter.count(l)).collect();
@@ -280,13 +273,7 @@ const GROUPS: [(&str, [SectionId; 3]); 2] = [
 
 /// Lays out the block within `budget` (counted piece by piece). Returns the block (or `""`),
 /// which of the candidate fact lines it holds, and the sum of the pieces' counts.
-fn fit(
-    doc: &Document,
-    lines: &[String],
-    costs: &[usize],
-    budget: usize,
-    counter: &dyn TokenCounter,
-) -> (String, Vec<bool>, usize) {
+fn fit(doc: &Document, lines: &[String], costs: &[usize], budget: usize, counter: &dyn TokenCounter) -> (String, Vec<bool>, usize) {
     let mut chosen = vec![false; lines.len()];
     let mut used = counter.count(OPEN) + counter.count(CLOSE);
     if used > budget {
@@ -301,11 +288,7 @@ fn fit(
             if value.is_empty() || cut {
                 continue;
             }
-            let lead = if started {
-                String::new()
-            } else {
-                format!("{}{header}", if body.is_empty() { "" } else { SEPARATOR })
-            };
+            let lead = if started { String::new() } else { format!("{}{header}", if body.is_empty() { "" } else { SEPARATOR }) };
             let lead_cost = if lead.is_empty() { 0 } else { counter.count(&lead) };
             let line = summary_line(id.label(), &value, None);
             let cost = counter.count(&line);

@@ -63,5 +63,5 @@ pub mod unicode;
 pub mod wasm;
 
 pub use document::{Document, Fact, Section, SectionId};
-pub use json::ToJson;
 pub use error::{Error, Result};
+pub use json::ToJson;

@@ -55,12 +55,8 @@ impl InputMessage {
     /// Reads a message object of either shape. Never fails: what cannot be understood
     /// becomes [`Role::Other`] or empty content, which the filter drops.
     pub fn from_value(v: &Value) -> InputMessage {
-        let role = v
-            .get("role")
-            .and_then(Value::as_str)
-            .or_else(|| v.get("type").and_then(Value::as_str))
-            .map(Role::parse)
-            .unwrap_or(Role::Other);
+        let role =
+            v.get("role").and_then(Value::as_str).or_else(|| v.get("type").and_then(Value::as_str)).map(Role::parse).unwrap_or(Role::Other);
         let has_tool_calls = match v.get("tool_calls") {
             Some(Value::Array(a)) => !a.is_empty(),
             Some(Value::Null) | None => false,

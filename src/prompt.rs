@@ -9,9 +9,9 @@
 
 use crate::document::{Document, SectionId};
 use crate::filter::truncate_for_prompt;
+use crate::json::ObjectWriter;
 use crate::llm::LlmRequest;
 use crate::message::{ChatMessage, Speaker};
-use crate::json::ObjectWriter;
 
 /// Each message is cut to this many characters in the prompt (SPEC §11 Messages).
 pub const MAX_MESSAGE_CHARS: usize = 1000;

@@ -35,14 +35,7 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params {
-            k1: 1.2,
-            b: 0.75,
-            unigram_weight: 0.5,
-            bigram_weight: 1.0,
-            concept_weight: 1.0,
-            tokenizer: TokenizerOptions::default(),
-        }
+        Params { k1: 1.2, b: 0.75, unigram_weight: 0.5, bigram_weight: 1.0, concept_weight: 1.0, tokenizer: TokenizerOptions::default() }
     }
 }
 
@@ -162,9 +155,10 @@ impl FactIndex {
     /// re-tokenising.
     pub fn sync(&mut self, facts: &[Fact]) {
         if facts.len() == self.entries.len()
-            && facts.iter().zip(&self.entries).all(|(f, e)| {
-                key_matches(&e.key, &f.id) && *e.content == *f.content && *e.created_at == *f.created_at
-            })
+            && facts
+                .iter()
+                .zip(&self.entries)
+                .all(|(f, e)| key_matches(&e.key, &f.id) && *e.content == *f.content && *e.created_at == *f.created_at)
         {
             return;
         }
@@ -372,9 +366,7 @@ fn concept_key(c: u32, buf: &mut [u8; 8]) -> &str {
 
 /// Whether an entry key belongs to `id` (duplicate ids are suffixed with `\0n`).
 fn key_matches(key: &str, id: &str) -> bool {
-    key.len() >= id.len()
-        && key.as_bytes()[..id.len()] == *id.as_bytes()
-        && (key.len() == id.len() || key.as_bytes()[id.len()] == 0)
+    key.len() >= id.len() && key.as_bytes()[..id.len()] == *id.as_bytes() && (key.len() == id.len() || key.as_bytes()[id.len()] == 0)
 }
 
 /// Sorts `(term, weight)` pairs by term and sums the weights of equal terms.

@@ -23,9 +23,36 @@ const UPLOAD_WORDS: [&str; 4] = ["upload", "uploads", "uploaded", "uploading"];
 const FILE_WORDS: [&str; 6] = ["file", "files", "document", "documents", "attachment", "attachments"];
 /// Words that turn "upload" into the name of something being built.
 const FEATURE_WORDS: [&str; 30] = [
-    "service", "services", "feature", "features", "api", "apis", "endpoint", "endpoints", "component", "components",
-    "handler", "handlers", "form", "forms", "page", "widget", "module", "system", "flow", "pipeline", "library",
-    "button", "limit", "limits", "bug", "bugs", "server", "backend", "frontend", "ui",
+    "service",
+    "services",
+    "feature",
+    "features",
+    "api",
+    "apis",
+    "endpoint",
+    "endpoints",
+    "component",
+    "components",
+    "handler",
+    "handlers",
+    "form",
+    "forms",
+    "page",
+    "widget",
+    "module",
+    "system",
+    "flow",
+    "pipeline",
+    "library",
+    "button",
+    "limit",
+    "limits",
+    "bug",
+    "bugs",
+    "server",
+    "backend",
+    "frontend",
+    "ui",
 ];
 
 /// Whether any sentence of `text` records a file upload.
@@ -123,8 +150,7 @@ fn sentence_mentions_upload(sentence: &str) -> bool {
     if lower.contains("上传") && ["文件", "附件", "文档"].iter().any(|w| lower.contains(w)) {
         return true;
     }
-    let words: Vec<&str> =
-        lower.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = lower.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect();
     words.iter().enumerate().any(|(i, w)| {
         if UPLOAD_WORDS.contains(w) {
             for n in words[i + 1..].iter().take(4) {
@@ -208,8 +234,7 @@ mod tests {
 
     #[test]
     fn scrub_text_removes_only_matching_sentences() {
-        let s =
-            "Works on Acme's billing service. The user uploaded a file named q3.xlsx for review! Prefers PDF export.";
+        let s = "Works on Acme's billing service. The user uploaded a file named q3.xlsx for review! Prefers PDF export.";
         assert_eq!(scrub_text(s), "Works on Acme's billing service. Prefers PDF export.");
         assert_eq!(scrub_text("用户是后端工程师。用户上传了文件。喜欢Rust。"), "用户是后端工程师。喜欢Rust。");
         assert_eq!(scrub_text("a  b.   Uploaded files!  c"), "a b. c");
@@ -223,8 +248,7 @@ mod tests {
     #[test]
     fn scrub_document_cleans_summaries_and_removes_facts() {
         let mut doc = Document::empty();
-        doc.section_mut(SectionId::TopOfMind).summary =
-            "Debugging a Kafka consumer. Uploaded two log files for analysis.".into();
+        doc.section_mut(SectionId::TopOfMind).summary = "Debugging a Kafka consumer. Uploaded two log files for analysis.".into();
         doc.section_mut(SectionId::WorkContext).summary = "Backend  engineer.  ".into();
         doc.facts = vec![
             fact("fact_00000001", "Works with CSV files"),

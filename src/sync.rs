@@ -144,10 +144,7 @@ mod tests {
         assert_eq!(*log.borrow(), vec!["enter 0"]);
         drop(held);
         pool.run();
-        assert_eq!(
-            *log.borrow(),
-            vec!["enter 0", "leave 0", "enter 1", "leave 1", "enter 2", "leave 2"]
-        );
+        assert_eq!(*log.borrow(), vec!["enter 0", "leave 0", "enter 1", "leave 1", "enter 2", "leave 2"]);
         assert!(!lock.is_locked());
     }
 

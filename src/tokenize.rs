@@ -120,9 +120,7 @@ pub fn is_cjk(c: char) -> bool {
 /// Folds full-width ASCII letters and digits (U+FF10–FF5A) to ASCII.
 fn fold_width(c: char) -> char {
     match c as u32 {
-        0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A => {
-            char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
-        }
+        0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
         _ => c,
     }
 }
@@ -132,11 +130,10 @@ fn fold_width(c: char) -> char {
 /// search over integers.
 const STOPWORDS: [u64; 56] = {
     const WORDS: [&str; 56] = [
-        "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
-        "could", "do", "does", "for", "from", "had", "has", "have", "how", "if", "in", "into",
-        "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so", "that", "the",
-        "their", "them", "there", "they", "this", "to", "was", "we", "were", "what", "when",
-        "which", "who", "will", "with", "would", "you", "your",
+        "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "do", "does", "for", "from",
+        "had", "has", "have", "how", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so", "that",
+        "the", "their", "them", "there", "they", "this", "to", "was", "we", "were", "what", "when", "which", "who", "will", "with",
+        "would", "you", "your",
     ];
     let mut out = [0u64; 56];
     let mut i = 0;

@@ -1,9 +1,9 @@
 //! The memory document: DeerFlow round trip, validation errors, ids, number parsing.
 
-use user_memory::ToJson;
 use user_memory::document::{normalize_content, parse_decimal, Document};
 use user_memory::ids::{is_canonical_fact_id, RandomIds, SequentialIds};
 use user_memory::json::Value;
+use user_memory::ToJson;
 
 /// serde_json's `json!`, converted through text into the crate's own [`Value`].
 macro_rules! json {
@@ -66,16 +66,25 @@ fn each_invalid_shape_is_rejected_with_the_field_named() {
         (json!({"user": {}, "history": {}}), "`facts` is missing"),
         (json!({"user": "x", "history": {}, "facts": []}), "`user` must be an object"),
         (json!({"user": {}, "history": {}, "facts": {}}), "`facts` must be an array, found an object"),
-        (json!({"user": {"workContext": {"summary": 5}}, "history": {}, "facts": []}), "`user.workContext.summary` must be a string, found a number"),
+        (
+            json!({"user": {"workContext": {"summary": 5}}, "history": {}, "facts": []}),
+            "`user.workContext.summary` must be a string, found a number",
+        ),
         (json!({"user": {"topOfMind": "busy"}, "history": {}, "facts": []}), "`user.topOfMind` must be an object"),
-        (json!({"user": {}, "history": {"recentMonths": {"updatedAt": 1}}, "facts": []}), "`history.recentMonths.updatedAt` must be a string"),
+        (
+            json!({"user": {}, "history": {"recentMonths": {"updatedAt": 1}}, "facts": []}),
+            "`history.recentMonths.updatedAt` must be a string",
+        ),
         (json!({"user": {}, "history": {}, "facts": ["x"]}), "`facts[0]` must be an object"),
         (json!({"user": {}, "history": {}, "facts": [{"content": "a"}, {"id": "f"}]}), "`facts[1].content` is missing"),
         (json!({"user": {}, "history": {}, "facts": [{"content": 3}]}), "`facts[0].content` must be a string, found a number"),
         (json!({"user": {}, "history": {}, "facts": [{"content": "a", "confidence": "high"}]}), "`facts[0].confidence` is not a number"),
         (json!({"user": {}, "history": {}, "facts": [{"content": "a", "confidence": []}]}), "`facts[0].confidence` must be a number"),
         (json!({"user": {}, "history": {}, "facts": [{"content": "a", "category": 1}]}), "`facts[0].category` must be a string"),
-        (json!({"user": {}, "history": {}, "facts": [{"id": "f", "content": "a"}, {"id": "f", "content": "b"}]}), "`facts[1].id` \"f\" is used twice"),
+        (
+            json!({"user": {}, "history": {}, "facts": [{"id": "f", "content": "a"}, {"id": "f", "content": "b"}]}),
+            "`facts[1].id` \"f\" is used twice",
+        ),
         (json!({"version": 1, "user": {}, "history": {}, "facts": []}), "`memory.version` must be a string"),
     ];
     for (input, expected) in cases {
@@ -104,7 +113,10 @@ fn missing_parts_get_the_documented_defaults() {
     assert_eq!(doc.last_updated, "");
     assert!(doc.sections.iter().all(|s| s.summary.is_empty() && s.updated_at.is_empty()));
     let f = &doc.facts;
-    assert_eq!((f[0].id.as_str(), f[0].category.as_str(), f[0].confidence, f[0].source.as_str()), ("fact_00000010", "context", 0.5, "unknown"));
+    assert_eq!(
+        (f[0].id.as_str(), f[0].category.as_str(), f[0].confidence, f[0].source.as_str()),
+        ("fact_00000010", "context", 0.5, "unknown")
+    );
     assert_eq!((f[1].category.as_str(), f[1].confidence), ("context", 0.8));
     assert_eq!(f[2].confidence, 1.0, "confidences are clamped to [0, 1]");
 }

@@ -4,7 +4,6 @@
 #[macro_use]
 mod common;
 
-use user_memory::ToJson;
 use common::*;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -13,6 +12,7 @@ use user_memory::error::{Error, Result};
 use user_memory::message::Speaker;
 use user_memory::storage::{Commit, MemoryKv, Slot, Store, Versioned, VersionedKv};
 use user_memory::sync::LocalFuture;
+use user_memory::ToJson;
 
 #[test]
 fn a_burst_of_three_observes_makes_one_llm_call_with_the_newest_messages() {
@@ -47,11 +47,8 @@ fn a_burst_of_three_observes_makes_one_llm_call_with_the_newest_messages() {
 #[test]
 fn two_threads_make_two_calls_in_one_batch() {
     run(async {
-        let rig = RigBuilder::new()
-            .replies(vec![reply_with_facts(&["Fact from t1"]), reply_with_facts(&["Fact from t2"])])
-            .open()
-            .await
-            .unwrap();
+        let rig =
+            RigBuilder::new().replies(vec![reply_with_facts(&["Fact from t1"]), reply_with_facts(&["Fact from t2"])]).open().await.unwrap();
         rig.engine.observe("t1", &turn("one", "1")).unwrap().unwrap().await.unwrap();
         rig.engine.observe("t2", &turn("two", "2")).unwrap().unwrap().await.unwrap();
         rig.clock.advance(30_000);
@@ -110,13 +107,8 @@ fn an_entry_failing_max_attempts_times_is_abandoned_with_an_event() {
         assert_eq!(rig.engine.flush().await.unwrap_err().code(), "LLM_HTTP");
         assert_eq!(rig.engine.flush().await.unwrap_err().code(), "LLM_HTTP");
         assert_eq!(rig.events.error_codes(), vec!["LLM_HTTP", "LLM_HTTP", "ABANDONED"]);
-        let attempts: Vec<Option<u32>> = rig
-            .events
-            .0
-            .borrow()
-            .iter()
-            .filter_map(|e| if let Event::Error(e) = e { Some(e.attempt) } else { None })
-            .collect();
+        let attempts: Vec<Option<u32>> =
+            rig.events.0.borrow().iter().filter_map(|e| if let Event::Error(e) = e { Some(e.attempt) } else { None }).collect();
         assert_eq!(attempts, vec![Some(1), Some(2), Some(2)]);
         assert_eq!(rig.engine.next_due_at(), None);
         assert!(rig.engine.flush().await.is_ok(), "nothing left to flush");
@@ -144,7 +136,6 @@ fn a_second_instance_resumes_an_entry_the_first_persisted() {
     });
 }
 
-
 #[test]
 fn an_entry_claimed_by_one_instance_is_not_processed_by_another_meanwhile() {
     use futures::task::LocalSpawnExt;
@@ -163,7 +154,11 @@ fn an_entry_claimed_by_one_instance_is_not_processed_by_another_meanwhile() {
     let a_engine = pool.run_until(async {
         let events = Rc::new(Recorder::default());
         user_memory::engine::Engine::open(user_memory::engine::Parts {
-            config: { let mut c = user_memory::config::Config::default(); c.queue.debounce_ms = 0; c },
+            config: {
+                let mut c = user_memory::config::Config::default();
+                c.queue.debounce_ms = 0;
+                c
+            },
             store: Rc::new(VersionedKv::new(kv.clone(), "default")),
             llm: gated.clone(),
             clock: clock.clone(),
@@ -179,7 +174,11 @@ fn an_entry_claimed_by_one_instance_is_not_processed_by_another_meanwhile() {
     });
     drop(a);
     let running = a_engine.clone();
-    pool.spawner().spawn_local(async move { running.process_due().await.unwrap(); }).unwrap();
+    pool.spawner()
+        .spawn_local(async move {
+            running.process_due().await.unwrap();
+        })
+        .unwrap();
     pool.run_until_stalled();
     assert_eq!(gated.calls.get(), 1, "A2 claimed the entry and is waiting for its LLM");
     // B comes along while A2's call is in flight: the entry is claimed, so B leaves it.
@@ -250,20 +249,20 @@ fn a_commit_that_loses_a_race_replays_the_delta_on_the_newer_document_without_a_
         })
         .to_string();
         let store = Rc::new(Interfering { inner: VersionedKv::new(kv.clone(), "default"), fired: Cell::new(false), foreign });
-        let rig = RigBuilder::shared(&kv, &FakeClock::at(T0)).store(store).replies(vec![reply_with_facts(&["From the LLM"])]).open().await.unwrap();
+        let rig = RigBuilder::shared(&kv, &FakeClock::at(T0))
+            .store(store)
+            .replies(vec![reply_with_facts(&["From the LLM"])])
+            .open()
+            .await
+            .unwrap();
         rig.engine.observe("t1", &turn("a", "b")).unwrap().unwrap().await.unwrap();
         rig.engine.flush().await.unwrap();
         assert_eq!(rig.llm.calls(), 1, "the delta was replayed, not re-extracted");
         let contents: Vec<String> = rig.engine.get().await.unwrap().facts.iter().map(|f| f.content.clone()).collect();
         assert_eq!(contents, vec!["Written by another tab", "From the LLM"], "both writes survive");
         // Listeners saw the other writer's change as `remote`, then ours.
-        let reasons: Vec<UpdateReason> = rig
-            .events
-            .0
-            .borrow()
-            .iter()
-            .filter_map(|e| if let Event::Update(u) = e { Some(u.reason) } else { None })
-            .collect();
+        let reasons: Vec<UpdateReason> =
+            rig.events.0.borrow().iter().filter_map(|e| if let Event::Update(u) = e { Some(u.reason) } else { None }).collect();
         assert_eq!(reasons, vec![UpdateReason::Remote, UpdateReason::Extraction]);
     });
 }
@@ -324,13 +323,8 @@ fn manual_edits_emit_updates_and_unknown_ids_are_not_found() {
         rig.engine.add_fact(&json!({"content": "x"})).await.unwrap();
         rig.engine.clear().await.unwrap();
         assert!(rig.engine.cached().is_empty());
-        let reasons: Vec<UpdateReason> = rig
-            .events
-            .0
-            .borrow()
-            .iter()
-            .filter_map(|e| if let Event::Update(u) = e { Some(u.reason) } else { None })
-            .collect();
+        let reasons: Vec<UpdateReason> =
+            rig.events.0.borrow().iter().filter_map(|e| if let Event::Update(u) = e { Some(u.reason) } else { None }).collect();
         use UpdateReason::*;
         assert_eq!(reasons, vec![AddFact, UpdateFact, RemoveFact, AddFact, Clear]);
     });

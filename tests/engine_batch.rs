@@ -89,7 +89,8 @@ fn a_long_batch_renews_each_claim_right_before_processing_that_entry() {
     run(async {
         let kv = Rc::new(MemoryKv::new());
         let clock = FakeClock::at(T0);
-        let llm = Rc::new(SlowLlm { clock: clock.clone(), kv: kv.clone(), call_ms: 5_000, seen: RefCell::default(), during: RefCell::default() });
+        let llm =
+            Rc::new(SlowLlm { clock: clock.clone(), kv: kv.clone(), call_ms: 5_000, seen: RefCell::default(), during: RefCell::default() });
         // Each call outlasts the 2 s lease taken at the start of the batch.
         let (a, _) = open_with(&kv, &clock, llm.clone(), "A", 2_000).await;
         for t in ["t1", "t2", "t3"] {
@@ -114,12 +115,14 @@ fn an_entry_taken_over_after_its_claim_expired_is_not_processed_twice() {
         let clock = FakeClock::at(T0);
         // Calls take 4 s, claims last 6 s: t3's claim from the start of the batch expires
         // during t2's call, while t2's (renewed) claim is still live.
-        let a_llm = Rc::new(SlowLlm { clock: clock.clone(), kv: kv.clone(), call_ms: 4_000, seen: RefCell::default(), during: RefCell::default() });
+        let a_llm =
+            Rc::new(SlowLlm { clock: clock.clone(), kv: kv.clone(), call_ms: 4_000, seen: RefCell::default(), during: RefCell::default() });
         let (a, _) = open_with(&kv, &clock, a_llm.clone(), "A", 6_000).await;
         for t in ["t1", "t2", "t3"] {
             a.observe(t, &turn(&format!("about {t}"), "ok")).unwrap().unwrap().await.unwrap();
         }
-        let b_llm = Rc::new(SlowLlm { clock: clock.clone(), kv: kv.clone(), call_ms: 0, seen: RefCell::default(), during: RefCell::default() });
+        let b_llm =
+            Rc::new(SlowLlm { clock: clock.clone(), kv: kv.clone(), call_ms: 0, seen: RefCell::default(), during: RefCell::default() });
         let (b, _) = open_with(&kv, &clock, b_llm.clone(), "B", 60_000).await;
         let b2 = b.clone();
         let hook: LocalFuture<'static, ()> = Box::pin(async move {
@@ -216,7 +219,9 @@ fn close_cancels_the_call_in_flight_without_counting_a_failed_attempt() {
         assert!(e.retry_at.is_none(), "{}: no retry backoff", e.thread_id);
     }
     // The next instance resumes both at once.
-    let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").replies(vec![reply_with_facts(&["x"]), reply_with_facts(&["y"])]).open()).unwrap();
+    let b = pool
+        .run_until(RigBuilder::shared(&kv, &clock).instance("B").replies(vec![reply_with_facts(&["x"]), reply_with_facts(&["y"])]).open())
+        .unwrap();
     let r = pool.run_until(b.engine.flush()).unwrap();
     assert_eq!(r.processed, vec!["t1", "t2"]);
 }

@@ -15,10 +15,7 @@ use user_memory::storage::{Commit, KvCapabilities, KvStore, MemoryKv, Slot, Stor
 use user_memory::sync::LocalFuture;
 
 fn update_reasons(r: &Recorder) -> Vec<(UpdateReason, usize)> {
-    r.0.borrow()
-        .iter()
-        .filter_map(|e| if let Event::Update(u) = e { Some((u.reason, u.added.len())) } else { None })
-        .collect()
+    r.0.borrow().iter().filter_map(|e| if let Event::Update(u) = e { Some((u.reason, u.added.len())) } else { None }).collect()
 }
 
 /// After a reset elsewhere (UserMemory.reset(), a deleted file, a wiped Durable Object)
@@ -55,7 +52,6 @@ fn a_reset_elsewhere_is_adopted_although_the_revision_went_backwards() {
 struct YieldingKv {
     inner: Rc<MemoryKv>,
 }
-
 
 impl KvStore for YieldingKv {
     fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
@@ -112,15 +108,13 @@ fn a_get_overlapping_a_commit_never_reports_the_own_change_as_remote() {
             let e1 = a.engine.clone();
             let e2 = a.engine.clone();
             let fact = json!({"content": "Likes tea"});
-            let (r1, r2) = futures::future::join(
-                async move { e1.add_fact(&fact).await },
-                async move {
-                    for _ in 0..delay {
-                        YieldOnce(false).await;
-                    }
-                    e2.get().await
+            let (r1, r2) = futures::future::join(async move { e1.add_fact(&fact).await }, async move {
+                for _ in 0..delay {
+                    YieldOnce(false).await;
                 }
-            ).await;
+                e2.get().await
+            })
+            .await;
             r1.unwrap();
             r2.unwrap();
             let reasons = update_reasons(&a.events);
@@ -311,7 +305,10 @@ fn a_late_write_of_an_older_observation_keeps_the_newer_one() {
 }
 
 /// Runs `f` as a task of `pool` and returns where its result will appear.
-fn spawn<T: 'static>(pool: &futures::executor::LocalPool, f: impl std::future::Future<Output = T> + 'static) -> Rc<std::cell::RefCell<Option<T>>> {
+fn spawn<T: 'static>(
+    pool: &futures::executor::LocalPool,
+    f: impl std::future::Future<Output = T> + 'static,
+) -> Rc<std::cell::RefCell<Option<T>>> {
     use futures::task::LocalSpawnExt;
     let out = Rc::new(std::cell::RefCell::new(None));
     let slot = out.clone();
@@ -332,11 +329,17 @@ fn flush_waits_for_an_entry_another_instance_is_processing() {
     let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").llm(gated.clone()).open()).unwrap();
     clock.advance(30_000);
     // B's timer fires first: it claims t1 and waits for its model.
-    let b_run = spawn(&pool, { let e = b.engine.clone(); async move { e.process_due().await } });
+    let b_run = spawn(&pool, {
+        let e = b.engine.clone();
+        async move { e.process_due().await }
+    });
     pool.run_until_stalled();
     assert_eq!(gated.calls.get(), 1, "B is extracting t1");
     // A flushes meanwhile; it keeps waiting (and polling) while B works.
-    let flushed = spawn(&pool, { let e = a.engine.clone(); async move { e.flush().await } });
+    let flushed = spawn(&pool, {
+        let e = a.engine.clone();
+        async move { e.flush().await }
+    });
     // Let the pool run a while (the fake clock moves 0.5 s per poll of the flush).
     pool.run_until(async {
         for _ in 0..40 {
@@ -365,7 +368,10 @@ fn flush_takes_over_an_entry_whose_claimant_died() {
     let (gated, _never) = GatedLlm::new();
     let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").llm(gated.clone()).open()).unwrap();
     clock.advance(30_000);
-    let _b_run = spawn(&pool, { let e = b.engine.clone(); async move { e.process_due().await } });
+    let _b_run = spawn(&pool, {
+        let e = b.engine.clone();
+        async move { e.process_due().await }
+    });
     pool.run_until_stalled();
     assert_eq!(gated.calls.get(), 1);
     // B "dies" holding the claim. A's flush waits until the claim expires, then does it.

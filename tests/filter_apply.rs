@@ -2,14 +2,14 @@
 //! DeerFlow `type` shape and OpenAI `role` shape) → filter → prompt → a model reply →
 //! parse → apply.
 
-use user_memory::ToJson;
-use user_memory::json::Value;
 use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext};
 use user_memory::filter::{filter_messages, recent_turns, worth_queueing};
 use user_memory::ids::SequentialIds;
+use user_memory::json::Value;
 use user_memory::message::{ChatMessage, InputMessage};
 use user_memory::parse::parse_reply;
 use user_memory::prompt::{build_request, PromptOptions};
+use user_memory::ToJson;
 use user_memory::{Document, SectionId};
 
 /// serde_json's `json!`, converted through text into the crate's own [`Value`].
@@ -73,8 +73,7 @@ fn deerflow_thread_is_filtered_like_deerflow() {
 #[test]
 fn openai_thread_is_filtered_and_worth_queueing() {
     let kept = filter_messages(&inputs(openai_thread()));
-    let roles: Vec<&str> =
-        kept.iter().map(|m| if m.role == user_memory::message::Speaker::User { "user" } else { "assistant" }).collect();
+    let roles: Vec<&str> = kept.iter().map(|m| if m.role == user_memory::message::Speaker::User { "user" } else { "assistant" }).collect();
     assert_eq!(roles, vec!["user", "assistant", "user", "assistant"]);
     assert!(worth_queueing(&kept));
     assert_eq!(recent_turns(&kept, 1), &kept[2..]);
@@ -144,10 +143,7 @@ Not recording the spreadsheet upload.</think>
         &ApplyContext { now_iso: NOW, source: "thread-7", ids: &ids },
     );
     let contents: Vec<&str> = doc.facts.iter().map(|f| f.content.as_str()).collect();
-    assert_eq!(
-        contents,
-        vec!["Head of sales ops at Northwind Traders in Lyon", "Wants figures reported in euros", "Is learning SQL"]
-    );
+    assert_eq!(contents, vec!["Head of sales ops at Northwind Traders in Lyon", "Wants figures reported in euros", "Is learning SQL"]);
     assert!(doc.facts.iter().all(|f| f.source == "thread-7" && f.created_at == NOW));
     assert_eq!(report.removed, vec!["fact_0a0a0a0a"]);
     assert_eq!(report.added.len(), 3);

@@ -6,14 +6,8 @@ use user_memory::message::ChatMessage;
 use user_memory::relevance::FactIndex;
 use user_memory::tokens::{Estimate, TokenCounter};
 
-const OPTS: InjectOptions = InjectOptions {
-    enabled: true,
-    max_tokens: 2000,
-    top_facts: 15,
-    recent_turns: 3,
-    similarity_weight: 0.6,
-    confidence_weight: 0.4,
-};
+const OPTS: InjectOptions =
+    InjectOptions { enabled: true, max_tokens: 2000, top_facts: 15, recent_turns: 3, similarity_weight: 0.6, confidence_weight: 0.4 };
 
 fn fact(id: &str, content: &str, category: &str, confidence: f64) -> Fact {
     Fact {
@@ -82,10 +76,7 @@ fn empty_lines_and_groups_are_left_out() {
 
     let mut doc = doc_with(vec![fact("f1", "Likes tea", "preference", 1.0), fact("f2", "  ", "context", 1.0)]);
     doc.section_mut(SectionId::EarlierContext).summary = "Was a chemist".into();
-    assert_eq!(
-        run(&doc, &[], &OPTS),
-        "<memory>\nHistory:\n- Earlier: Was a chemist\n\nFacts:\n- [preference | 1.00] Likes tea\n</memory>"
-    );
+    assert_eq!(run(&doc, &[], &OPTS), "<memory>\nHistory:\n- Earlier: Was a chemist\n\nFacts:\n- [preference | 1.00] Likes tea\n</memory>");
     let doc = doc_with(vec![fact("f1", "Likes tea", "preference", 0.755)]);
     assert_eq!(run(&doc, &[], &OPTS), "<memory>\nFacts:\n- [preference | 0.76] Likes tea\n</memory>");
 }
@@ -266,10 +257,7 @@ fn without_messages_facts_come_in_confidence_order() {
 
 #[test]
 fn a_fact_too_big_for_the_budget_is_skipped_and_smaller_ones_still_fit() {
-    let doc = doc_with(vec![
-        fact("big", &"long fact text ".repeat(40), "context", 1.0),
-        fact("small", "Short fact", "context", 0.9),
-    ]);
+    let doc = doc_with(vec![fact("big", &"long fact text ".repeat(40), "context", 1.0), fact("small", "Short fact", "context", 0.9)]);
     let opts = InjectOptions { max_tokens: 40, ..OPTS };
     let mut index = FactIndex::new();
     index.sync(&doc.facts);

@@ -1,14 +1,14 @@
 //! Property tests of the crate's own JSON (`user_memory::json`): writing then parsing gives
 //! the same value, the parser never panics, and on valid JSON it agrees with serde_json.
 
-use user_memory::ToJson;
 use proptest::prelude::*;
 use user_memory::json::{Map, Number, Value};
+use user_memory::ToJson;
 
 /// Valid JSON number texts of every shape, including ones serde_json would re-format.
 fn number() -> impl Strategy<Value = Number> {
-    (any::<bool>(), "(0|[1-9][0-9]{0,25})", prop::option::of("[0-9]{1,12}"), prop::option::of(("[eE]", "[+-]?", "[0-9]{1,3}")))
-        .prop_map(|(neg, int, frac, exp)| {
+    (any::<bool>(), "(0|[1-9][0-9]{0,25})", prop::option::of("[0-9]{1,12}"), prop::option::of(("[eE]", "[+-]?", "[0-9]{1,3}"))).prop_map(
+        |(neg, int, frac, exp)| {
             let mut s = String::new();
             if neg {
                 s.push('-');
@@ -24,7 +24,8 @@ fn number() -> impl Strategy<Value = Number> {
                 s.push_str(&d);
             }
             Number::from_text(&s).expect("generated valid number syntax")
-        })
+        },
+    )
 }
 
 /// Strings with the characters that need care: controls, quotes, backslashes, U+2028/9,
@@ -97,8 +98,8 @@ fn same(ours: &Value, theirs: &serde_json::Value) -> bool {
 /// JSON-ish text: valid JSON cut and spliced with fragments that break it in every way.
 fn jsonish() -> impl Strategy<Value = String> {
     let fragments = prop::sample::select(vec![
-        "", ",", ":", "{", "}", "[", "]", "\"", "\\", "\\u", "\\ud800", "\\udc00", "\\uZZZZ", "-", "0", "01", "1.", ".5", "1e",
-        "1e999", "-0", "true", "nul", "NaN", " ", "\n", "\u{1}", "é", "//", "/*", ",]", ",}",
+        "", ",", ":", "{", "}", "[", "]", "\"", "\\", "\\u", "\\ud800", "\\udc00", "\\uZZZZ", "-", "0", "01", "1.", ".5", "1e", "1e999",
+        "-0", "true", "nul", "NaN", " ", "\n", "\u{1}", "é", "//", "/*", ",]", ",}",
     ]);
     (serde_value(), any::<bool>(), prop::collection::vec((any::<prop::sample::Index>(), fragments, 0usize..3), 0..4)).prop_map(
         |(v, pretty, edits)| {

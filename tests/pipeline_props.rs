@@ -160,8 +160,7 @@ fn assert_clean(d: &Delta) {
 fn fact_strategy() -> impl Strategy<Value = (String, String, f64)> {
     (
         "[A-Za-z][A-Za-z0-9 ,'-]{0,40}|[一-龥]{1,12}",
-        prop::sample::select(&["preference", "knowledge", "context", "behavior", "goal", "correction"][..])
-            .prop_map(str::to_string),
+        prop::sample::select(&["preference", "knowledge", "context", "behavior", "goal", "correction"][..]).prop_map(str::to_string),
         (0u32..=100).prop_map(|c| f64::from(c) / 100.0),
     )
 }
@@ -242,27 +241,24 @@ proptest! {
 // ------------------------------------------------------------------------------- apply
 
 const WORDS: &[&str] = &["Go", "Rust", "likes tea", "LIKES  tea", "lives in Oslo", "uploaded a PDF file", "CSV files"];
-const TIMES: &[&str] =
-    &["", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:00.000000Z", "garbage"];
+const TIMES: &[&str] = &["", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:00.000000Z", "garbage"];
 
 fn doc_strategy() -> impl Strategy<Value = Document> {
-    prop::collection::vec((prop::sample::select(WORDS), 0u32..=10, prop::sample::select(TIMES)), 0..15).prop_map(
-        |facts| {
-            let mut doc = Document::empty();
-            for (i, (content, c, t)) in facts.into_iter().enumerate() {
-                doc.facts.push(Fact {
-                    id: format!("fact_{:08x}", i * 7),
-                    content: format!("{content} {}", i % 3),
-                    category: "context".into(),
-                    confidence: f64::from(c) / 10.0,
-                    created_at: t.to_string(),
-                    source: "old".into(),
-                    extra: Default::default(),
-                });
-            }
-            doc
-        },
-    )
+    prop::collection::vec((prop::sample::select(WORDS), 0u32..=10, prop::sample::select(TIMES)), 0..15).prop_map(|facts| {
+        let mut doc = Document::empty();
+        for (i, (content, c, t)) in facts.into_iter().enumerate() {
+            doc.facts.push(Fact {
+                id: format!("fact_{:08x}", i * 7),
+                content: format!("{content} {}", i % 3),
+                category: "context".into(),
+                confidence: f64::from(c) / 10.0,
+                created_at: t.to_string(),
+                source: "old".into(),
+                extra: Default::default(),
+            });
+        }
+        doc
+    })
 }
 
 fn delta_strategy() -> impl Strategy<Value = Delta> {
@@ -296,12 +292,7 @@ fn run(doc: &Document, delta: &Delta, cfg: &ApplyConfig) -> (Document, ApplyRepo
     let mut doc = doc.clone();
     // New ids never collide with the ids the delta strategy removes (< 0x100).
     let ids = SequentialIds::starting_at(0x1000_0000);
-    let report = apply_delta(
-        &mut doc,
-        delta,
-        cfg,
-        &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids },
-    );
+    let report = apply_delta(&mut doc, delta, cfg, &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids });
     (doc, report)
 }
 

@@ -437,8 +437,8 @@ fn an_entry_in_backoff_is_outside_the_debounce_group() {
     obs(&mut q, "old", "a", T0, "v1");
     q.claim(&ids(&["old"]), ME, T0 + 30 * S, 60 * S);
     q.fail("old", "v1", "LLM_ERROR", T0 + 31 * S, &c); // retry at +61 s
-    // A new thread: its debounce is not bounded by the failed entry's old first_at,
-    // and the failed entry does not ride along when the group fires.
+                                                       // A new thread: its debounce is not bounded by the failed entry's old first_at,
+                                                       // and the failed entry does not ride along when the group fires.
     obs(&mut q, "new", "b", T0 + 50 * S, "w1");
     assert_eq!(q.next_due(&c, ME, T0 + 50 * S), Some(T0 + 61 * S));
     assert_eq!(q.due(&c, ME, T0 + 61 * S), ids(&["old"]));

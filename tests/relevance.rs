@@ -23,13 +23,7 @@ fn scratch(facts: &[Fact]) -> FactIndex {
     index
 }
 
-const QUERIES: &[&str] = &[
-    "redis cache 缓存",
-    "我的兔子 rabbit",
-    "Go microservices and Rust",
-    "周末 weekend coffee 咖啡",
-    "",
-];
+const QUERIES: &[&str] = &["redis cache 缓存", "我的兔子 rabbit", "Go microservices and Rust", "周末 weekend coffee 咖啡", ""];
 
 fn assert_same_scores(incremental: &FactIndex, facts: &[Fact]) {
     let fresh = scratch(facts);
@@ -115,8 +109,28 @@ enum Op {
 
 fn content() -> impl Strategy<Value = String> {
     let words = prop::sample::select(vec![
-        "redis", "cache", "缓存", "用Redis做缓存", "rabbit", "兔子", "汤圆", "go", "rust", "weekend", "周末",
-        "coffee", "咖啡", "microservices", "the", "runs", "running", "back", "腰", "", "  ", "<b>",
+        "redis",
+        "cache",
+        "缓存",
+        "用Redis做缓存",
+        "rabbit",
+        "兔子",
+        "汤圆",
+        "go",
+        "rust",
+        "weekend",
+        "周末",
+        "coffee",
+        "咖啡",
+        "microservices",
+        "the",
+        "runs",
+        "running",
+        "back",
+        "腰",
+        "",
+        "  ",
+        "<b>",
     ]);
     prop::collection::vec(words, 0..6).prop_map(|w| w.join(" "))
 }

@@ -85,7 +85,8 @@ fn local_kv() -> Rc<LocalStorageKv> {
 fn clear_local(agent: &str) {
     let storage: web_sys::Storage = get(&js_sys::global(), "localStorage").unchecked_into();
     let prefix = format!("user-memory/{agent}/");
-    let keys: Vec<String> = (0..storage.length().unwrap()).filter_map(|i| storage.key(i).unwrap()).filter(|k| k.starts_with(&prefix)).collect();
+    let keys: Vec<String> =
+        (0..storage.length().unwrap()).filter_map(|i| storage.key(i).unwrap()).filter(|k| k.starts_with(&prefix)).collect();
     for k in keys {
         storage.remove_item(&k).unwrap();
     }
@@ -200,7 +201,9 @@ async fn indexeddb_a_commit_aborted_at_any_step_leaves_the_old_document() {
 #[wasm_bindgen_test]
 async fn indexeddb_an_unreadable_record_is_corrupt_memory_and_is_never_overwritten() {
     let s = IdbStore::open("idb-corrupt").await.unwrap();
-    for (i, bad) in [r#""just a string""#, r#"{rev: "7", value: "x"}"#, r#"{rev: 0, value: "x"}"#, r#"{rev: 3, value: 42}"#].iter().enumerate() {
+    for (i, bad) in
+        [r#""just a string""#, r#"{rev: "7", value: "x"}"#, r#"{rev: 0, value: "x"}"#, r#"{rev: 3, value: 42}"#].iter().enumerate()
+    {
         idb_put_raw("idb-corrupt/doc", bad).await;
         let before = idb_raw("idb-corrupt/doc").await;
         let err = s.load(Slot::Document).await.unwrap_err();
@@ -329,7 +332,9 @@ async fn localstorage_a_corrupt_pointer_or_missing_version_is_corrupt_memory_and
     let dangling = format!(r#"{{"rev":2,"key":"user-memory/{agent}/doc/v2-deadbeef"}}"#);
     // (pointer, whether the store itself refuses commits; a dangling pointer is refused by
     // the engine, which never commits without a successful load first)
-    for (bad, refused) in [("{not json", true), (r#"{"rev":2,"key":"user-memory/elsewhere/doc/v2-00000000"}"#, true), (dangling.as_str(), false)] {
+    for (bad, refused) in
+        [("{not json", true), (r#"{"rev":2,"key":"user-memory/elsewhere/doc/v2-00000000"}"#, true), (dangling.as_str(), false)]
+    {
         clear_local(agent);
         kv.set(&pointer, bad).await.unwrap();
         let before = local_snapshot(agent);
@@ -479,7 +484,8 @@ async fn a_commit_by_one_instance_reaches_another_as_a_remote_update() {
         let reader = open(options(&agent, Some(backend))).await;
         let events: Rc<RefCell<Vec<JsValue>>> = Rc::default();
         let sink = events.clone();
-        let listener: Function = Closure::<dyn Fn(JsValue)>::new(move |e: JsValue| sink.borrow_mut().push(e)).into_js_value().unchecked_into();
+        let listener: Function =
+            Closure::<dyn Fn(JsValue)>::new(move |e: JsValue| sink.borrow_mut().push(e)).into_js_value().unchecked_into();
         reader.on("update".into(), listener.into()).unwrap();
 
         JsFuture::from(writer.add_fact(fact("Lives in Chengdu"))).await.unwrap();

@@ -105,5 +105,4 @@ impl Engine {
         .await?;
         Ok(())
     }
-
 }

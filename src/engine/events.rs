@@ -81,10 +81,7 @@ impl UpdateEvent {
             }
         }
         ev.removed = before.facts.iter().filter(|f| after.fact(&f.id).is_none()).map(|f| f.id.clone()).collect();
-        ev.sections = SectionId::ALL
-            .into_iter()
-            .filter(|s| before.section(*s).summary != after.section(*s).summary)
-            .collect();
+        ev.sections = SectionId::ALL.into_iter().filter(|s| before.section(*s).summary != after.section(*s).summary).collect();
         ev
     }
 }

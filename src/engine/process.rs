@@ -172,7 +172,12 @@ impl Engine {
         })
         .await?;
         let revision = self.revision();
-        self.emit(Event::Processed(ProcessedEvent { thread_id: thread, changed: report.is_some_and(|r| !r.is_empty()), revision, skipped: delta.skipped }));
+        self.emit(Event::Processed(ProcessedEvent {
+            thread_id: thread,
+            changed: report.is_some_and(|r| !r.is_empty()),
+            revision,
+            skipped: delta.skipped,
+        }));
         Ok(())
     }
 }

@@ -3,9 +3,9 @@
 
 use super::{Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
 use crate::document::Document;
-use crate::json::ToJson;
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
+use crate::json::ToJson;
 use crate::queue::QueueFile;
 use crate::storage::{Commit, Slot, Store};
 use crate::sync::LocalFuture;
@@ -53,10 +53,8 @@ pub(super) async fn read_queue(store: &dyn Store) -> Result<QueueRead> {
         Ok(None) => Ok(QueueRead { file: QueueFile::default(), revision: 0, dropped: Vec::new(), corrupt_slot: false }),
         Ok(Some(v)) => {
             let (file, dropped) = QueueFile::from_json(&v.value);
-            let dropped = dropped
-                .into_iter()
-                .map(|d| Error::corrupt(format!("a queued update could not be read and was dropped: {d}")))
-                .collect();
+            let dropped =
+                dropped.into_iter().map(|d| Error::corrupt(format!("a queued update could not be read and was dropped: {d}"))).collect();
             Ok(QueueRead { file, revision: v.revision, dropped, corrupt_slot: false })
         }
         Err(e @ Error::CorruptMemory(_)) => Ok(QueueRead {
@@ -196,7 +194,12 @@ impl Engine {
     }
 
     pub(super) fn emit_update(&self, ev: UpdateEvent) {
-        if ev.reason == UpdateReason::Remote && ev.added.is_empty() && ev.removed.is_empty() && ev.changed.is_empty() && ev.sections.is_empty() {
+        if ev.reason == UpdateReason::Remote
+            && ev.added.is_empty()
+            && ev.removed.is_empty()
+            && ev.changed.is_empty()
+            && ev.sections.is_empty()
+        {
             return;
         }
         self.emit(Event::Update(ev));

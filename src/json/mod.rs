@@ -22,9 +22,9 @@ mod number;
 mod parse;
 mod write;
 
+use crate::tokenize::FxMap;
 pub use number::{parse_decimal, Number};
 pub use parse::ParseError;
-use crate::tokenize::FxMap;
 
 pub use write::{write_fixed, write_str, write_u64, ArrayWriter, ObjectWriter};
 

@@ -69,11 +69,7 @@ impl Parser<'_> {
         }
         let before = &self.text[..at];
         let line_start = before.rfind('\n').map_or(0, |p| p + 1);
-        ParseError {
-            what,
-            line: before.matches('\n').count() + 1,
-            column: before[line_start..].chars().count() + 1,
-        }
+        ParseError { what, line: before.matches('\n').count() + 1, column: before[line_start..].chars().count() + 1 }
     }
 
     fn peek(&self) -> Option<u8> {

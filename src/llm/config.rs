@@ -59,10 +59,8 @@ impl std::fmt::Debug for LlmConfig {
 /// `timeoutMs` when none is given.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
-const KNOWN: &[&str] = &[
-    "provider", "baseUrl", "apiKey", "model", "headers", "timeoutMs", "maxRetries", "temperature",
-    "maxTokens", "jsonMode",
-];
+const KNOWN: &[&str] =
+    &["provider", "baseUrl", "apiKey", "model", "headers", "timeoutMs", "maxRetries", "temperature", "maxTokens", "jsonMode"];
 
 impl LlmConfig {
     /// What must never appear in an error message: the API key and the values of the
@@ -74,10 +72,7 @@ impl LlmConfig {
     /// Validates the `llm` option object.
     pub fn from_value(v: &Value) -> Result<LlmConfig> {
         let obj = v.as_object().ok_or_else(|| {
-            Error::invalid(format!(
-                "`llm` must be an object {{ baseUrl, model, … }} or a function, found {}",
-                v.type_name()
-            ))
+            Error::invalid(format!("`llm` must be an object {{ baseUrl, model, … }} or a function, found {}", v.type_name()))
         })?;
         if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             let mut msg = format!("unknown option `llm.{k}` (known: {}", KNOWN[0]);
@@ -91,11 +86,7 @@ impl LlmConfig {
         let provider = match opt_str(obj, "llm.provider", "provider")?.as_deref() {
             None | Some("openai") => Provider::OpenAi,
             Some("anthropic") => Provider::Anthropic,
-            Some(other) => {
-                return Err(Error::invalid(format!(
-                    "`llm.provider` must be \"openai\" or \"anthropic\", found \"{other}\""
-                )))
-            }
+            Some(other) => return Err(Error::invalid(format!("`llm.provider` must be \"openai\" or \"anthropic\", found \"{other}\""))),
         };
         let base_url = match opt_str(obj, "llm.baseUrl", "baseUrl")? {
             Some(u) => u,
@@ -106,9 +97,7 @@ impl LlmConfig {
         };
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://") || base_url.starts_with('/')) {
-            return Err(Error::invalid(format!(
-                "`llm.baseUrl` must be an http(s) URL or an absolute path, found \"{base_url}\""
-            )));
+            return Err(Error::invalid(format!("`llm.baseUrl` must be an http(s) URL or an absolute path, found \"{base_url}\"")));
         }
         let model = opt_str(obj, "llm.model", "model")?
             .filter(|m| !m.trim().is_empty())
@@ -120,21 +109,11 @@ impl LlmConfig {
                 for (k, v) in h {
                     match v {
                         Value::String(s) => headers.push((k.clone(), s.clone())),
-                        other => {
-                            return Err(Error::invalid(format!(
-                                "`llm.headers.{k}` must be a string, found {}",
-                                other.type_name()
-                            )))
-                        }
+                        other => return Err(Error::invalid(format!("`llm.headers.{k}` must be a string, found {}", other.type_name()))),
                     }
                 }
             }
-            Some(other) => {
-                return Err(Error::invalid(format!(
-                    "`llm.headers` must be an object of strings, found {}",
-                    other.type_name()
-                )))
-            }
+            Some(other) => return Err(Error::invalid(format!("`llm.headers` must be an object of strings, found {}", other.type_name()))),
         }
         let temperature = match obj.get("temperature") {
             Some(Value::Null) => None,

@@ -3,8 +3,8 @@
 
 use super::{LlmConfig, LlmRequest, Provider};
 use crate::error::{Error, Result};
-use crate::message::content_text;
 use crate::json::{ArrayWriter, ObjectWriter, Value};
+use crate::message::content_text;
 
 /// Anthropic API version header value.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -84,9 +84,8 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
 /// Anthropic: the `text` blocks of `content`. A body without text is `LLM_BAD_OUTPUT`
 /// (quoting the body with `secrets` masked).
 pub fn extract_reply(provider: Provider, body: &str, secrets: &[&str]) -> Result<String> {
-    let v = Value::parse(body).map_err(|_| {
-        Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(&mask(body, secrets))))
-    })?;
+    let v = Value::parse(body)
+        .map_err(|_| Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(&mask(body, secrets)))))?;
     let text = match provider {
         Provider::OpenAi => {
             let choice = first_choice(&v);

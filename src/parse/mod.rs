@@ -148,10 +148,7 @@ fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map, usize)> {
     Err(match (diag.invalid, diag.unclosed) {
         (Some((why, at)), _) => bad(&format!("the reply's memory JSON is not valid JSON ({why})"), &text[at..]),
         (None, Some(at)) => bad("the reply's memory JSON is cut off (an object is never closed)", &text[at..]),
-        _ => bad(
-            "the reply holds no JSON object with any of `user`, `history`, `newFacts`, `factsToRemove`",
-            text.trim_start(),
-        ),
+        _ => bad("the reply holds no JSON object with any of `user`, `history`, `newFacts`, `factsToRemove`", text.trim_start()),
     })
 }
 
@@ -293,12 +290,7 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
 fn read_fact(v: &Value) -> Result<NewFact, String> {
     let obj = match v {
         Value::Object(o) => o,
-        other => {
-            return Err(format!(
-                "a fact must be an object {{content, category, confidence}}, found {}",
-                other.type_name()
-            ))
-        }
+        other => return Err(format!("a fact must be an object {{content, category, confidence}}, found {}", other.type_name())),
     };
     let content = match obj.get("content") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
@@ -311,9 +303,8 @@ fn read_fact(v: &Value) -> Result<NewFact, String> {
         Some(Value::String(s)) => normalize_category(s),
         Some(other) => return Err(format!("category must be a string, found {}", other.type_name())),
     };
-    let confidence = read_confidence(obj.get("confidence"))
-        .map_err(|why| format!("confidence {why}"))?
-        .unwrap_or(crate::document::DEFAULT_CONFIDENCE);
+    let confidence =
+        read_confidence(obj.get("confidence")).map_err(|why| format!("confidence {why}"))?.unwrap_or(crate::document::DEFAULT_CONFIDENCE);
     Ok(NewFact { content, category, confidence })
 }
 

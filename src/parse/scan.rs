@@ -55,10 +55,7 @@ fn strip_blocks(text: &str, tag: &str) -> (String, bool) {
 /// `"`, `}`, `/` (a comment) or `'` (so a Python dict gets a precise error). Skips
 /// `{name}` placeholders and code blocks cheaply.
 pub(crate) fn could_open_object(bytes: &[u8], start: usize) -> bool {
-    bytes[start + 1..]
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| matches!(b, b'"' | b'}' | b'\'' | b'/'))
+    bytes[start + 1..].iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| matches!(b, b'"' | b'}' | b'\'' | b'/'))
 }
 
 /// The end (exclusive) of the object whose `{` is at `start`: braces are counted outside
@@ -230,9 +227,6 @@ mod tests {
         assert_eq!(repair("{\"s\": \"a,}\nNaN\"}"), "{\"s\": \"a,}\\nNaN\"}");
         assert_eq!(repair("{\"NaNa\": NaNa}"), "{\"NaNa\": NaNa}");
         assert_eq!(repair("{\"e\": \"q\\\"\",}"), "{\"e\": \"q\\\"\"}");
-        assert_eq!(
-            repair("{\"u\": \"http://x\", // note\n /* c */\"v\": 1 /* open"),
-            "{\"u\": \"http://x\", \n \"v\": 1 "
-        );
+        assert_eq!(repair("{\"u\": \"http://x\", // note\n /* c */\"v\": 1 /* open"), "{\"u\": \"http://x\", \n \"v\": 1 ");
     }
 }

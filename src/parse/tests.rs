@@ -35,10 +35,7 @@ fn clean_json_gives_every_part() {
     assert_eq!(d.section(SectionId::WorkContext).unwrap().summary, "Backend engineer at Acme.");
     assert!(d.section(SectionId::TopOfMind).unwrap().should_update);
     assert!(!d.section(SectionId::PersonalContext).unwrap().should_update);
-    assert_eq!(
-        d.new_facts,
-        vec![NewFact { content: "Uses Rust 1.80".into(), category: "knowledge".into(), confidence: 0.9 }]
-    );
+    assert_eq!(d.new_facts, vec![NewFact { content: "Uses Rust 1.80".into(), category: "knowledge".into(), confidence: 0.9 }]);
     assert_eq!(d.facts_to_remove, vec!["fact_3f9a1c2e"]);
     assert!(d.skipped.is_empty());
 }
@@ -51,8 +48,7 @@ fn fences_and_prose_around_the_json_are_ignored() {
 
 #[test]
 fn think_blocks_with_decoy_deltas_are_skipped() {
-    let reply =
-        format!("<think>Maybe {{\"newFacts\": [{{\"content\": \"WRONG\", \"confidence\": 1}}]}} … no.</think>\n{FULL}");
+    let reply = format!("<think>Maybe {{\"newFacts\": [{{\"content\": \"WRONG\", \"confidence\": 1}}]}} … no.</think>\n{FULL}");
     assert_eq!(ok(&reply).new_facts[0].content, "Uses Rust 1.80");
 }
 

@@ -5,8 +5,8 @@
 //! precise errors, written straight into text.
 
 use super::{Claim, Entry, QueueFile, QUEUE_FORMAT_VERSION};
-use crate::message::{ChatMessage, Speaker};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
+use crate::message::{ChatMessage, Speaker};
 
 fn millis(v: Option<&Value>, key: &str) -> Result<Option<u64>, String> {
     match v {

@@ -3,9 +3,9 @@
 use super::{KvCapabilities, KvStore};
 use crate::error::{Error, Result};
 use crate::sync::LocalFuture;
-use std::future::ready;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::future::ready;
 use std::rc::Rc;
 
 /// A [`KvStore`] in memory, with `keys` and `compare_and_set`, and an optional byte quota
@@ -68,9 +68,7 @@ impl MemoryKv {
         if let Some(limit) = self.quota.get() {
             let used: usize = self.entries.borrow().iter().filter(|(k, _)| k != key).map(|(k, v)| k.len() + v.len()).sum();
             if used + key.len() + value.len() > limit {
-                return Err(Error::StorageQuota(format!(
-                    "in-memory store is full ({limit} bytes); the previous data is intact"
-                )));
+                return Err(Error::StorageQuota(format!("in-memory store is full ({limit} bytes); the previous data is intact")));
             }
         }
         self.insert(key, value);
@@ -103,12 +101,7 @@ impl KvStore for MemoryKv {
         Box::pin(ready(Ok(keys)))
     }
 
-    fn compare_and_set<'a>(
-        &'a self,
-        key: &'a str,
-        expected: Option<&'a str>,
-        value: &'a str,
-    ) -> LocalFuture<'a, Result<bool>> {
+    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
         let current = self.read(key);
         let r = if current.as_deref() == expected { self.write(key, value).map(|_| true) } else { Ok(false) };
         Box::pin(ready(r))

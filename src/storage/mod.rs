@@ -107,12 +107,7 @@ pub trait KvStore {
     fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>>;
     /// Sets `key` to `value` only if its current value is `expected` (`None` = absent);
     /// returns whether it did (only when `capabilities().compare_and_set`).
-    fn compare_and_set<'a>(
-        &'a self,
-        key: &'a str,
-        expected: Option<&'a str>,
-        value: &'a str,
-    ) -> LocalFuture<'a, Result<bool>>;
+    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>>;
     /// A short description for error messages.
     fn describe(&self) -> String;
 }
@@ -133,12 +128,7 @@ impl<T: KvStore + ?Sized> KvStore for std::rc::Rc<T> {
     fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
         (**self).keys(prefix)
     }
-    fn compare_and_set<'a>(
-        &'a self,
-        key: &'a str,
-        expected: Option<&'a str>,
-        value: &'a str,
-    ) -> LocalFuture<'a, Result<bool>> {
+    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
         (**self).compare_and_set(key, expected, value)
     }
     fn describe(&self) -> String {

@@ -107,12 +107,7 @@ impl VersionedKv {
                 None => return Ok(None),
             }
         }
-        Err(Error::corrupt(format!(
-            "{}: `{}` points to `{}`, which does not exist",
-            self.kv.describe(),
-            self.pointer_key(slot),
-            ptr.key
-        )))
+        Err(Error::corrupt(format!("{}: `{}` points to `{}`, which does not exist", self.kv.describe(), self.pointer_key(slot), ptr.key)))
     }
 
     async fn commit_slot(&self, slot: Slot, base: u64, value: String) -> Result<Commit> {
@@ -340,7 +335,11 @@ mod tests {
         // Between our pointer read and our version read, revision 2 is committed and the
         // version of revision 1 deleted.
         let racing = kv.clone();
-        let hooked = Interleaved { kv: kv.clone(), key: "user-memory/a/doc".into(), hook: std::cell::RefCell::new(Some(Box::new(move || commit_elsewhere(&racing, 1, "two")))) };
+        let hooked = Interleaved {
+            kv: kv.clone(),
+            key: "user-memory/a/doc".into(),
+            hook: std::cell::RefCell::new(Some(Box::new(move || commit_elsewhere(&racing, 1, "two")))),
+        };
         let s = VersionedKv::new(Rc::new(hooked), "a");
         let v = block_on(s.load(Slot::Document)).unwrap().unwrap();
         assert_eq!((v.revision, v.value.as_str()), (2, "two"));

@@ -12,14 +12,14 @@ use super::stores::{open_backend, open_store};
 use super::tabs::Tabs;
 use crate::engine::{Engine, Parts, RunReport};
 use crate::error::{Error, Result};
-use crate::sync::LocalFuture;
 use crate::ids::{IdSource, RandomIds};
 use crate::inject::Explanation;
+use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
 use crate::storage::Slot;
+use crate::sync::LocalFuture;
 use crate::tokens::{Estimate, TokenCounter};
 use crate::Document;
 use js_sys::{Function, Promise};
-use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -315,7 +315,11 @@ impl UserMemory {
 
     /// Changes `content`, `category`, `confidence` (or other fields) of fact `id`.
     #[wasm_bindgen(js_name = updateFact, unchecked_return_type = "Promise<Fact>")]
-    pub fn update_fact(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue, #[wasm_bindgen(unchecked_param_type = "FactPatch")] patch: JsValue) -> Promise {
+    pub fn update_fact(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "FactPatch")] patch: JsValue,
+    ) -> Promise {
         Call::UpdateFact(self.engine.clone(), id, patch).promise()
     }
 

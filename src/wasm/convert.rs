@@ -3,9 +3,9 @@
 //! messages are read field by field (only what filtering needs, fast for `inject()`).
 
 use crate::error::{Error, Result};
+use crate::json::Value;
 use crate::message::{content_text, InputMessage, Role};
 use js_sys::{Array, Reflect, JSON};
-use crate::json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
 /// A JS value as JSON. `undefined` becomes `null`; values JSON cannot represent
@@ -14,7 +14,8 @@ pub(crate) fn to_json(v: &JsValue, what: &str) -> Result<Value> {
     if v.is_undefined() {
         return Ok(Value::Null);
     }
-    let text = JSON::stringify(v).map_err(|e| Error::invalid(format!("{what} is not JSON-serialisable: {}", super::error::js_message(&e))))?;
+    let text =
+        JSON::stringify(v).map_err(|e| Error::invalid(format!("{what} is not JSON-serialisable: {}", super::error::js_message(&e))))?;
     // A function, a symbol, or an object whose toJSON() gives undefined: no JSON at all.
     let text = text.as_string().ok_or_else(|| Error::invalid(format!("{what} must be a JSON value, not a function or a symbol")))?;
     Value::parse(&text).map_err(|e| Error::invalid(format!("{what} is not valid JSON: {e}")))

@@ -64,9 +64,9 @@ impl KvStore for JsKvStore {
             if v.is_null() || v.is_undefined() {
                 return Ok(None);
             }
-            v.as_string().map(Some).ok_or_else(|| {
-                Error::StorageFailed(format!("{} get(\"{key}\") returned something other than a string or null", self.name))
-            })
+            v.as_string()
+                .map(Some)
+                .ok_or_else(|| Error::StorageFailed(format!("{} get(\"{key}\") returned something other than a string or null", self.name)))
         })
     }
 
@@ -86,20 +86,14 @@ impl KvStore for JsKvStore {
         Box::pin(async move {
             let Some(f) = &self.keys else { return Ok(Vec::new()) };
             let v = self.call(f, "keys", &[prefix.into()]).await?;
-            let arr = v
-                .dyn_into::<Array>()
-                .map_err(|_| Error::StorageFailed(format!("{} keys() must return an array of strings", self.name)))?;
+            let arr =
+                v.dyn_into::<Array>().map_err(|_| Error::StorageFailed(format!("{} keys() must return an array of strings", self.name)))?;
             // Adapters may ignore the prefix: filter here too.
             Ok(arr.iter().filter_map(|k| k.as_string()).filter(|k| k.starts_with(prefix)).collect())
         })
     }
 
-    fn compare_and_set<'a>(
-        &'a self,
-        key: &'a str,
-        expected: Option<&'a str>,
-        value: &'a str,
-    ) -> LocalFuture<'a, Result<bool>> {
+    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
         Box::pin(async move {
             let Some(f) = &self.cas else {
                 return Err(Error::StorageFailed(format!("{} has no compareAndSet", self.name)));

@@ -146,7 +146,11 @@ impl FetchLlm {
             headers
                 .set(k, v)
                 // (Not the browser's message: it quotes the value, which may be a key.)
-                .map_err(|_| no_wait(Error::invalid(format!("invalid llm header `{k}`: its name or value has characters HTTP does not allow (a line break?)"))))?;
+                .map_err(|_| {
+                    no_wait(Error::invalid(format!(
+                        "invalid llm header `{k}`: its name or value has characters HTTP does not allow (a line break?)"
+                    )))
+                })?;
         }
         init.set_headers(&headers);
         init.set_body(&JsValue::from_str(&http.body));
@@ -182,12 +186,8 @@ impl FetchLlm {
         let promise = global.fetch_with_request(&request).map_err(|e| no_wait(fail(e)))?;
         let response: Response = JsFuture::from(promise).await.map_err(|e| no_wait(fail(e)))?.unchecked_into();
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .ok()
-            .flatten()
-            .and_then(|v| parse_retry_after(&v, js_sys::Date::now() as u64));
+        let retry_after =
+            response.headers().get("retry-after").ok().flatten().and_then(|v| parse_retry_after(&v, js_sys::Date::now() as u64));
         let text_promise = response.text().map_err(|e| no_wait(fail(e)))?;
         let body: String = JsFuture::from(text_promise).await.map_err(|e| no_wait(fail(e)))?.as_string().unwrap_or_default();
         if (200..300).contains(&status) {

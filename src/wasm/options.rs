@@ -5,10 +5,10 @@ use super::convert::{prop, to_json};
 use super::llm::{FetchLlm, JsFunctionLlm};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::json::{Map, Value};
 use crate::llm::retry::{lease_ms, UNBOUNDED_LEASE_MS};
 use crate::llm::{Llm, LlmConfig};
 use js_sys::{Function, Object};
-use crate::json::{Map, Value};
 use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -65,7 +65,8 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
                 if value.is_undefined() || value.is_null() {
                     continue;
                 }
-                count_tokens = Some(value.dyn_into::<Function>().map_err(|_| Error::invalid("`countTokens` must be a function (text) => number"))?);
+                count_tokens =
+                    Some(value.dyn_into::<Function>().map_err(|_| Error::invalid("`countTokens` must be a function (text) => number"))?);
             }
             _ => {
                 if value.is_function() {

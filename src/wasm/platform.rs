@@ -4,11 +4,11 @@ use super::convert::{from_json, set};
 use super::error::{js_message, to_js};
 use crate::engine::{Event, Scheduler, WeakEngine};
 use crate::json::ToJson;
+use crate::json::{ArrayWriter, ObjectWriter};
 use crate::time::{Clock, Millis};
 use crate::tokens::{Estimate, TokenCounter};
-use js_sys::Function;
-use crate::json::{ArrayWriter, ObjectWriter};
 use crate::Fact;
+use js_sys::Function;
 use std::cell::{Cell, RefCell};
 use wasm_bindgen::JsValue;
 

@@ -37,7 +37,9 @@ struct Listener {
 
 impl Listener {
     fn on_message(self: &Rc<Self>, data: &JsValue) {
-        if prop(data, "agent").as_string().as_deref() != Some(&self.agent) || prop(data, "storage").as_string().as_deref() != Some(self.kind) {
+        if prop(data, "agent").as_string().as_deref() != Some(&self.agent)
+            || prop(data, "storage").as_string().as_deref() != Some(self.kind)
+        {
             return;
         }
         let i = match prop(data, "slot").as_string().as_deref() {
@@ -119,7 +121,12 @@ impl Tabs {
     /// Starts a session for `agent` on backend `kind` (`"indexeddb"` or `"localstorage"`):
     /// returns `store` wrapped so its commits are announced, and the session. Without
     /// `BroadcastChannel` the store is returned as it is, with no session.
-    pub(crate) fn start(kind: &'static str, agent: &str, store: Rc<dyn Store>, leader: Option<Rc<LeaderStore>>) -> (Rc<dyn Store>, Option<Tabs>) {
+    pub(crate) fn start(
+        kind: &'static str,
+        agent: &str,
+        store: Rc<dyn Store>,
+        leader: Option<Rc<LeaderStore>>,
+    ) -> (Rc<dyn Store>, Option<Tabs>) {
         if !super::stores::has_global("BroadcastChannel") {
             return (store, None);
         }

@@ -91,11 +91,7 @@ impl ScriptedLlm {
 impl Llm for ScriptedLlm {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
         self.requests.borrow_mut().push(request.clone());
-        let reply = self
-            .replies
-            .borrow_mut()
-            .pop_front()
-            .unwrap_or_else(|| Err(Error::LlmFailed("the script has no more replies".into())));
+        let reply = self.replies.borrow_mut().pop_front().unwrap_or_else(|| Err(Error::LlmFailed("the script has no more replies".into())));
         Box::pin(async move { reply })
     }
 }

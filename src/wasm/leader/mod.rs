@@ -44,8 +44,8 @@ use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
-use wire::{answer_of, index, message, num, result_message, slot_of, Answer, Op};
 use web_sys::{AbortController, BroadcastChannel};
+use wire::{answer_of, index, message, num, result_message, slot_of, Answer, Op};
 
 /// How long a new leader waits before it serves anything.
 pub(crate) const SETTLE_MS: i32 = 50;
@@ -169,9 +169,8 @@ impl LeaderStore {
         });
         me.channel.set_onmessage(Some(me.on_message.as_ref().unchecked_ref()));
         let locks = prop(&prop(&js_sys::global(), "navigator"), "locks");
-        let request: Function = prop(&locks, "request")
-            .dyn_into()
-            .map_err(|_| Error::StorageUnavailable("navigator.locks.request is missing".into()))?;
+        let request: Function =
+            prop(&locks, "request").dyn_into().map_err(|_| Error::StorageUnavailable("navigator.locks.request is missing".into()))?;
         let options: JsValue = Object::new().into();
         set(&options, "signal", &me.abort.signal());
         let pending = request.call3(&locks, &JsValue::from_str(&me.name), &options, me.on_grant.as_ref()).map_err(fail)?;

@@ -114,4 +114,3 @@ pub(super) fn answer_of(op: &Op, reply: &JsValue) -> Result<Answer> {
         _ => Answer::Done,
     })
 }
-
