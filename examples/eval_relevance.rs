@@ -12,6 +12,9 @@
 //! cosine, 0.6/0.4) and BM25 over the same CJK-aware tokens (0.6 × normalised + 0.4 ×
 //! confidence, and pure BM25). `--sweep` varies the ranker's parameters instead.
 
+// An evaluation tool run natively: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use serde_json::Value;
 use std::collections::HashMap;
 use user_memory::config::Config;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh machine (called by the npm scripts; safe to run again).
-#   --rust     rustup wasm32 target + wasm-bindgen-cli at Cargo.lock's version + npm packages
+#   --rust     rustup wasm32 target, rustfmt, clippy + wasm-bindgen-cli at Cargo.lock's version + npm packages
 #   --all      the above + Debian's chromium and chromium-driver (browser tests)
 # Each step is skipped when already done, so a warm run takes well under a second.
 set -euo pipefail
@@ -14,6 +14,14 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   say "adding rustup target wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
 fi
+
+# 1b. rustfmt and clippy (the lint step of npm test); a minimal rustup profile lacks them.
+for component in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+    say "adding rustup component $component"
+    rustup component add "$component"
+  fi
+done
 
 # 2. wasm-bindgen-cli, exactly the version Cargo.lock pins (the CLI must match the crate).
 wbg=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')

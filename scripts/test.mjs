@@ -2,7 +2,7 @@
 // scripts/setup.sh. Stops at the first failing step (its output is above the summary).
 //
 //   node scripts/test.mjs            everything
-//   node scripts/test.mjs rust js    only the named steps (see STEPS)
+//   node scripts/test.mjs lint rust  only the named steps (see STEPS)
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
@@ -34,6 +34,11 @@ function wasmTests() {
 
 /** name → [description, command, args, extra env] */
 const STEPS = {
+  lint: ["rustfmt --check, clippy -D warnings (native, and wasm32 with the wasm tests)", "bash", ["-c", [
+    "cargo fmt --check",
+    "cargo clippy --quiet --all-targets -- -D warnings",
+    "cargo clippy --quiet --target wasm32-unknown-unknown --lib " + wasmTests().join(" ") + " -- -D warnings",
+  ].join(" && ")], {}],
   rust: ["host cargo test (pure core, engine, doctests)", "cargo", ["test", "--quiet"], {}],
   build: ["build the package (wasm-bindgen + wasm-opt) and check the size budget", node, ["scripts/build.mjs", "--if-stale", "--check-size"], {}],
   // Only the tests/wasm_*.rs targets: the native test files use native-only dev-dependencies

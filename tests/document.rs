@@ -1,5 +1,8 @@
 //! The memory document: DeerFlow round trip, validation errors, ids, number parsing.
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use user_memory::document::{normalize_content, parse_decimal, Document};
 use user_memory::ids::{is_canonical_fact_id, RandomIds, SequentialIds};
 use user_memory::json::Value;

@@ -1,6 +1,9 @@
 //! The engine end to end, natively: observe → debounce → LLM → parse → apply → commit,
 //! with a clock moved by hand, a scripted LLM and the in-memory store.
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 #[macro_use]
 mod common;
 

@@ -2,6 +2,9 @@
 //! DeerFlow `type` shape and OpenAI `role` shape) → filter → prompt → a model reply →
 //! parse → apply.
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext};
 use user_memory::filter::{filter_messages, recent_turns, worth_queueing};
 use user_memory::ids::SequentialIds;

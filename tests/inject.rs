@@ -1,5 +1,8 @@
 //! The injected `<memory>` block: format, escaping, selection and the token budget.
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use user_memory::document::{Document, Fact, SectionId};
 use user_memory::inject::{explain, inject, InjectOptions};
 use user_memory::message::ChatMessage;

@@ -1,6 +1,9 @@
 //! Property tests of the crate's own JSON (`user_memory::json`): writing then parsing gives
 //! the same value, the parser never panics, and on valid JSON it agrees with serde_json.
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use proptest::prelude::*;
 use user_memory::json::{Map, Number, Value};
 use user_memory::ToJson;

@@ -2,6 +2,9 @@
 //! well-formed deltas wrapped in model noise; applying a delta keeps the document's
 //! invariants and is deterministic.
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use proptest::prelude::*;
 use std::collections::HashSet;
 use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext, ApplyReport};

@@ -1,6 +1,9 @@
 //! The debounce queue state machine (SPEC §5, §11 "Queue and failures"): timing, claims,
 //! outcomes and persistence, driven by hand-passed times (nothing sleeps).
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use user_memory::message::ChatMessage;

@@ -1,6 +1,9 @@
 //! The incremental fact index: it must always score like an index built from scratch, and
 //! only tokenise what changed.
 
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use proptest::prelude::*;
 use user_memory::document::Fact;
 use user_memory::relevance::FactIndex;

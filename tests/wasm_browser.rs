@@ -2,6 +2,8 @@
 //! chromedriver): IndexedDB and localStorage round trips, commits interrupted at every step,
 //! crash orphans, corrupt data, full storage, the localStorage leader tab, cross-instance
 //! updates, and recovery with `inspect` + `reset` through the JS API.
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Function, Object, Promise, Reflect};

@@ -1,6 +1,8 @@
 //! The JS boundary, compiled to wasm and run in Node by wasm-bindgen-test-runner:
 //! errors are real `Error` objects with a `code`, concurrent calls on one instance work,
 //! and a JS storage adapter keeps memory across instances.
+// A test crate: the size rules of clippy.toml are for the wasm build.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Function, Object, Promise, Reflect};
