@@ -20,8 +20,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 process.env.PATH = `${process.env.CARGO_HOME ?? join(homedir(), ".cargo")}/bin${delimiter}${process.env.PATH ?? ""}`;
 const pkg = join(root, "pkg");
 const args = new Set(process.argv.slice(2));
-/** Budget for wasm + JS glue, gzipped (DEVELOPERS.md: ≤ 150 KB, aim 100 KB). */
-export const BUDGET_GZIP_BYTES = 150 * 1024;
+/** Budget for wasm + JS glue, gzipped: ≤ 180 KB (raised from 150 KB for the memory-quality, semantic-recall, history and encryption features). */
+export const BUDGET_GZIP_BYTES = 180 * 1024;
 
 function newest(dir) {
   let t = 0;

@@ -427,3 +427,21 @@ fn an_extraction_that_finds_nothing_new_still_reports_processed() {
         assert!(!events.iter().any(|e| matches!(e, Event::Update(_))));
     });
 }
+
+#[test]
+fn processed_reports_the_estimated_tokens_of_a_call_without_provider_usage() {
+    run(async {
+        let rig = RigBuilder::new().replies(vec![reply_with_facts(&["Writes Go microservices"])]).open().await.unwrap();
+        rig.engine.observe("t1", &turn("I write Go services for a living", "Nice")).unwrap().unwrap().await.unwrap();
+        rig.engine.flush().await.unwrap();
+        let events = rig.events.0.borrow();
+        let p = events.iter().find_map(|e| if let Event::Processed(p) = e { Some(p.clone()) } else { None }).unwrap();
+        let request = rig.llm.requests.borrow()[0].clone();
+        let estimate = |s: &str| user_memory::tokens::TokenCounter::count(&user_memory::tokens::Estimate, s) as u64;
+        assert!(!p.usage_reported, "the scripted LLM reports no usage");
+        assert_eq!(p.usage.prompt_tokens, estimate(&request.system) + estimate(&request.prompt));
+        let reply = reply_with_facts(&["Writes Go microservices"]).unwrap();
+        assert_eq!(p.usage.completion_tokens, estimate(&reply));
+        assert!(p.usage.prompt_tokens > 100, "{:?}", p.usage);
+    });
+}

@@ -13,7 +13,7 @@ use user_memory::config::Config;
 use user_memory::engine::{Engine, ManualScheduler, Parts};
 use user_memory::error::{Error, Result};
 use user_memory::ids::SequentialIds;
-use user_memory::llm::{Llm, LlmRequest};
+use user_memory::llm::{Llm, LlmReply, LlmRequest};
 use user_memory::queue::QueueFile;
 use user_memory::storage::{MemoryKv, Slot, Store, VersionedKv};
 use user_memory::sync::LocalFuture;
@@ -71,7 +71,7 @@ struct SlowLlm {
 }
 
 impl Llm for SlowLlm {
-    fn complete<'a>(&'a self, req: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+    fn complete<'a>(&'a self, req: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         Box::pin(async move {
             let thread = thread_of(req);
             let q = stored_queue(&self.kv).await;
@@ -82,7 +82,7 @@ impl Llm for SlowLlm {
             if let Some(f) = during {
                 f.await;
             }
-            reply_with_facts(&[&format!("fact of {thread}")])
+            reply_with_facts(&[&format!("fact of {thread}")]).map(LlmReply::text)
         })
     }
 }
@@ -165,7 +165,7 @@ struct HangingLlm {
 }
 
 impl Llm for HangingLlm {
-    fn complete<'a>(&'a self, _: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+    fn complete<'a>(&'a self, _: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         self.calls.set(self.calls.get() + 1);
         let cancelled = self.cancelled.clone();
         let wakers = self.wakers.clone();

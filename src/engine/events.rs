@@ -3,6 +3,7 @@
 use crate::delta::Skipped;
 use crate::document::{Document, Fact, SectionId};
 use crate::error::Error;
+use crate::llm::Usage;
 use crate::time::Millis;
 
 /// Why memory changed.
@@ -109,6 +110,11 @@ pub struct ProcessedEvent {
     pub revision: u64,
     /// Parts of the model's reply that were invalid and skipped.
     pub skipped: Vec<Skipped>,
+    /// Tokens of the extraction call: the provider's figures when it reported them, else
+    /// the token counter's count of the request and the reply.
+    pub usage: Usage,
+    /// Whether `usage` came from the provider (`false`: estimated).
+    pub usage_reported: bool,
 }
 
 /// A conversation was queued: the payload of `queued`.

@@ -3,6 +3,7 @@
 use super::{Engine, ErrorEvent, Event, ProcessedEvent, UpdateReason};
 use crate::apply::{apply_delta, ApplyContext};
 use crate::error::{Error, Result};
+use crate::llm::Usage;
 use crate::parse::parse_reply;
 use crate::prompt::build_request;
 use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
@@ -159,7 +160,15 @@ impl Engine {
         let current = self.refresh().await?;
         let request = build_request(&current, &entry.messages, &self.config().prompt);
         let reply = self.parts().llm.complete(&request).await?;
-        let delta = parse_reply(&reply)?;
+        let (usage, usage_reported) = match reply.usage {
+            Some(u) => (u, true),
+            None => {
+                let counter = &*self.parts().counter;
+                let prompt_tokens = counter.count(&request.system) + counter.count(&request.prompt);
+                (Usage { prompt_tokens: prompt_tokens as u64, completion_tokens: counter.count(&reply.text) as u64 }, false)
+            }
+        };
+        let delta = parse_reply(&reply.text)?;
         let cfg = self.config().apply;
         let ids = self.parts().ids.clone();
         let now_iso = iso_from_millis(self.now());
@@ -177,6 +186,8 @@ impl Engine {
             changed: report.is_some_and(|r| !r.is_empty()),
             revision,
             skipped: delta.skipped,
+            usage,
+            usage_reported,
         }));
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The pure parts of the HTTP protocols: URLs, headers, request bodies, reply extraction
 //! and error messages. The platform layer only moves bytes.
 
-use super::{LlmConfig, LlmRequest, Provider};
+use super::{LlmConfig, LlmReply, LlmRequest, Provider, Usage};
 use crate::error::{Error, Result};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
 use crate::message::content_text;
@@ -83,7 +83,7 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
 /// OpenAI-compatible: `choices[0].message.content` as a string or a list of parts.
 /// Anthropic: the `text` blocks of `content`. A body without text is `LLM_BAD_OUTPUT`
 /// (quoting the body with `secrets` masked).
-pub fn extract_reply(provider: Provider, body: &str, secrets: &[&str]) -> Result<String> {
+pub fn extract_reply(provider: Provider, body: &str, secrets: &[&str]) -> Result<LlmReply> {
     let v = Value::parse(body)
         .map_err(|_| Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(&mask(body, secrets)))))?;
     let text = match provider {
@@ -107,7 +107,18 @@ pub fn extract_reply(provider: Provider, body: &str, secrets: &[&str]) -> Result
         };
         return Err(Error::LlmBadOutput(format!("the model returned no text{why}")));
     }
-    Ok(text)
+    Ok(LlmReply { text, usage: usage(provider, &v) })
+}
+
+/// The token counts the provider reported: OpenAI's `usage.prompt_tokens` /
+/// `completion_tokens`, Anthropic's `usage.input_tokens` / `output_tokens`.
+fn usage(provider: Provider, v: &Value) -> Option<Usage> {
+    let u = v.get("usage")?;
+    let (prompt, completion) = match provider {
+        Provider::OpenAi => ("prompt_tokens", "completion_tokens"),
+        Provider::Anthropic => ("input_tokens", "output_tokens"),
+    };
+    Some(Usage { prompt_tokens: u.get(prompt)?.as_u64()?, completion_tokens: u.get(completion)?.as_u64()? })
 }
 
 /// `choices[0]` of an OpenAI-compatible response.
@@ -204,11 +215,11 @@ mod tests {
     #[test]
     fn replies_are_extracted_from_strings_and_part_lists() {
         let openai = r#"{"choices":[{"message":{"content":"hello"}}]}"#;
-        assert_eq!(extract_reply(Provider::OpenAi, openai, &[]).unwrap(), "hello");
+        assert_eq!(extract_reply(Provider::OpenAi, openai, &[]).unwrap(), LlmReply::text("hello"));
         let parts = r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#;
-        assert_eq!(extract_reply(Provider::OpenAi, parts, &[]).unwrap(), "a b");
+        assert_eq!(extract_reply(Provider::OpenAi, parts, &[]).unwrap().text, "a b");
         let anthropic = r#"{"content":[{"type":"thinking","thinking":"…"},{"type":"text","text":"{}"}]}"#;
-        assert_eq!(extract_reply(Provider::Anthropic, anthropic, &[]).unwrap(), "{}");
+        assert_eq!(extract_reply(Provider::Anthropic, anthropic, &[]).unwrap().text, "{}");
         let empty = r#"{"choices":[{"message":{"content":null},"finish_reason":"length"}]}"#;
         let e = extract_reply(Provider::OpenAi, empty, &[]).unwrap_err();
         assert_eq!(e.code(), "LLM_BAD_OUTPUT");
@@ -217,6 +228,20 @@ mod tests {
         // A 2xx body that is not JSON is quoted with the secrets masked.
         let e = extract_reply(Provider::OpenAi, "debug: key=sk-secret-123", &["sk-secret-123"]).unwrap_err();
         assert!(e.message().contains("key=***") && !e.message().contains("sk-secret"), "{}", e.message());
+    }
+
+    #[test]
+    fn usage_is_read_from_either_provider() {
+        let openai = r#"{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":812,"completion_tokens":95,"total_tokens":907}}"#;
+        assert_eq!(extract_reply(Provider::OpenAi, openai, &[]).unwrap().usage, Some(Usage { prompt_tokens: 812, completion_tokens: 95 }));
+        let anthropic = r#"{"content":[{"type":"text","text":"x"}],"usage":{"input_tokens":700,"output_tokens":80}}"#;
+        assert_eq!(
+            extract_reply(Provider::Anthropic, anthropic, &[]).unwrap().usage,
+            Some(Usage { prompt_tokens: 700, completion_tokens: 80 })
+        );
+        // OpenAI's field names under Anthropic (or a partial usage) are no usage.
+        let partial = r#"{"content":[{"type":"text","text":"x"}],"usage":{"input_tokens":700}}"#;
+        assert_eq!(extract_reply(Provider::Anthropic, partial, &[]).unwrap().usage, None);
     }
 
     #[test]

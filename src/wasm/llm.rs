@@ -6,7 +6,7 @@ use super::error::{js_message, llm_function_error};
 use crate::error::{Error, Result};
 use crate::llm::protocol::{build_http_request, extract_reply, http_error, HttpRequest};
 use crate::llm::retry::{delay_ms, is_retryable, parse_retry_after};
-use crate::llm::{Llm, LlmConfig, LlmRequest};
+use crate::llm::{Llm, LlmConfig, LlmReply, LlmRequest, Usage};
 use crate::message::content_text;
 use crate::sync::LocalFuture;
 use js_sys::{Function, Object, Promise};
@@ -212,7 +212,7 @@ impl Drop for Unregister<'_> {
 }
 
 impl Llm for FetchLlm {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         Box::pin(async move {
             let http = build_http_request(&self.cfg, request);
             let mut retry = 0;
@@ -250,7 +250,7 @@ impl JsFunctionLlm {
 }
 
 impl Llm for JsFunctionLlm {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         Box::pin(async move {
             let (controller, _registered) = self.cancel.register()?;
             let arg = Object::new();
@@ -259,13 +259,28 @@ impl Llm for JsFunctionLlm {
             set(&arg, "signal", &controller.signal());
             let ret = self.f.call1(&JsValue::NULL, &arg).map_err(|e| llm_function_error(&e))?;
             let v = self.cancel.until_closed(JsFuture::from(Promise::resolve(&ret))).await?;
-            reply_text(&v.map_err(|e| llm_function_error(&e))?)
+            let v = v.map_err(|e| llm_function_error(&e))?;
+            Ok(LlmReply { text: reply_text(&v)?, usage: reply_usage(&v) })
         })
     }
 
     fn cancel(&self) {
         self.cancel.cancel();
     }
+}
+
+/// Token counts on a function's result object, when it carries them: the AI SDK's
+/// `usage: { inputTokens, outputTokens }`, or `{ promptTokens, completionTokens }` /
+/// OpenAI's `{ prompt_tokens, completion_tokens }`.
+fn reply_usage(v: &JsValue) -> Option<Usage> {
+    let u = prop(v, "usage");
+    if !u.is_object() {
+        return None;
+    }
+    let count = |names: [&str; 3]| names.iter().find_map(|n| prop(&u, n).as_f64()).filter(|x| x.is_finite() && *x >= 0.0);
+    let prompt = count(["inputTokens", "promptTokens", "prompt_tokens"])?;
+    let completion = count(["outputTokens", "completionTokens", "completion_tokens"])?;
+    Some(Usage { prompt_tokens: prompt as u64, completion_tokens: completion as u64 })
 }
 
 /// Accepts a string, a list of content parts, `{ text }` (AI SDK results) or `{ content }`.

@@ -163,6 +163,12 @@ fn event_to_js(event: &Event) -> JsValue {
                 x.finish();
             }
             skipped.finish();
+            let mut usage = ObjectWriter::new(o.key("usage"));
+            usage
+                .u64("promptTokens", p.usage.prompt_tokens)
+                .u64("completionTokens", p.usage.completion_tokens)
+                .bool("reported", p.usage_reported);
+            usage.finish();
         }
         Event::Error(e) => {
             o.str("code", e.error.code())

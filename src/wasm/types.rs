@@ -295,6 +295,8 @@ export interface ProcessedEvent {
   revision: number;
   /** Parts of the model's reply that were invalid and skipped (one bad fact never drops the rest). */
   skipped: { path: string; reason: string }[];
+  /** Tokens of the extraction call: the provider's `usage` when it sent one (`reported: true`), else the token counter's estimate. */
+  usage: { promptTokens: number; completionTokens: number; reported: boolean };
 }
 
 /** Something failed in the background. */

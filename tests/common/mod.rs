@@ -17,7 +17,7 @@ use user_memory::config::Config;
 use user_memory::engine::{Engine, Event, EventSink, ManualScheduler, Parts};
 use user_memory::error::{Error, Result};
 use user_memory::ids::SequentialIds;
-use user_memory::llm::{Llm, LlmRequest};
+use user_memory::llm::{Llm, LlmReply, LlmRequest};
 use user_memory::message::{InputMessage, Role};
 use user_memory::storage::{KvStore, MemoryKv, Store, VersionedKv};
 use user_memory::sync::LocalFuture;
@@ -89,10 +89,10 @@ impl ScriptedLlm {
 }
 
 impl Llm for ScriptedLlm {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         self.requests.borrow_mut().push(request.clone());
         let reply = self.replies.borrow_mut().pop_front().unwrap_or_else(|| Err(Error::LlmFailed("the script has no more replies".into())));
-        Box::pin(async move { reply })
+        Box::pin(async move { reply.map(LlmReply::text) })
     }
 }
 
@@ -160,10 +160,12 @@ impl GatedLlm {
 }
 
 impl user_memory::llm::Llm for GatedLlm {
-    fn complete<'a>(&'a self, _: &'a LlmRequest) -> LocalFuture<'a, Result<String>> {
+    fn complete<'a>(&'a self, _: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         self.calls.set(self.calls.get() + 1);
         let rx = self.gate.borrow_mut().take().expect("one call only");
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(user_memory::error::Error::LlmFailed("gate dropped".into()))) })
+        Box::pin(async move {
+            rx.await.unwrap_or_else(|_| Err(user_memory::error::Error::LlmFailed("gate dropped".into()))).map(LlmReply::text)
+        })
     }
 }
 

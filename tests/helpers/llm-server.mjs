@@ -8,6 +8,7 @@
 //   llm.script.push({ status: 429, headers: { "retry-after": "1" } });
 //   llm.script.push({ hang: true });                           // never answers
 //   llm.script.push({ content: "raw text reply" });
+//   llm.script.push({ json: {...}, usage: { prompt_tokens: 812, completion_tokens: 95 } }); // with token usage
 //   llm.script.push({ destroy: true });                        // drops the connection
 //   ... llm.baseUrl  (http://127.0.0.1:PORT/v1), llm.requests, await llm.waitForRequests(n),
 //   await llm.close()
@@ -55,6 +56,7 @@ export async function startLlmServer({ fallback } = {}) {
         payload = anthropic
           ? { id: "msg_1", type: "message", role: "assistant", content: [{ type: "text", text: content }], stop_reason: "end_turn" }
           : { id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }] };
+        if (step.usage) payload.usage = step.usage;
       }
       res.writeHead(status, headers);
       res.end(typeof payload === "string" ? payload : JSON.stringify(payload ?? { error: { message: `scripted ${status}` } }));

@@ -271,3 +271,20 @@ test("a key sent in a header (Azure's api-key) is masked like apiKey, also deep 
   for (const e of events.events) assert.ok(!JSON.stringify(e).includes("azure-key-0123"), `${e.type} event`);
   await memory.close();
 });
+
+test("processed carries the provider's token usage when the reply has one, else the estimate", async () => {
+  llm.reset();
+  const { memory } = await open();
+  const events = record(memory, ["processed"]);
+  llm.script.push({ ...factsReply("Writes Go microservices"), usage: { prompt_tokens: 812, completion_tokens: 95, total_tokens: 907 } });
+  await memory.observe("t-usage", turn("I write Go microservices at work", "Nice."));
+  await memory.flush();
+  assert.deepEqual(events.of("processed")[0].usage, { promptTokens: 812, completionTokens: 95, reported: true });
+  llm.script.push(factsReply("Lives in Berlin"));
+  await memory.observe("t-usage-2", turn("I live in Berlin", "Nice city."));
+  await memory.flush();
+  const estimated = events.of("processed")[1].usage;
+  assert.equal(estimated.reported, false);
+  assert.ok(estimated.promptTokens > 100 && estimated.completionTokens > 5, JSON.stringify(estimated));
+  await memory.close();
+});
