@@ -3,9 +3,11 @@
 //
 // The tarball is packed once per build: node:test runs each test file in its own process,
 // so it is cached in target/pack-cache/ under the build's stamp (pkg/size.json's mtime) and
-// shared by every packaging test file. Temporary projects are removed when the process exits.
+// shared by every packaging test file (the stamp also covers the other packed files:
+// package.json, README.md, LICENSE). Temporary projects are removed when the process exits.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +24,12 @@ export function packOnce() {
   if (tarball) return tarball;
   // `npm pack` runs `prepack` (build if stale) first; the stamp is read after that.
   const cache = join(ROOT, "target", "pack-cache");
-  const stampOf = () => (existsSync(join(ROOT, "pkg/size.json")) ? String(Math.floor(statSync(join(ROOT, "pkg/size.json")).mtimeMs)) : "none");
+  const stampOf = () => {
+    const built = existsSync(join(ROOT, "pkg/size.json")) ? String(Math.floor(statSync(join(ROOT, "pkg/size.json")).mtimeMs)) : "none";
+    const hash = createHash("sha256");
+    for (const f of ["package.json", "README.md", "LICENSE"]) hash.update(existsSync(join(ROOT, f)) ? readFileSync(join(ROOT, f)) : "");
+    return `${built}-${hash.digest("hex").slice(0, 12)}`;
+  };
   const cached = () => {
     const dir = join(cache, stampOf());
     const file = existsSync(dir) && readdirSync(dir).find((f) => /^user-memory-.*\.tgz$/.test(f));
