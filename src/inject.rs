@@ -113,17 +113,17 @@ pub fn inject(doc: &Document, index: &FactIndex, messages: &[ChatMessage], opts:
 
 /// A ranked fact: position in `doc.facts` and its numbers.
 #[derive(Debug, Clone, Copy)]
-struct Ranked {
-    pos: usize,
-    sim: f64,
-    conf: f64,
-    score: f64,
-    created: u64,
+pub(crate) struct Ranked {
+    pub(crate) pos: usize,
+    pub(crate) sim: f64,
+    pub(crate) conf: f64,
+    pub(crate) score: f64,
+    pub(crate) created: u64,
 }
 
 /// Score order: score, then confidence, then newer, then later position (best first).
 /// Scores and confidences are finite (options and documents are validated).
-fn better(a: &Ranked, b: &Ranked) -> Ordering {
+pub(crate) fn better(a: &Ranked, b: &Ranked) -> Ordering {
     if a.score != b.score {
         return if a.score > b.score { Ordering::Less } else { Ordering::Greater };
     }
@@ -145,17 +145,8 @@ fn run(
     if doc.is_empty() || (!opts.enabled && !full) {
         return out;
     }
-    let temp;
-    let index = if index.is_synced_with(&doc.facts) {
-        index
-    } else {
-        temp = {
-            let mut t = FactIndex::with_params(index.params());
-            t.sync(&doc.facts);
-            t
-        };
-        &temp
-    };
+    let mut temp = None;
+    let index = index.synced_or_temp(&doc.facts, &mut temp);
 
     // The query: the text of the recent turns, one per line.
     let mut query = String::new();
@@ -242,7 +233,7 @@ fn run(
 
 /// The best `k` of the facts at `positions` in [`better`] order, keeping only `k` at a
 /// time (no allocation per fact).
-fn top_k(positions: impl Iterator<Item = usize>, rank: impl Fn(usize) -> Ranked, k: usize) -> Vec<Ranked> {
+pub(crate) fn top_k(positions: impl Iterator<Item = usize>, rank: impl Fn(usize) -> Ranked, k: usize) -> Vec<Ranked> {
     let mut top: Vec<Ranked> = Vec::with_capacity(k + 1);
     if k == 0 {
         return top;

@@ -15,7 +15,7 @@
 //!
 //! * **Pure core** (everything outside `wasm`): the [`document`] model, [`filter`],
 //!   the [`queue`] state machine, [`prompt`], [`parse`], [`apply`], [`tokenize`],
-//!   [`relevance`] and [`inject`]. No JS types, no I/O, tested with plain `cargo test`.
+//!   [`relevance`], [`inject`] and [`search`]. No JS types, no I/O, tested with plain `cargo test`.
 //! * **Seams**: traits for what the core needs from a platform: [`storage::Store`] /
 //!   [`storage::KvStore`], [`llm::Llm`], [`time::Clock`], [`ids::IdSource`],
 //!   [`tokens::TokenCounter`], [`engine::Scheduler`] and [`engine::EventSink`].
@@ -55,6 +55,7 @@ pub mod prompt;
 pub mod queue;
 pub mod relevance;
 pub mod scrub;
+pub mod search;
 pub mod sort;
 pub mod storage;
 pub mod sync;

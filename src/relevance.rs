@@ -135,6 +135,19 @@ impl FactIndex {
         (0..n).step_by(step).chain(n.checked_sub(1)).all(|pos| key_matches(&self.entries[pos].key, &facts[pos].id))
     }
 
+    /// This index if it [`is_synced_with`](FactIndex::is_synced_with) `facts`, else a fresh
+    /// one built from them into `temp` (for callers handed an index of other facts).
+    pub fn synced_or_temp<'a>(&'a self, facts: &[Fact], temp: &'a mut Option<FactIndex>) -> &'a FactIndex {
+        if self.is_synced_with(facts) {
+            return self;
+        }
+        temp.insert({
+            let mut t = FactIndex::with_params(self.params);
+            t.sync(facts);
+            t
+        })
+    }
+
     /// `createdAt` of the fact at `position` (of the last sync) in epoch ms; 0 if unknown.
     pub fn created_ms(&self, position: usize) -> u64 {
         self.created.get(position).copied().unwrap_or(0)

@@ -30,6 +30,7 @@ use crate::llm::Llm;
 use crate::message::{ChatMessage, InputMessage};
 use crate::queue::QueueFile;
 use crate::relevance::FactIndex;
+use crate::search::{self, SearchHit, SearchOptions};
 use crate::storage::Store;
 use crate::sync::AsyncLock;
 use crate::time::{Clock, Millis};
@@ -343,6 +344,13 @@ impl Engine {
         let kept = filter::filter_messages(messages);
         let st = self.inner.state.borrow();
         inject::explain(&st.doc, &st.index, &kept, &self.config().inject, &*self.parts().counter)
+    }
+
+    /// The facts matching `query`, ranked as `inject()` ranks (see [`crate::search`]), from
+    /// the cached document.
+    pub fn search(&self, query: &str, opts: &SearchOptions) -> Vec<SearchHit> {
+        let st = self.inner.state.borrow();
+        search::search(&st.doc, &st.index, query, opts, &self.config().inject)
     }
 
     /// The cached document (no storage read).

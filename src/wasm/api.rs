@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::ids::{IdSource, RandomIds};
 use crate::inject::Explanation;
 use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
+use crate::search::{SearchHit, SearchOptions};
 use crate::storage::Slot;
 use crate::sync::LocalFuture;
 use crate::tokens::{Estimate, TokenCounter};
@@ -40,6 +41,13 @@ pub struct UserMemory {
     tabs: Option<Tabs>,
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// `search()`'s options object, typed for TypeScript (an optional trailing argument).
+    #[wasm_bindgen(typescript_type = "SearchOptions")]
+    pub type SearchOptionsArg;
+}
+
 thread_local! {
     /// One shared do-nothing rejection handler.
     static NOOP: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
@@ -61,6 +69,7 @@ enum Call {
     RemoveFact(Engine, JsValue),
     UpdateSection(Engine, JsValue, JsValue),
     Clear(Engine),
+    Search(Engine, JsValue, JsValue),
     Close(Engine, Rc<JsEvents>, Option<Tabs>),
     Inspect(JsValue),
     Reset(JsValue),
@@ -107,6 +116,13 @@ impl Call {
                 Ok(from_json(&e.update_section(&section, &summary).await?.to_json()))
             }
             Call::Clear(e) => e.clear().await.map(|_| JsValue::UNDEFINED),
+            Call::Search(e, query, opts) => {
+                let query = string_arg(&query, "the search query")?;
+                options::check_finite(&opts, "search options")?;
+                let opts = SearchOptions::from_value(&to_json(&opts, "the search options")?)?;
+                let hits = e.search(&query, &opts);
+                Ok(hits_js(&e.cached(), &hits))
+            }
             Call::Close(e, events, tabs) => {
                 let r = e.close().await;
                 events.clear();
@@ -169,6 +185,24 @@ fn report_js(r: &RunReport) -> JsValue {
 
 /// Scores and similarities cross with 6 decimals.
 const SCORE_DECIMALS: u32 = 6;
+
+fn hits_js(doc: &Document, hits: &[SearchHit]) -> JsValue {
+    let mut out = String::new();
+    let mut a = ArrayWriter::new(&mut out);
+    for h in hits {
+        let Some(fact) = doc.facts.get(h.position) else { continue };
+        let mut x = ObjectWriter::new(a.item());
+        fact.write_json(x.key("fact"));
+        x.fixed("lexical", h.lexical, SCORE_DECIMALS).fixed("similarity", h.similarity, SCORE_DECIMALS).fixed(
+            "score",
+            h.score,
+            SCORE_DECIMALS,
+        );
+        x.finish();
+    }
+    a.finish();
+    from_json(&out)
+}
 
 fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
     let mut out = String::new();
@@ -249,6 +283,15 @@ impl UserMemory {
             }
             Err(e) => Promise::reject(&to_js(&e)),
         }
+    }
+
+    /// The facts matching `query` (any text: a tool call's argument, a search box), ranked
+    /// as `inject()` ranks them, best first, with their scores: at most `limit` (default
+    /// 10), each scoring at least `minScore` (default 0). Facts sharing nothing with the
+    /// query are not returned.
+    #[wasm_bindgen(unchecked_return_type = "Promise<SearchResult[]>")]
+    pub fn search(&self, #[wasm_bindgen(unchecked_param_type = "string")] query: JsValue, options: Option<SearchOptionsArg>) -> Promise {
+        Call::Search(self.engine.clone(), query, options.map_or(JsValue::UNDEFINED, JsValue::from)).promise()
     }
 
     /// Processes every queued conversation now; resolves when all were applied, rejects

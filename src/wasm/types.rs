@@ -246,6 +246,25 @@ export interface Explanation {
   facts: FactExplanation[];
 }
 
+/** Options of `search()`. */
+export interface SearchOptions {
+  /** At most this many results (≥ 1). Default 10. */
+  limit?: number;
+  /** Leave out results whose `score` is below this. Default 0. */
+  minScore?: number;
+}
+
+/** One fact matching a `search()` query, with the numbers `inject()` ranks by. */
+export interface SearchResult {
+  fact: Fact;
+  /** Lexical similarity in [0, 1]: BM25 over CJK-aware terms, divided by the best match of this query. */
+  lexical: number;
+  /** The similarity the score uses, in [0, 1]. */
+  similarity: number;
+  /** `similarityWeight × similarity + confidenceWeight × confidence`. */
+  score: number;
+}
+
 /** What `flush()` / `processDue()` did. */
 export interface RunReport {
   processed: string[];

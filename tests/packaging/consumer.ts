@@ -21,6 +21,8 @@ import {
   type QueuedEvent,
   type QueueStatus,
   type RunReport,
+  type SearchOptions,
+  type SearchResult,
   type SectionName,
   type StorageAdapter,
   type StoredData,
@@ -62,6 +64,9 @@ export type Checks = [
   Expect<Equal<Parameters<M["updateFact"]>, [id: string, patch: FactPatch]>>,
   Expect<Equal<ReturnType<M["removeFact"]>, Promise<Fact>>>,
   Expect<Equal<ReturnType<M["clear"]>, Promise<void>>>,
+  Expect<Equal<ReturnType<M["search"]>, Promise<SearchResult[]>>>,
+  Expect<Equal<Parameters<M["search"]>[0], string>>,
+  Expect<Precise<M["search"]>>,
   Expect<Equal<ReturnType<M["close"]>, Promise<void>>>,
   Expect<Equal<ReturnType<typeof UserMemory.inspect>, Promise<StoredData>>>,
   Expect<Equal<ReturnType<typeof UserMemory.reset>, Promise<void>>>,
@@ -161,6 +166,13 @@ export async function everything(): Promise<void> {
     const parts: [string, number, number, number, number, boolean, string] = [f.id, f.similarity, f.confidence, f.score, f.tokens, f.included, f.reason];
     void parts;
   }
+  const searchOptions: SearchOptions = { limit: 5, minScore: 0.3 };
+  for (const hit of [...(await memory.search("editor")), ...(await memory.search("editor", searchOptions))]) {
+    const numbers: [Fact, number, number, number] = [hit.fact, hit.lexical, hit.similarity, hit.score];
+    void numbers;
+  }
+  // @ts-expect-error search options are checked
+  await memory.search("editor", { top: 3 });
   const report: RunReport = await memory.flush();
   const due: number | null = memory.nextDueAt();
   const { pending, nextDueAt, processing, revision }: QueueStatus = memory.status();
