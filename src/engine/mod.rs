@@ -371,7 +371,7 @@ impl Engine {
     pub async fn refresh(&self) -> Result<Document> {
         let _guard = self.inner.store_lock.lock().await;
         let (doc, revision) = store_ops::read_document(&*self.parts().store, &*self.parts().ids).await?;
-        if let Some(ev) = self.adopt(doc.clone(), revision, UpdateReason::Remote, None) {
+        if let Some(ev) = self.adopt(&doc, revision, UpdateReason::Remote, None) {
             self.emit_update(ev);
         }
         Ok(doc)
@@ -399,20 +399,19 @@ impl Engine {
     /// `store_lock`, so it is the newest) is adopted whenever it differs from the cache,
     /// also at a lower revision: after `reset()` or a store emptied by hand, revisions
     /// start again at 1.
-    fn adopt(&self, doc: Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
-        let event = {
-            let mut st = self.inner.state.borrow_mut();
-            if reason == UpdateReason::Remote && revision == st.revision && doc == st.doc {
-                return None;
-            }
-            let mut ev = UpdateEvent::diff(reason, &st.doc, &doc, revision);
-            ev.thread_id = thread_id.map(str::to_string);
-            st.index.sync(&doc.facts);
-            st.doc = doc;
-            st.revision = revision;
-            ev
-        };
-        Some(event)
+    ///
+    /// Linear in the facts, and copies `doc` only when it replaces the cache.
+    fn adopt(&self, doc: &Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
+        let mut st = self.inner.state.borrow_mut();
+        if reason == UpdateReason::Remote && revision == st.revision && *doc == st.doc {
+            return None;
+        }
+        let mut ev = UpdateEvent::diff(reason, &st.doc, doc, revision);
+        ev.thread_id = thread_id.map(str::to_string);
+        st.index.sync(&doc.facts);
+        st.doc = doc.clone();
+        st.revision = revision;
+        Some(ev)
     }
 
     /// The stored document, freshly read.

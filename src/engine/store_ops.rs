@@ -166,7 +166,7 @@ impl Engine {
         for _ in 0..MAX_REPLAYS {
             let (base, revision) = read_document(&*store, &*ids).await?;
             // Someone else's newer document: show it to listeners as such first.
-            if let Some(ev) = self.adopt(base.clone(), revision, UpdateReason::Remote, None) {
+            if let Some(ev) = self.adopt(&base, revision, UpdateReason::Remote, None) {
                 self.emit_update(ev);
             }
             let mut doc = base.clone();
@@ -179,7 +179,7 @@ impl Engine {
             }
             match store.commit(Slot::Document, revision, doc.to_json()).await? {
                 Commit::Committed(rev) => {
-                    if let Some(ev) = self.adopt(doc.clone(), rev, reason, thread_id) {
+                    if let Some(ev) = self.adopt(&doc, rev, reason, thread_id) {
                         self.emit_update(ev);
                     }
                     return Ok(doc);
