@@ -34,7 +34,7 @@ export interface UserMemoryProviderOptions {
 export declare const PROVIDER_OPTIONS_KEY: "userMemory";
 
 /**
- * A Vercel AI SDK (v6) language model middleware: injects the memory block into the
+ * A Vercel AI SDK (6 or 7) language model middleware: injects the memory block into the
  * system prompt before each call, and observes the conversation with the model's answer
  * after `generateText` and at the end of `streamText`.
  *

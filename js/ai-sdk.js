@@ -12,7 +12,8 @@
 // part or a finish reason of "error", observes nothing). Tool calls the provider ran itself
 // (`providerExecuted`, e.g. web search) come with the final answer and do not make it an
 // intermediate step. The middleware needs nothing from `ai` at
-// runtime; it follows the LanguageModelV3 middleware contract (AI SDK 6).
+// runtime; it follows the LanguageModelV3 middleware contract (AI SDK 6), which AI SDK 7
+// runs unchanged (its V4 middleware has the same hooks and parts).
 
 /** The `providerOptions` key read by the middleware: `{ userMemory: { threadId } }`. */
 export const PROVIDER_OPTIONS_KEY = "userMemory";

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh machine (called by the npm scripts; safe to run again).
 #   --rust     rustup wasm32 target, rustfmt, clippy + wasm-bindgen-cli at Cargo.lock's version + npm packages
-#   --all      the above + Debian's chromium and chromium-driver (browser tests)
+#   --all      the above + the packaging tests' consumer projects + Debian's chromium and
+#              chromium-driver (browser tests)
 # Each step is skipped when already done, so a warm run takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +43,27 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
   echo "$lock_sum" > "$stamp"
 fi
 
-# 4. Headless Chromium and its driver for the browser tests (Debian packages).
+# 4. The packaging tests' consumer projects (tests/packaging/consumers/<name>: AI SDK 6 and 7
+# with their OpenAI-compatible providers, the message types of other SDKs, React), each
+# installed from its own lock file into target/consumers/<name> when that lock file changed.
+# The tests then install the packed tarball into them, next to what a user already has.
+if [ "$mode" = "--all" ]; then
+  for src in tests/packaging/consumers/*/; do
+    name=$(basename "$src")
+    dst="target/consumers/$name"
+    sum=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
+    if [ ! -f "$dst/.setup-stamp" ] || [ "$(cat "$dst/.setup-stamp")" != "$sum" ]; then
+      say "npm ci in $dst"
+      rm -rf "$dst"
+      mkdir -p "$dst"
+      cp "$src/package.json" "$src/package-lock.json" "$dst/"
+      (cd "$dst" && npm ci --no-audit --no-fund --loglevel=error)
+      echo "$sum" > "$dst/.setup-stamp"
+    fi
+  done
+fi
+
+# 5. Headless Chromium and its driver for the browser tests (Debian packages).
 if [ "$mode" = "--all" ]; then
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     say "installing Debian chromium + chromium-driver (about a minute)"

@@ -10,6 +10,7 @@
 //   llm.script.push({ content: "raw text reply" });
 //   llm.script.push({ json: {...}, usage: { prompt_tokens: 812, completion_tokens: 95 } }); // with token usage
 //   llm.script.push({ destroy: true });                        // drops the connection
+// A 200 reply to an OpenAI request with `stream: true` is sent as server-sent events.
 //   ... llm.baseUrl  (http://127.0.0.1:PORT/v1), llm.requests, await llm.waitForRequests(n),
 //   await llm.close()
 // When the script is empty, `fallback` (a function of the request) answers, default 500.
@@ -58,6 +59,10 @@ export async function startLlmServer({ fallback } = {}) {
           : { id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }] };
         if (step.usage) payload.usage = step.usage;
       }
+      if (status === 200 && step.body === undefined && record.body?.stream === true && !record.url.endsWith("/messages")) {
+        streamAnswer(payload, res);
+        return;
+      }
       res.writeHead(status, headers);
       res.end(typeof payload === "string" ? payload : JSON.stringify(payload ?? { error: { message: `scripted ${status}` } }));
     }, delay);
@@ -86,6 +91,20 @@ export async function startLlmServer({ fallback } = {}) {
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** A chat completion sent as OpenAI's server-sent events (a request with `stream: true`):
+ * the content in a few chunks, then the finish reason (and usage), then `[DONE]`. */
+function streamAnswer(completion, res) {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const content = completion.choices[0].message.content;
+  const base = { id: completion.id, object: "chat.completion.chunk", created: 0, model: "scripted" };
+  const send = (chunk) => res.write(`data: ${JSON.stringify({ ...base, ...chunk })}\n\n`);
+  const pieces = content.match(/[\s\S]{1,8}/g) ?? [];
+  send({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] });
+  for (const piece of pieces) send({ choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+  send({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }], ...(completion.usage ? { usage: completion.usage } : {}) });
+  res.end("data: [DONE]\n\n");
 }
 
 /** A delta reply adding the given facts (confidence 0.9). */

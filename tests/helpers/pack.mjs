@@ -7,7 +7,7 @@
 // package.json, README.md, LICENSE). Temporary projects are removed when the process exits.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -63,5 +63,20 @@ export function freshProject({ type = "module", extra = [] } = {}) {
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type }, null, 2));
   const specs = [packOnce(), ...extra.map((name) => join(ROOT, "node_modules", name))];
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", "--loglevel=error", ...specs], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+  return dir;
+}
+
+/**
+ * The consumer project `tests/packaging/consumers/<name>` (installed by scripts/setup.sh
+ * into target/consumers/<name> from its own lock file) with the packed tarball installed
+ * into it, as a user with those packages adds `user-memory`: npm resolves the package's
+ * peer dependencies against what is already there (an unmet peer fails with ERESOLVE).
+ */
+export function consumerProject(name) {
+  const dir = join(ROOT, "target", "consumers", name);
+  if (!existsSync(join(dir, ".setup-stamp"))) throw new Error(`${dir} is missing: run bash scripts/setup.sh --all`);
+  // Back to the project as set up (an earlier run saved user-memory into it).
+  for (const f of ["package.json", "package-lock.json"]) copyFileSync(join(ROOT, "tests/packaging/consumers", name, f), join(dir, f));
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", "--loglevel=error", packOnce()], { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
   return dir;
 }

@@ -131,12 +131,13 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * instead of hanging it). With `go` (a promise), the child gets an IPC channel and the
  * message "go" once `go` resolves; the child waits for it with
  * `await new Promise((r) => process.once("message", r)); process.disconnect();`
- * (disconnecting, so the channel itself keeps nothing alive).
+ * (disconnecting, so the channel itself keeps nothing alive). `cwd` (default: the repository)
+ * is where its imports resolve, e.g. a consumer project.
  */
-export function runChild(code, { args = [], env = {}, killAfterMs = 120_000, go } = {}) {
+export function runChild(code, { args = [], env = {}, killAfterMs = 120_000, go, cwd = root } = {}) {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...args, "--input-type=module", "-e", code], {
-      cwd: root,
+      cwd,
       env: { ...process.env, ...env },
       stdio: go ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
     });
