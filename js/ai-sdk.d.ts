@@ -1,5 +1,5 @@
-import type { LanguageModelMiddleware } from "ai";
-import type { UserMemory } from "./index.js";
+import type { LanguageModelMiddleware, Tool } from "ai";
+import type { FactCategory, UserMemory } from "./index.js";
 
 /** The parameters of one language model call, as middleware sees them. */
 export type LanguageModelCallParams = Parameters<NonNullable<LanguageModelMiddleware["transformParams"]>>[0]["params"];
@@ -46,3 +46,49 @@ export declare const PROVIDER_OPTIONS_KEY: "userMemory";
  * ```
  */
 export declare function userMemoryMiddleware(options: UserMemoryMiddlewareOptions): LanguageModelMiddleware;
+
+/** Options of {@link memoryTools}. */
+export interface MemoryToolsOptions {
+  /** The memory (or the promise `UserMemory.open()` returned). */
+  memory: UserMemory | PromiseLike<UserMemory>;
+  /** Facts `searchMemory` returns when the model does not say (1–50). Default 5. */
+  limit?: number;
+  /** `searchMemory` leaves out facts scoring below this. Default 0. */
+  minScore?: number;
+}
+
+/** A fact as the tools hand it to the model. */
+export interface ToolFact {
+  id: string;
+  content: string;
+  category: FactCategory;
+}
+
+/** What a tool returns when the model's input cannot be used (the model may retry). */
+export interface ToolInputError {
+  error: string;
+}
+
+/** The three memory tools, for `generateText({ tools })` / `streamText({ tools })` (a type
+ * alias, not an interface, so it is assignable to the SDK's `ToolSet`). */
+export type MemoryTools = {
+  /** Searches memory (`memory.search()`): `{ query, limit? }` → the matching facts, best first. */
+  searchMemory: Tool<{ query: string; limit?: number }, { facts: (ToolFact & { confidence: number; score: number })[] } | ToolInputError>;
+  /** Saves a fact (`memory.addFact()`): `{ content, category? }` → the stored fact. */
+  remember: Tool<{ content: string; category?: FactCategory }, { remembered: ToolFact } | ToolInputError>;
+  /** Removes a fact by id (`memory.removeFact()`): `{ id }` → the removed fact; an unknown id is an `error` result. */
+  forget: Tool<{ id: string }, { forgotten: { id: string; content: string } } | ToolInputError>;
+};
+
+/**
+ * AI SDK tools that let the model search, add and remove memories itself (an agent's
+ * "tool mode"), built on `search()`, `addFact()` and `removeFact()`. Their input schemas are
+ * plain JSON Schema (the SDK's `jsonSchema()`), so no schema library is needed.
+ *
+ * ```ts
+ * import { generateText, stepCountIs } from "ai";
+ * import { memoryTools } from "user-memory/ai-sdk";
+ * await generateText({ model, tools: memoryTools({ memory }), stopWhen: stepCountIs(5), messages });
+ * ```
+ */
+export declare function memoryTools(options: MemoryToolsOptions): MemoryTools;

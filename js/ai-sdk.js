@@ -11,9 +11,11 @@
 // that fails, is cancelled, or reports an error in-band, as providers do with an `error`
 // part or a finish reason of "error", observes nothing). Tool calls the provider ran itself
 // (`providerExecuted`, e.g. web search) come with the final answer and do not make it an
-// intermediate step. The middleware needs nothing from `ai` at
-// runtime; it follows the LanguageModelV3 middleware contract (AI SDK 6), which AI SDK 7
+// intermediate step. The middleware needs nothing from `ai` at runtime (the tools use its
+// `jsonSchema()`); it follows the LanguageModelV3 middleware contract (AI SDK 6), which AI SDK 7
 // runs unchanged (its V4 middleware has the same hooks and parts).
+
+import { jsonSchema } from "ai";
 
 /** The `providerOptions` key read by the middleware: `{ userMemory: { threadId } }`. */
 export const PROVIDER_OPTIONS_KEY = "userMemory";
@@ -153,4 +155,84 @@ function hash(s) {
 
 function warn(error) {
   console.warn("user-memory middleware:", error);
+}
+
+/** The fact categories the tools offer the model (others are kept as given, but a model
+ * picks better from a short list). */
+const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
+
+/**
+ * @param {import("./ai-sdk.js").MemoryToolsOptions} options
+ * @returns {import("./ai-sdk.js").MemoryTools}
+ */
+export function memoryTools({ memory, limit = 5, minScore = 0 }) {
+  if (!memory) throw Object.assign(new TypeError("memoryTools({ memory }) needs a UserMemory (or the promise of one)"), { code: "INVALID_INPUT" });
+  if (!Number.isInteger(limit) || limit < 1 || limit > 50) {
+    throw Object.assign(new TypeError(`memoryTools: \`limit\` must be an integer from 1 to 50, found ${JSON.stringify(limit)}`), { code: "INVALID_INPUT" });
+  }
+  return {
+    searchMemory: {
+      description:
+        "Search the long-term memory about the user (preferences, background, goals, earlier decisions) for facts relevant to a question. Returns matching facts with their ids, best first.",
+      inputSchema: jsonSchema({
+        type: "object",
+        properties: {
+          query: { type: "string", description: "What to look for, in words the user would use." },
+          limit: { type: "integer", minimum: 1, maximum: 50, description: `At most this many facts (default ${limit}).` },
+        },
+        required: ["query"],
+        additionalProperties: false,
+      }),
+      execute: async (input) => {
+        const query = input?.query;
+        if (typeof query !== "string" || !query.trim()) return { error: "`query` must be a non-empty string" };
+        const n = Number.isInteger(input.limit) && input.limit >= 1 ? Math.min(input.limit, 50) : limit;
+        const hits = await (await memory).search(query, { limit: n, minScore });
+        return { facts: hits.map(({ fact, score }) => ({ id: fact.id, content: fact.content, category: fact.category, confidence: fact.confidence, score })) };
+      },
+    },
+    remember: {
+      description:
+        "Save one lasting fact about the user to long-term memory: something they stated about themselves (a preference, their work, a goal) or asked you to remember. One short sentence in the user's language; not one-off task details.",
+      inputSchema: jsonSchema({
+        type: "object",
+        properties: {
+          content: { type: "string", description: "The fact, e.g. \"Prefers answers with code examples in Go\"." },
+          category: { type: "string", enum: CATEGORIES, description: "Default: context." },
+        },
+        required: ["content"],
+        additionalProperties: false,
+      }),
+      execute: async (input) => {
+        const content = typeof input?.content === "string" ? input.content.trim() : "";
+        if (!content) return { error: "`content` must be a non-empty string" };
+        const category = CATEGORIES.includes(input.category) ? input.category : undefined;
+        // A fact with the same content (case and spacing aside) is returned as it is.
+        const fact = await (await memory).addFact(category ? { content, category } : { content });
+        return { remembered: { id: fact.id, content: fact.content, category: fact.category } };
+      },
+    },
+    forget: {
+      description:
+        "Remove one fact from long-term memory by its id (from searchMemory), when the user says it is wrong or asks you to forget it.",
+      inputSchema: jsonSchema({
+        type: "object",
+        properties: { id: { type: "string", description: "The fact's id, e.g. fact_1a2b3c4d." } },
+        required: ["id"],
+        additionalProperties: false,
+      }),
+      execute: async (input) => {
+        const id = input?.id;
+        if (typeof id !== "string" || !id) return { error: "`id` must be a fact id from searchMemory" };
+        try {
+          const fact = await (await memory).removeFact(id);
+          return { forgotten: { id: fact.id, content: fact.content } };
+        } catch (e) {
+          // A wrong id is the model's mistake to correct, not a failure of the call.
+          if (e?.code === "NOT_FOUND") return { error: `no fact has the id ${id}; search first` };
+          throw e;
+        }
+      },
+    },
+  };
 }

@@ -2,12 +2,14 @@
 // in one that has AI SDK 7 (each with @ai-sdk/openai-compatible at the matching major): the
 // tarball installs next to either (its optional peer accepts both), and generateText and
 // streamText through the real provider, against the scripted OpenAI-compatible server, get
-// the memory block in their system prompt and have their conversation observed and extracted.
+// the memory block in their system prompt and have their conversation observed and extracted;
+// and the memory tools run under each SDK's own mock model (V3 in AI SDK 6, V4 in AI SDK 7).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { consumerProject } from "../helpers/pack.mjs";
+import { consumerProject, ROOT } from "../helpers/pack.mjs";
 import { startLlmServer } from "../helpers/llm-server.mjs";
 import { runChild } from "../helpers/pipeline.mjs";
 
@@ -77,5 +79,42 @@ for (const major of [6, 7]) {
     const extractions = llm.requests.slice(from).filter((r) => r.body?.model === "extractor");
     assert.equal(extractions.length, 2);
     for (const e of extractions) assert.match(e.body.messages.at(-1).content, /User: Where should I eat tonight\?/);
+  });
+}
+
+const TOOLS_APP = `
+import { generateText, stepCountIs } from "ai";
+import * as mocks from "ai/test";
+import { UserMemory } from "user-memory";
+import { memoryTools } from "user-memory/ai-sdk";
+import { toolCallingModel, toolResultsOf } from ${JSON.stringify(pathToFileURL(join(ROOT, "tests/helpers/ai-mock.mjs")).href)};
+
+const Mock = mocks.MockLanguageModelV4 ?? mocks.MockLanguageModelV3;
+const memory = await UserMemory.open({ storage: "memory", llm: async () => "{}" });
+await memory.addFact({ content: "Works at Acme as a frontend developer" });
+const model = toolCallingModel(Mock, [
+  () => ({ tool: "searchMemory", input: { query: "where do I work" } }),
+  (call) => ({ tool: "forget", input: { id: toolResultsOf(call)[0].facts[0].id } }),
+  () => ({ tool: "remember", input: { content: "Works at Globex as a backend developer", category: "context" } }),
+  () => ({ text: "Updated." }),
+]);
+const result = await generateText({ model, tools: memoryTools({ memory }), stopWhen: stepCountIs(5), messages: [{ role: "user", content: "I moved from Acme to Globex, backend now." }] });
+const results = model.doGenerateCalls.slice(1).map((c) => toolResultsOf(c)[0]);
+console.log(JSON.stringify({ mock: Mock.name, text: result.text, results, facts: (await memory.get()).facts.map((f) => [f.content, f.category]) }));
+await memory.close();
+`;
+
+for (const major of [6, 7]) {
+  test(`AI SDK ${major}: the SDK's mock model calls searchMemory, forget and remember`, { timeout: 180_000 }, async () => {
+    const dir = consumerProject(`ai-sdk-${major}`);
+    const run = await runChild(TOOLS_APP, { cwd: dir });
+    assert.equal(run.code, 0, run.stderr);
+    const out = JSON.parse(run.stdout);
+    assert.equal(out.mock, major === 7 ? "MockLanguageModelV4" : "MockLanguageModelV3");
+    assert.equal(out.text, "Updated.");
+    assert.equal(out.results[0].facts[0].content, "Works at Acme as a frontend developer");
+    assert.equal(out.results[1].forgotten.content, "Works at Acme as a frontend developer");
+    assert.equal(out.results[2].remembered.content, "Works at Globex as a backend developer");
+    assert.deepEqual(out.facts, [["Works at Globex as a backend developer", "context"]]);
   });
 }

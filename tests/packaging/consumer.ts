@@ -32,8 +32,8 @@ import {
 } from "user-memory";
 import { fileName, FileStore, fileStore, type FileStoreOptions } from "user-memory/node";
 import { DurableObjectStore, durableObjectStore, type DurableObjectStorageLike } from "user-memory/workers";
-import { PROVIDER_OPTIONS_KEY, userMemoryMiddleware, type UserMemoryMiddlewareOptions } from "user-memory/ai-sdk";
-import { generateText, streamText, wrapLanguageModel, type LanguageModel, type LanguageModelMiddleware } from "ai";
+import { memoryTools, PROVIDER_OPTIONS_KEY, userMemoryMiddleware, type MemoryTools, type UserMemoryMiddlewareOptions } from "user-memory/ai-sdk";
+import { generateText, stepCountIs, streamText, wrapLanguageModel, type LanguageModel, type LanguageModelMiddleware } from "ai";
 
 // ---- type-level checks ----
 type IsAny<T> = 0 extends 1 & T ? true : false;
@@ -267,4 +267,18 @@ export async function aiSdk(model: Exclude<LanguageModel, string>, memory: UserM
   for await (const chunk of stream.textStream) void chunk;
   // @ts-expect-error memory is required
   userMemoryMiddleware({ threadId: "x" });
+
+  // The memory tools: a ToolSet generateText accepts, with typed tool results.
+  const tools: MemoryTools = memoryTools({ memory, limit: 3, minScore: 0.2 });
+  const agent = await generateText({ model, tools, stopWhen: stepCountIs(3), prompt: "What do you know about me?" });
+  for (const r of agent.toolResults) {
+    if (r.dynamic) continue; // tools added at run time (MCP) are untyped
+    if (r.toolName === "searchMemory" && "facts" in r.output) {
+      const firstScore: number | undefined = r.output.facts[0]?.score;
+      void firstScore;
+    }
+    if (r.toolName === "remember" && "remembered" in r.output) void r.output.remembered.id.toUpperCase();
+  }
+  // @ts-expect-error memoryTools needs the memory
+  memoryTools({ limit: 3 });
 }
