@@ -57,11 +57,12 @@ test("every README link works on the npm page: an anchor of the README, or the r
       continue;
     }
     assert.ok(link.startsWith(`${repo}/`), `${link} is neither an anchor nor a link into ${repo} (relative links are dead on the npm page)`);
-    const m = /^(blob|tree|raw)\/main\/([^#?]+)$/.exec(link.slice(repo.length + 1));
-    assert.ok(m, `${link}: expected ${repo}/(blob|tree|raw)/main/<path>`);
+    const m = /^(blob|tree|raw)\/main\/([^#?]+)(#[\w-]+)?$/.exec(link.slice(repo.length + 1));
+    assert.ok(m, `${link}: expected ${repo}/(blob|tree|raw)/main/<path>[#anchor]`);
     const path = join(ROOT, m[2]);
     assert.ok(existsSync(path), `${link}: ${m[2]} is not in the repository`);
     assert.equal(statSync(path).isDirectory(), m[1] === "tree", `${link}: tree/ is for folders, blob/ and raw/ for files`);
+    if (m[3]) assert.ok(anchors(readFileSync(path, "utf8")).has(m[3].slice(1)), `${link}: ${m[2]} has no heading ${m[3]}`);
   }
 });
 

@@ -22,7 +22,8 @@ test("npm pack gives user-memory-<version>.tgz with the wasm, the entries and th
 });
 
 test("every export of package.json resolves to a file in the tarball, with types for each subpath", () => {
-  const dir = freshProject();
+  // `ai`: the peer user-memory/ai-sdk imports jsonSchema() from.
+  const dir = freshProject({ extra: ["ai"] });
   const manifest = JSON.parse(readFileSync(join(dir, "node_modules/user-memory/package.json"), "utf8"));
   for (const [subpath, target] of Object.entries(manifest.exports)) {
     const files = typeof target === "string" ? [target] : Object.values(target);
@@ -33,10 +34,10 @@ test("every export of package.json resolves to a file in the tarball, with types
   const out = execFileSync(
     process.execPath,
     ["--input-type=module", "-e", `const n = await import("user-memory/node"); const w = await import("user-memory/workers"); const a = await import("user-memory/ai-sdk");
-      console.log([typeof n.fileStore, typeof w.durableObjectStore, typeof a.userMemoryMiddleware].join(","))`],
+      console.log([typeof n.fileStore, typeof w.durableObjectStore, typeof a.userMemoryMiddleware, typeof a.memoryTools].join(","))`],
     { cwd: dir, encoding: "utf8" },
   );
-  assert.equal(out.trim(), "function,function,function");
+  assert.equal(out.trim(), "function,function,function,function");
 });
 
 test("Node ESM: import, open, add a fact, export", () => {
