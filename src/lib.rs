@@ -45,6 +45,7 @@ pub mod edit;
 pub mod engine;
 pub mod error;
 pub mod filter;
+pub mod http;
 pub mod ids;
 pub mod inject;
 pub mod json;

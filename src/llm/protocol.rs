@@ -3,6 +3,7 @@
 
 use super::{LlmConfig, LlmReply, LlmRequest, Provider, Usage};
 use crate::error::{Error, Result};
+use crate::http::{snippet, HttpRequest, Secrets};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
 use crate::message::content_text;
 
@@ -12,26 +13,48 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Default `max_tokens` of a reply (Anthropic requires one).
 pub const DEFAULT_MAX_TOKENS: u64 = 4096;
 
-/// An HTTP request, ready for `fetch`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HttpRequest {
-    /// The full URL.
-    pub url: String,
-    /// Headers in order; user headers come last and replace defaults of the same name.
-    pub headers: Vec<(String, String)>,
-    /// The JSON body.
-    pub body: String,
+/// What a request asks of the endpoint beyond the prompt. It starts from the options and
+/// only ever loses parts, when the endpoint refuses one ([`downgrade`]); a transport keeps
+/// it per instance, so a refusal costs one extra request once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Ask for a JSON object (`response_format: { type: "json_object" }`).
+    pub json: bool,
 }
 
-/// Builds the HTTP request for `req` against the endpoint in `cfg`.
-pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
+impl Shape {
+    /// The shape the options ask for.
+    pub fn of(cfg: &LlmConfig) -> Shape {
+        Shape { json: cfg.json_mode && cfg.provider == Provider::OpenAi }
+    }
+}
+
+/// The shape to try instead after the endpoint answered a request of shape `shape` with
+/// `status` and `body`: without the part the error names (`response_format` …). `None` when
+/// the error names nothing that can be left out (it stands). Every step drops a part, so
+/// the fallbacks end.
+pub fn downgrade(shape: Shape, status: u16, body: &str) -> Option<Shape> {
+    if !matches!(status, 400 | 422) {
+        return None;
+    }
+    let body = body.to_ascii_lowercase();
+    let names = |words: &[&str]| words.iter().any(|w| body.contains(w));
+    if shape.json && names(&["response_format", "json_object", "json mode"]) {
+        return Some(Shape { json: false });
+    }
+    None
+}
+
+/// Builds the HTTP request for `req` against the endpoint in `cfg`, shaped by `shape`.
+pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest, shape: Shape) -> HttpRequest {
+    let conn = &cfg.conn;
     let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
     let mut body = String::new();
     let mut o = ObjectWriter::new(&mut body);
     o.str("model", &cfg.model);
     let url = match cfg.provider {
         Provider::OpenAi => {
-            if let Some(key) = &cfg.api_key {
+            if let Some(key) = &conn.api_key {
                 headers.push(("authorization".into(), format!("Bearer {key}")));
             }
             let mut messages = ArrayWriter::new(o.key("messages"));
@@ -48,13 +71,13 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
             if let Some(m) = cfg.max_tokens {
                 o.u64("max_tokens", m);
             }
-            if cfg.json_mode {
+            if shape.json {
                 o.key("response_format").push_str(r#"{"type":"json_object"}"#);
             }
-            format!("{}/chat/completions", cfg.base_url)
+            format!("{}/chat/completions", conn.base_url)
         }
         Provider::Anthropic => {
-            if let Some(key) = &cfg.api_key {
+            if let Some(key) = &conn.api_key {
                 headers.push(("x-api-key".into(), key.clone()));
             }
             headers.push(("anthropic-version".into(), ANTHROPIC_VERSION.into()));
@@ -67,15 +90,11 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
             if let Some(t) = cfg.temperature {
                 o.fixed("temperature", t, 6);
             }
-            format!("{}/messages", cfg.base_url)
+            format!("{}/messages", conn.base_url)
         }
     };
     o.finish();
-    for (k, v) in &cfg.headers {
-        headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
-        headers.push((k.clone(), v.clone()));
-    }
-    HttpRequest { url, headers, body }
+    HttpRequest { url, headers: conn.headers_over(headers), body }
 }
 
 /// Extracts the reply text from a successful (2xx) response body.
@@ -83,9 +102,9 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest) -> HttpRequest {
 /// OpenAI-compatible: `choices[0].message.content` as a string or a list of parts.
 /// Anthropic: the `text` blocks of `content`. A body without text is `LLM_BAD_OUTPUT`
 /// (quoting the body with `secrets` masked).
-pub fn extract_reply(provider: Provider, body: &str, secrets: &[&str]) -> Result<LlmReply> {
+pub fn extract_reply(provider: Provider, body: &str, secrets: &Secrets) -> Result<LlmReply> {
     let v = Value::parse(body)
-        .map_err(|_| Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(&mask(body, secrets)))))?;
+        .map_err(|_| Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(&secrets.mask(body)))))?;
     let text = match provider {
         Provider::OpenAi => {
             let choice = first_choice(&v);
@@ -126,52 +145,6 @@ fn first_choice(v: &Value) -> Option<&Value> {
     v.get("choices")?.as_array()?.first()
 }
 
-/// Replaces every secret of 6 or more characters in `text` with `***`.
-pub fn mask(text: &str, secrets: &[&str]) -> String {
-    let mut out = text.to_string();
-    for s in secrets.iter().filter(|s| s.len() >= 6) {
-        if out.contains(*s) {
-            out = out.replace(*s, "***");
-        }
-    }
-    out
-}
-
-/// The error for a non-2xx response: the status, the provider's own error message when the
-/// body has one, else a short excerpt. `secrets` (the API key, header values) echoed back
-/// are masked in the whole body first, so no excerpt can cut one in half.
-pub fn http_error(status: u16, body: &str, secrets: &[&str]) -> Error {
-    let body = mask(body, secrets);
-    let detail = Value::parse(&body)
-        .ok()
-        .and_then(|v| {
-            v.get("error")
-                .and_then(|e| e.get("message"))
-                .or_else(|| v.get("error").filter(|e| e.as_str().is_some()))
-                .or_else(|| v.get("message"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| snippet(&body));
-    let hint = match status {
-        401 | 403 => " — check the API key (llm.apiKey, or the key your proxy adds)",
-        404 => " — check llm.baseUrl and llm.model",
-        429 => " — rate limited",
-        _ => "",
-    };
-    Error::LlmHttp { status, message: format!("LLM endpoint answered HTTP {status}{hint}: {detail}") }
-}
-
-/// The first 200 characters of a body, on one line.
-fn snippet(body: &str) -> String {
-    let one_line: String = body.chars().take(200).map(|c| if c.is_control() { ' ' } else { c }).collect();
-    if body.chars().count() > 200 {
-        format!("{one_line}…")
-    } else {
-        one_line
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,7 +163,7 @@ mod tests {
 
     #[test]
     fn openai_request_has_bearer_key_model_and_both_messages() {
-        let r = build_http_request(&cfg("openai"), &LlmRequest { system: "S".into(), prompt: "P".into() });
+        let r = build_http_request(&cfg("openai"), &LlmRequest { system: "S".into(), prompt: "P".into() }, Shape::of(&cfg("openai")));
         assert_eq!(r.url, "http://127.0.0.1:9/v1/chat/completions");
         assert!(r.headers.contains(&("authorization".into(), "Bearer sk-secret-123".into())));
         assert!(r.headers.contains(&("X-Extra".into(), "1".into())));
@@ -203,7 +176,7 @@ mod tests {
 
     #[test]
     fn anthropic_request_uses_x_api_key_version_and_max_tokens() {
-        let r = build_http_request(&cfg("anthropic"), &LlmRequest { system: "S".into(), prompt: "P".into() });
+        let r = build_http_request(&cfg("anthropic"), &LlmRequest { system: "S".into(), prompt: "P".into() }, Shape::of(&cfg("anthropic")));
         assert_eq!(r.url, "http://127.0.0.1:9/v1/messages");
         assert!(r.headers.contains(&("x-api-key".into(), "sk-secret-123".into())));
         assert!(r.headers.iter().any(|(k, _)| k == "anthropic-version"));
@@ -215,55 +188,65 @@ mod tests {
     #[test]
     fn replies_are_extracted_from_strings_and_part_lists() {
         let openai = r#"{"choices":[{"message":{"content":"hello"}}]}"#;
-        assert_eq!(extract_reply(Provider::OpenAi, openai, &[]).unwrap(), LlmReply::text("hello"));
+        assert_eq!(extract_reply(Provider::OpenAi, openai, &Secrets::default()).unwrap(), LlmReply::text("hello"));
         let parts = r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#;
-        assert_eq!(extract_reply(Provider::OpenAi, parts, &[]).unwrap().text, "a b");
+        assert_eq!(extract_reply(Provider::OpenAi, parts, &Secrets::default()).unwrap().text, "a b");
         let anthropic = r#"{"content":[{"type":"thinking","thinking":"…"},{"type":"text","text":"{}"}]}"#;
-        assert_eq!(extract_reply(Provider::Anthropic, anthropic, &[]).unwrap().text, "{}");
+        assert_eq!(extract_reply(Provider::Anthropic, anthropic, &Secrets::default()).unwrap().text, "{}");
         let empty = r#"{"choices":[{"message":{"content":null},"finish_reason":"length"}]}"#;
-        let e = extract_reply(Provider::OpenAi, empty, &[]).unwrap_err();
+        let e = extract_reply(Provider::OpenAi, empty, &Secrets::default()).unwrap_err();
         assert_eq!(e.code(), "LLM_BAD_OUTPUT");
         assert!(e.message().contains("length"));
-        assert_eq!(extract_reply(Provider::OpenAi, "<html>", &[]).unwrap_err().code(), "LLM_BAD_OUTPUT");
+        assert_eq!(extract_reply(Provider::OpenAi, "<html>", &Secrets::default()).unwrap_err().code(), "LLM_BAD_OUTPUT");
         // A 2xx body that is not JSON is quoted with the secrets masked.
-        let e = extract_reply(Provider::OpenAi, "debug: key=sk-secret-123", &["sk-secret-123"]).unwrap_err();
+        let e = extract_reply(Provider::OpenAi, "debug: key=sk-secret-123", &Secrets::new(["sk-secret-123"])).unwrap_err();
         assert!(e.message().contains("key=***") && !e.message().contains("sk-secret"), "{}", e.message());
     }
 
     #[test]
     fn usage_is_read_from_either_provider() {
         let openai = r#"{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":812,"completion_tokens":95,"total_tokens":907}}"#;
-        assert_eq!(extract_reply(Provider::OpenAi, openai, &[]).unwrap().usage, Some(Usage { prompt_tokens: 812, completion_tokens: 95 }));
+        assert_eq!(
+            extract_reply(Provider::OpenAi, openai, &Secrets::default()).unwrap().usage,
+            Some(Usage { prompt_tokens: 812, completion_tokens: 95 })
+        );
         let anthropic = r#"{"content":[{"type":"text","text":"x"}],"usage":{"input_tokens":700,"output_tokens":80}}"#;
         assert_eq!(
-            extract_reply(Provider::Anthropic, anthropic, &[]).unwrap().usage,
+            extract_reply(Provider::Anthropic, anthropic, &Secrets::default()).unwrap().usage,
             Some(Usage { prompt_tokens: 700, completion_tokens: 80 })
         );
         // OpenAI's field names under Anthropic (or a partial usage) are no usage.
         let partial = r#"{"content":[{"type":"text","text":"x"}],"usage":{"input_tokens":700}}"#;
-        assert_eq!(extract_reply(Provider::Anthropic, partial, &[]).unwrap().usage, None);
+        assert_eq!(extract_reply(Provider::Anthropic, partial, &Secrets::default()).unwrap().usage, None);
     }
 
     #[test]
-    fn http_errors_carry_status_and_provider_message_without_the_key() {
-        let e = http_error(401, r#"{"error":{"message":"Incorrect API key provided: sk-secret-123"}}"#, &["sk-secret-123"]);
-        assert_eq!(e.status(), Some(401));
-        assert!(e.message().contains("Incorrect API key provided: ***"));
-        assert!(!e.message().contains("sk-secret-123"));
-        assert!(e.message().contains("check the API key"));
+    fn json_mode_is_dropped_once_when_the_endpoint_refuses_response_format() {
+        let json = Shape { json: true };
+        // LM Studio refuses json_object; a server that does not know the parameter names it.
+        let lm_studio = r#"{"error":"'response_format.type' must be 'json_schema' or 'text'"}"#;
+        assert_eq!(downgrade(json, 400, lm_studio), Some(Shape { json: false }));
+        assert_eq!(downgrade(json, 422, "Unsupported: json_object"), Some(Shape { json: false }));
+        // Other errors stand: another status, a body that names nothing we sent, or nothing
+        // left to drop.
+        assert_eq!(downgrade(json, 500, lm_studio), None);
+        assert_eq!(downgrade(json, 400, r#"{"error":{"message":"model not found"}}"#), None);
+        assert_eq!(downgrade(Shape { json: false }, 400, lm_studio), None);
+        // Anthropic has no JSON mode to send.
+        let anthropic = LlmConfig::from_value(&json!({"provider": "anthropic", "model": "m", "jsonMode": true})).unwrap();
+        assert_eq!(Shape::of(&anthropic), Shape { json: false });
     }
 
     #[test]
-    fn secrets_are_masked_before_the_excerpt_is_cut_and_header_values_count_as_secrets() {
-        // The key starts at character 160 of a non-JSON body: cutting at 200 first would
-        // have left most of it in the message.
-        let key = "sk-proj-0123456789abcdefghijklmnopqrstuvwxyz";
-        let body = format!("{}{key} trailing", "x".repeat(160));
-        let e = http_error(502, &body, &[key]);
-        assert!(!e.message().contains("sk-proj-0123"), "{}", e.message());
+    fn header_values_count_as_secrets() {
         // A key sent in a user header (Azure's `api-key`) is masked like the API key.
         let cfg = LlmConfig::from_value(&json!({"model": "m", "headers": {"api-key": "azure-secret-value"}})).unwrap();
-        let e = http_error(401, r#"{"error":{"message":"bad key azure-secret-value"}}"#, &cfg.secrets());
+        let e = crate::http::status_error(
+            crate::http::EndpointName::LLM,
+            401,
+            r#"{"error":{"message":"bad key azure-secret-value"}}"#,
+            &cfg.secrets(),
+        );
         assert!(e.message().contains("bad key ***"), "{}", e.message());
     }
 }

@@ -4,8 +4,10 @@
 //! This is the only module that uses `wasm_bindgen`, `js_sys` or `web_sys`.
 
 mod api;
+mod cancel;
 mod convert;
 mod error;
+mod http;
 mod idb;
 mod js_store;
 mod leader;

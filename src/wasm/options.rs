@@ -86,7 +86,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
         let cfg = LlmConfig::from_value(&to_json(&llm, "`llm`")?)?;
         // A claim must outlast one attempt: every try timing out plus the waits between
         // (each up to a capped Retry-After), with a minute to spare.
-        let lease = lease_ms(cfg.timeout_ms, cfg.max_retries);
+        let lease = lease_ms(cfg.conn.timeout_ms, cfg.conn.max_retries);
         (Rc::new(FetchLlm::new(cfg)), lease)
     } else {
         return Err(Error::invalid(

@@ -10,13 +10,17 @@
 //   llm.script.push({ content: "raw text reply" });
 //   llm.script.push({ json: {...}, usage: { prompt_tokens: 812, completion_tokens: 95 } }); // with token usage
 //   llm.script.push({ destroy: true });                        // drops the connection
+//   llm.script.push({ status: 307, headers: { location: "http://127.0.0.1:9/v1/x" } }); // a redirect
+//   llm.script.push({ body: "…", gzip: true });                // sent gzip-compressed (content-encoding)
 // A 200 reply to an OpenAI request with `stream: true` is sent as server-sent events.
 //   ... llm.baseUrl  (http://127.0.0.1:PORT/v1), llm.requests, await llm.waitForRequests(n),
 //   await llm.close()
 // When the script is empty, `fallback` (a function of the request) answers, default 500.
+// `cors: true` lets pages of other origins call it (a preflight is answered and recorded too).
 import { createServer } from "node:http";
+import { gzipSync } from "node:zlib";
 
-export async function startLlmServer({ fallback } = {}) {
+export async function startLlmServer({ fallback, cors = false } = {}) {
   const script = [];
   const requests = [];
   const hanging = new Set();
@@ -33,6 +37,15 @@ export async function startLlmServer({ fallback } = {}) {
       const record = { method: req.method, url: req.url, headers: req.headers, body: json, raw: body, at: Date.now() };
       requests.push(record);
       for (const w of [...waiters]) if (requests.length >= w.n) (waiters.delete(w), w.resolve(record));
+      if (cors) {
+        res.setHeader("access-control-allow-origin", "*");
+        res.setHeader("access-control-expose-headers", "*");
+        if (req.method === "OPTIONS") {
+          // (`*` would not cover Authorization: name what was asked for.)
+          res.writeHead(204, { "access-control-allow-headers": req.headers["access-control-request-headers"] ?? "*", "access-control-allow-methods": "POST" });
+          return res.end();
+        }
+      }
       const step = script.length ? script.shift() : fallback ? fallback(record) : { status: 500, body: { error: { message: "script exhausted" } } };
       answer(step, record, res);
     });
@@ -63,8 +76,15 @@ export async function startLlmServer({ fallback } = {}) {
         streamAnswer(payload, res);
         return;
       }
+      let bytes = typeof payload === "string" ? payload : JSON.stringify(payload ?? { error: { message: `scripted ${status}` } });
+      if (step.gzip) {
+        bytes = gzipSync(bytes);
+        headers["content-encoding"] = "gzip";
+      }
       res.writeHead(status, headers);
-      res.end(typeof payload === "string" ? payload : JSON.stringify(payload ?? { error: { message: `scripted ${status}` } }));
+      // A client that stops reading early resets the connection: not an error here.
+      res.on("error", () => {});
+      res.end(bytes);
     }, delay);
   }
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));

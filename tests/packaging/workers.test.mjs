@@ -16,6 +16,9 @@ const persist = mkdtempSync(join(tmpdir(), "um-do-"));
 const chats = [];
 const extractions = [];
 let llm;
+/** Where extraction requests are redirected to, when set: a host that must hear nothing. */
+let redirectExtractionsTo = null;
+let other;
 
 before(async () => {
   project = freshProject({ extra: ["esbuild", "miniflare"] });
@@ -36,6 +39,7 @@ before(async () => {
         return { content: `answer ${chats.length}` };
       }
       extractions.push(req);
+      if (redirectExtractionsTo) return { status: 307, headers: { location: `${redirectExtractionsTo}/v1/chat/completions` } };
       const facts = [];
       if (/User: I write Go microservices/.test(text)) facts.push("Writes Go microservices at Acme");
       if (/User: I live in Lisbon/.test(text)) facts.push("Lives in Lisbon");
@@ -46,6 +50,7 @@ before(async () => {
 
 after(async () => {
   await llm?.close();
+  await other?.close();
   rmSync(persist, { recursive: true, force: true });
 });
 
@@ -132,5 +137,28 @@ test("workerd: a queued conversation and its alarm survive a restart of the runt
     assert.equal(status.alarm, status.nextDueAt, "the alarm survived the restart");
   } finally {
     await second.mf.dispose();
+  }
+});
+
+test("workerd: an extraction answered with a 307 to another origin is not followed; that origin receives nothing", { timeout: 120_000 }, async () => {
+  other = await startLlmServer({ fallback: () => ({ json: { newFacts: [{ content: "Planted", category: "context", confidence: 0.9 }] } }) });
+  redirectExtractionsTo = other.origin;
+  const { mf, call } = await startWorker(100);
+  try {
+    const seen = extractions.length;
+    await call("/chat?user=dave", { threadId: "d1", messages: [{ role: "user", content: "I live in Lisbon." }] });
+    while (extractions.length === seen) await new Promise((r) => setTimeout(r, 50));
+    // The alarm's attempt failed; the entry stays queued for the next one.
+    let status;
+    do {
+      await new Promise((r) => setTimeout(r, 50));
+      status = await call("/status?user=dave");
+    } while (status.processing);
+    assert.deepEqual(status.pending, ["d1"]);
+    assert.equal(other.requests.length, 0, "the other origin received nothing");
+    assert.deepEqual((await call("/memory?user=dave")).facts, []);
+  } finally {
+    redirectExtractionsTo = null;
+    await mf.dispose();
   }
 });

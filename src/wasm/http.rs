@@ -1,0 +1,337 @@
+//! `fetch` to an HTTP endpoint (the extraction LLM, an embeddings server) under the rules of
+//! [`crate::http`]: a timeout per request (or per stretch without data, for streams), no
+//! redirect to another origin, bodies read through a reader up to `maxResponseBytes`,
+//! retries on 429 / 5xx / timeouts / network errors with backoff and `Retry-After`, secrets
+//! masked in every message, and everything stopped by `close()`.
+//!
+//! A transport builds the [`HttpRequest`] and hands a [`BodySink`] for the answer to
+//! [`HttpClient::post`]; the protocol (what the body means) stays with the transport.
+
+use super::cancel::Cancel;
+use super::convert::prop;
+use super::error::js_message;
+use crate::error::{Error, Result};
+use crate::http::{follow_redirect, is_redirect, status_error, too_large, Connection, HttpRequest, Secrets, MAX_ERROR_BODY_BYTES};
+use crate::llm::retry::{delay_ms, is_retryable, parse_retry_after};
+use js_sys::{Promise, Uint8Array};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{
+    AbortController, Headers, ReadableStreamDefaultReader, Request, RequestInit, RequestRedirect, Response, ResponseType, TextDecoder,
+};
+
+#[wasm_bindgen]
+extern "C" {
+    /// `globalThis`: a window, a worker, Node or workerd.
+    type GlobalScope;
+    /// `globalThis.fetch(request)`, called as a method so `this` is the global (workerd
+    /// throws "Illegal invocation" otherwise).
+    #[wasm_bindgen(method, catch, js_name = fetch)]
+    fn fetch_with_request(this: &GlobalScope, input: &Request) -> std::result::Result<Promise, JsValue>;
+}
+
+/// Where the bytes of a successful (2xx) answer go, chunk by chunk, as they arrive.
+pub(crate) trait BodySink {
+    /// Takes the next chunk; `true` once the sink has what it needs: reading stops there
+    /// and the rest of the response is cancelled (the server stops generating).
+    fn push(&mut self, chunk: &Uint8Array) -> bool;
+}
+
+/// The whole body, kept as JS chunks until it is complete and decoded (UTF-8, invalid
+/// sequences replaced) once: a body refused at the cap never enters wasm memory, which
+/// never shrinks, and an accepted one enters it once, at its size.
+#[derive(Default)]
+pub(crate) struct WholeBody {
+    chunks: Vec<Uint8Array>,
+    len: u32,
+}
+
+impl BodySink for WholeBody {
+    fn push(&mut self, chunk: &Uint8Array) -> bool {
+        self.len = self.len.saturating_add(chunk.length());
+        self.chunks.push(chunk.clone());
+        false
+    }
+}
+
+impl WholeBody {
+    /// The body as text.
+    pub(crate) fn text(&self) -> String {
+        let all = Uint8Array::new_with_length(self.len);
+        let mut at = 0;
+        for c in &self.chunks {
+            all.set(c, at);
+            at += c.length();
+        }
+        TextDecoder::new().and_then(|d| d.decode_with_js_u8_array(&all)).unwrap_or_default()
+    }
+}
+
+/// Why a call failed, after its retries.
+pub(crate) struct Failure {
+    /// The error to report (`LLM_HTTP`, `LLM_TIMEOUT`, `LLM_NETWORK`, `LLM_BAD_OUTPUT`,
+    /// `CLOSED`, `INVALID_INPUT`), secrets masked.
+    pub(crate) error: Error,
+    /// The body of a non-2xx answer, masked and cut at [`MAX_ERROR_BODY_BYTES`] (empty for
+    /// other failures): lets a transport recognise "this parameter is not supported".
+    pub(crate) body: String,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure { error, body: String::new() }
+    }
+}
+
+/// One failed try: the failure, the server's `Retry-After` (ms), and whether trying again
+/// could help at all.
+struct TryFailure {
+    failure: Failure,
+    retry_after: Option<u64>,
+    final_: bool,
+}
+
+impl From<Error> for TryFailure {
+    fn from(error: Error) -> TryFailure {
+        TryFailure { failure: error.into(), retry_after: None, final_: false }
+    }
+}
+
+/// Aborts a request after `timeoutMs` — counted from the start, or from the last data
+/// received when re-armed for every chunk of a stream.
+struct Watchdog {
+    ms: u32,
+    controller: AbortController,
+    fired: Rc<Cell<bool>>,
+    timer: RefCell<Option<gloo_timers::callback::Timeout>>,
+}
+
+impl Watchdog {
+    fn new(timeout_ms: u64, controller: AbortController) -> Watchdog {
+        // setTimeout takes an i32 (a larger delay fires at once): about 24 days at most.
+        let ms = timeout_ms.min(i32::MAX as u64) as u32;
+        let w = Watchdog { ms, controller, fired: Rc::default(), timer: RefCell::new(None) };
+        w.arm();
+        w
+    }
+
+    /// (Re)starts the countdown; `timeoutMs: 0` never fires. Dropping the watchdog (or
+    /// re-arming it) clears the previous `setTimeout`.
+    fn arm(&self) {
+        if self.ms == 0 {
+            return;
+        }
+        let (fired, controller) = (self.fired.clone(), self.controller.clone());
+        *self.timer.borrow_mut() = Some(gloo_timers::callback::Timeout::new(self.ms, move || {
+            fired.set(true);
+            controller.abort();
+        }));
+    }
+}
+
+/// Lets a promise we do not wait for settle without an unhandled rejection (a cancelled
+/// body's `cancel()` may reject).
+fn forget(p: Promise) {
+    wasm_bindgen_futures::spawn_local(async move {
+        let _ = JsFuture::from(p).await;
+    });
+}
+
+/// An HTTP endpoint reached with `fetch`.
+pub(crate) struct HttpClient {
+    conn: Connection,
+    secrets: Secrets,
+    cancel: Cancel,
+}
+
+impl HttpClient {
+    /// A client for the endpoint `conn` describes.
+    pub(crate) fn new(conn: Connection) -> HttpClient {
+        HttpClient { secrets: conn.secrets(), conn, cancel: Cancel::default() }
+    }
+
+    /// The configuration's secrets (key, header values), for masking reply text.
+    pub(crate) fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// Aborts the requests in flight and the waits between retries; later calls fail with
+    /// `CLOSED`.
+    pub(crate) fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Sends `request` (a POST), retrying within the call on 429, 5xx, timeouts and network
+    /// errors up to `maxRetries` times, and feeds the 2xx body to the sink `open` makes
+    /// (one per try, given the response's content type). `streamed`: the answer arrives
+    /// over time, so `timeoutMs` counts from the last data received instead of from the
+    /// start. A body longer than `maxResponseBytes` is `LLM_BAD_OUTPUT`.
+    pub(crate) async fn post<S: BodySink>(
+        &self,
+        request: &HttpRequest,
+        streamed: bool,
+        mut open: impl FnMut(&str) -> S,
+    ) -> Result<S, Failure> {
+        let mut retry = 0;
+        loop {
+            match self.try_once(request, streamed, &mut open).await {
+                Ok(sink) => return Ok(sink),
+                Err(f) if !f.final_ && retry < self.conn.max_retries && is_retryable(&f.failure.error) => {
+                    // Waits without blocking the event loop; `CLOSED` if closed meanwhile.
+                    let ms = delay_ms(retry, f.retry_after).min(i32::MAX as u64) as u32;
+                    self.cancel.until_closed(gloo_timers::future::TimeoutFuture::new(ms)).await?;
+                    retry += 1;
+                }
+                Err(f) => return Err(f.failure),
+            }
+        }
+    }
+
+    /// The `Request` for one hop of a try.
+    fn build(&self, url: &str, request: &HttpRequest, controller: &AbortController) -> Result<Request> {
+        let init = RequestInit::new();
+        init.set_method("POST");
+        let headers = Headers::new().map_err(|e| Error::LlmFailed(js_message(&e)))?;
+        let option = self.conn.name.option;
+        for (k, v) in &request.headers {
+            // (Not the platform's message: it quotes the value, which may be a key.)
+            headers.set(k, v).map_err(|_| {
+                Error::invalid(format!(
+                    "invalid {option} header `{k}`: its name or value has characters HTTP does not allow (a line break?)"
+                ))
+            })?;
+        }
+        init.set_headers(&headers);
+        init.set_body(&JsValue::from_str(&request.body));
+        init.set_signal(Some(&controller.signal()));
+        // Redirects are ours to judge (crate::http::follow_redirect): `fetch` would send the
+        // key, the headers and the body on to wherever the server points.
+        init.set_redirect(RequestRedirect::Manual);
+        Request::new_with_str_and_init(url, &init).map_err(|e| {
+            Error::invalid(self.secrets.mask(&format!("invalid {option}.baseUrl \"{}\": {}", self.conn.base_url, js_message(&e))))
+        })
+    }
+
+    /// One try: the request, the same-origin redirects it may follow, and the body.
+    async fn try_once<S: BodySink>(
+        &self,
+        request: &HttpRequest,
+        streamed: bool,
+        open: &mut impl FnMut(&str) -> S,
+    ) -> Result<S, TryFailure> {
+        // Forgotten by `close()` when this try ends, however it ends.
+        let (controller, _registered) = self.cancel.register()?;
+        let watchdog = Watchdog::new(self.conn.timeout_ms, controller.clone());
+        let option = self.conn.name.option;
+        let fail = |e: JsValue, url: &str, reading: bool| -> Error {
+            if self.cancel.is_cancelled() {
+                Error::Closed
+            } else if watchdog.fired.get() {
+                let ms = self.conn.timeout_ms;
+                Error::LlmTimeout(if streamed {
+                    format!("no answer or new data from {url} for {ms} ms ({option}.timeoutMs)")
+                } else {
+                    format!("no answer from {url} within {ms} ms ({option}.timeoutMs)")
+                })
+            } else {
+                let cause = prop(&e, "cause");
+                let detail = if cause.is_undefined() { js_message(&e) } else { format!("{} ({})", js_message(&e), js_message(&cause)) };
+                let what = if reading { "lost the connection to" } else { "could not reach" };
+                Error::LlmNetwork(self.secrets.mask(&format!("{what} {url}: {detail}")))
+            }
+        };
+        let global: GlobalScope = js_sys::global().unchecked_into();
+        let mut url = request.url.clone();
+        let mut hops = 0;
+        let response = loop {
+            let req = self.build(&url, request, &controller)?;
+            let promise = global.fetch_with_request(&req).map_err(|e| fail(e, &url, false))?;
+            let response: Response = JsFuture::from(promise).await.map_err(|e| fail(e, &url, false))?.unchecked_into();
+            if response.type_() == ResponseType::Opaqueredirect {
+                // A browser: the target of the redirect is hidden from us, so it cannot be
+                // judged; nothing was sent there.
+                let message = format!(
+                    "{} answered with a redirect, which was not followed (a browser does not show where it leads, and the key and the conversation must not go to another origin) — set {option}.baseUrl to the endpoint's final address",
+                    self.conn.name.label
+                );
+                return Err(TryFailure { failure: Error::LlmNetwork(message).into(), retry_after: None, final_: true });
+            }
+            let status = response.status();
+            if !is_redirect(status) {
+                break response;
+            }
+            if let Some(body) = response.body() {
+                forget(body.cancel());
+            }
+            let location = response.headers().get("location").ok().flatten();
+            let from = if response.url().is_empty() { url.clone() } else { response.url() };
+            url = follow_redirect(self.conn.name, &from, status, location.as_deref(), hops, &self.secrets).map_err(|e| TryFailure {
+                failure: e.into(),
+                retry_after: None,
+                final_: true,
+            })?;
+            hops += 1;
+        };
+        let status = response.status();
+        let headers = response.headers();
+        let ok = (200..300).contains(&status);
+        let limit = if ok { self.conn.max_response_bytes } else { (MAX_ERROR_BODY_BYTES as u64).min(self.conn.max_response_bytes) };
+        let content_type = headers.get("content-type").ok().flatten().unwrap_or_default();
+        // (Of the encoded body: a compressed one decodes to more, which the reader counts.)
+        let announced = headers.get("content-length").ok().flatten().and_then(|v| v.trim().parse::<u64>().ok());
+        if ok && announced.is_some_and(|n| n > limit) {
+            if let Some(body) = response.body() {
+                forget(body.cancel());
+            }
+            controller.abort();
+            return Err(TryFailure { failure: too_large(self.conn.name, limit).into(), retry_after: None, final_: true });
+        }
+        let mut sink = ok.then(|| open(&content_type));
+        let mut error_body = Vec::new();
+        if let Some(stream) = response.body() {
+            let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+            let mut total: u64 = 0;
+            loop {
+                let chunk = JsFuture::from(reader.read()).await.map_err(|e| fail(e, &url, true))?;
+                if prop(&chunk, "done").as_bool() == Some(true) {
+                    break;
+                }
+                let value: Uint8Array = prop(&chunk, "value").unchecked_into();
+                let len = u64::from(value.length());
+                let room = limit.saturating_sub(total);
+                total = total.saturating_add(len);
+                if streamed {
+                    watchdog.arm();
+                }
+                let (done, over) = match &mut sink {
+                    Some(sink) if len <= room => (sink.push(&value), false),
+                    Some(_) => (true, true),
+                    None => {
+                        error_body.extend_from_slice(&value.subarray(0, room.min(len) as u32).to_vec());
+                        (len >= room, false)
+                    }
+                };
+                if done {
+                    forget(reader.cancel());
+                    controller.abort();
+                    if over {
+                        return Err(TryFailure { failure: too_large(self.conn.name, limit).into(), retry_after: None, final_: true });
+                    }
+                    break;
+                }
+            }
+        }
+        match sink {
+            Some(sink) => Ok(sink),
+            None => {
+                let body = self.secrets.mask(&String::from_utf8_lossy(&error_body));
+                let retry_after = headers.get("retry-after").ok().flatten().and_then(|v| parse_retry_after(&v, js_sys::Date::now() as u64));
+                let error = status_error(self.conn.name, status, &body, &self.secrets);
+                Err(TryFailure { failure: Failure { error, body }, retry_after, final_: false })
+            }
+        }
+    }
+}
