@@ -91,7 +91,7 @@ export interface FactPatch {
 export interface LlmEndpoint {
   /** Default `"openai"` (any OpenAI-compatible server: OpenAI, Ollama, vLLM, LM Studio, DeepSeek, OpenRouter …). */
   provider?: "openai" | "anthropic";
-  /** API root, e.g. `http://127.0.0.1:11434/v1`; a trailing `/` is fine. */
+  /** API root, e.g. `http://127.0.0.1:11434/v1`; a trailing `/` is fine. A redirect to another origin is refused (the key and the conversation stay with this one). */
   baseUrl?: string;
   apiKey?: string;
   model: string;
@@ -104,6 +104,11 @@ export interface LlmEndpoint {
    * Default 2, at most 10.
    */
   maxRetries?: number;
+  /**
+   * Reading a reply stops after this many bytes (decoded, so a gzip bomb stops too) with
+   * `LLM_BAD_OUTPUT`; error bodies are read up to 64 KiB. Default 4 MiB, at least 1024.
+   */
+  maxResponseBytes?: number;
   /** Default 0; `null` leaves it out of the request (for models that refuse it). */
   temperature?: number | null;
   /** Reply budget; default 4096 for Anthropic, unset for OpenAI. */
