@@ -35,6 +35,9 @@ extern "C" {
 
 /// Where the bytes of a successful (2xx) answer go, chunk by chunk, as they arrive.
 pub(crate) trait BodySink {
+    /// A try's answer begins (with this content type): forget what an earlier try sent.
+    fn start(&mut self, content_type: &str);
+
     /// Takes the next chunk; `true` once the sink has what it needs: reading stops there
     /// and the rest of the response is cancelled (the server stops generating).
     fn push(&mut self, chunk: &Uint8Array) -> bool;
@@ -50,6 +53,11 @@ pub(crate) struct WholeBody {
 }
 
 impl BodySink for WholeBody {
+    fn start(&mut self, _content_type: &str) {
+        self.chunks.clear();
+        self.len = 0;
+    }
+
     fn push(&mut self, chunk: &Uint8Array) -> bool {
         self.len = self.len.saturating_add(chunk.length());
         self.chunks.push(chunk.clone());
@@ -97,6 +105,13 @@ struct TryFailure {
 impl From<Error> for TryFailure {
     fn from(error: Error) -> TryFailure {
         TryFailure { failure: error.into(), retry_after: None, final_: false }
+    }
+}
+
+impl TryFailure {
+    /// A failure that another try would only repeat.
+    fn final_(error: Error) -> TryFailure {
+        TryFailure { failure: error.into(), retry_after: None, final_: true }
     }
 }
 
@@ -165,20 +180,15 @@ impl HttpClient {
     }
 
     /// Sends `request` (a POST), retrying within the call on 429, 5xx, timeouts and network
-    /// errors up to `maxRetries` times, and feeds the 2xx body to the sink `open` makes
-    /// (one per try, given the response's content type). `streamed`: the answer arrives
-    /// over time, so `timeoutMs` counts from the last data received instead of from the
-    /// start. A body longer than `maxResponseBytes` is `LLM_BAD_OUTPUT`.
-    pub(crate) async fn post<S: BodySink>(
-        &self,
-        request: &HttpRequest,
-        streamed: bool,
-        mut open: impl FnMut(&str) -> S,
-    ) -> Result<S, Failure> {
+    /// errors up to `maxRetries` times, and feeds the 2xx body to `sink` (restarted for each
+    /// try). `streamed`: the answer arrives over time, so `timeoutMs` counts from the last
+    /// data received instead of from the start. A body longer than `maxResponseBytes` is
+    /// `LLM_BAD_OUTPUT`.
+    pub(crate) async fn post(&self, request: &HttpRequest, streamed: bool, sink: &mut dyn BodySink) -> Result<(), Failure> {
         let mut retry = 0;
         loop {
-            match self.try_once(request, streamed, &mut open).await {
-                Ok(sink) => return Ok(sink),
+            match self.try_once(request, streamed, sink).await {
+                Ok(()) => return Ok(()),
                 Err(f) if !f.final_ && retry < self.conn.max_retries && is_retryable(&f.failure.error) => {
                     // Waits without blocking the event loop; `CLOSED` if closed meanwhile.
                     let ms = delay_ms(retry, f.retry_after).min(i32::MAX as u64) as u32;
@@ -187,6 +197,26 @@ impl HttpClient {
                 }
                 Err(f) => return Err(f.failure),
             }
+        }
+    }
+
+    /// The error for a rejected `fetch()` or body read of `url`.
+    fn call_error(&self, e: &JsValue, url: &str, reading: bool, streamed: bool, timed_out: bool) -> Error {
+        let option = self.conn.name.option;
+        if self.cancel.is_cancelled() {
+            Error::Closed
+        } else if timed_out {
+            let ms = self.conn.timeout_ms;
+            Error::LlmTimeout(if streamed {
+                format!("no answer or new data from {url} for {ms} ms ({option}.timeoutMs)")
+            } else {
+                format!("no answer from {url} within {ms} ms ({option}.timeoutMs)")
+            })
+        } else {
+            let cause = prop(e, "cause");
+            let detail = if cause.is_undefined() { js_message(e) } else { format!("{} ({})", js_message(e), js_message(&cause)) };
+            let what = if reading { "lost the connection to" } else { "could not reach" };
+            Error::LlmNetwork(self.secrets.mask(&format!("{what} {url}: {detail}")))
         }
     }
 
@@ -216,33 +246,11 @@ impl HttpClient {
     }
 
     /// One try: the request, the same-origin redirects it may follow, and the body.
-    async fn try_once<S: BodySink>(
-        &self,
-        request: &HttpRequest,
-        streamed: bool,
-        open: &mut impl FnMut(&str) -> S,
-    ) -> Result<S, TryFailure> {
+    async fn try_once(&self, request: &HttpRequest, streamed: bool, sink: &mut dyn BodySink) -> Result<(), TryFailure> {
         // Forgotten by `close()` when this try ends, however it ends.
         let (controller, _registered) = self.cancel.register()?;
         let watchdog = Watchdog::new(self.conn.timeout_ms, controller.clone());
-        let option = self.conn.name.option;
-        let fail = |e: JsValue, url: &str, reading: bool| -> Error {
-            if self.cancel.is_cancelled() {
-                Error::Closed
-            } else if watchdog.fired.get() {
-                let ms = self.conn.timeout_ms;
-                Error::LlmTimeout(if streamed {
-                    format!("no answer or new data from {url} for {ms} ms ({option}.timeoutMs)")
-                } else {
-                    format!("no answer from {url} within {ms} ms ({option}.timeoutMs)")
-                })
-            } else {
-                let cause = prop(&e, "cause");
-                let detail = if cause.is_undefined() { js_message(&e) } else { format!("{} ({})", js_message(&e), js_message(&cause)) };
-                let what = if reading { "lost the connection to" } else { "could not reach" };
-                Error::LlmNetwork(self.secrets.mask(&format!("{what} {url}: {detail}")))
-            }
-        };
+        let fail = |e: JsValue, url: &str, reading: bool| self.call_error(&e, url, reading, streamed, watchdog.fired.get());
         let global: GlobalScope = js_sys::global().unchecked_into();
         let mut url = request.url.clone();
         let mut hops = 0;
@@ -253,11 +261,10 @@ impl HttpClient {
             if response.type_() == ResponseType::Opaqueredirect {
                 // A browser: the target of the redirect is hidden from us, so it cannot be
                 // judged; nothing was sent there.
-                let message = format!(
-                    "{} answered with a redirect, which was not followed (a browser does not show where it leads, and the key and the conversation must not go to another origin) — set {option}.baseUrl to the endpoint's final address",
-                    self.conn.name.label
-                );
-                return Err(TryFailure { failure: Error::LlmNetwork(message).into(), retry_after: None, final_: true });
+                return Err(TryFailure::final_(Error::LlmNetwork(format!(
+                    "{} answered with a redirect, which was not followed (a browser does not show where it leads, and the key and the conversation must not go to another origin) — set {}.baseUrl to the endpoint's final address",
+                    self.conn.name.label, self.conn.name.option
+                ))));
             }
             let status = response.status();
             if !is_redirect(status) {
@@ -268,29 +275,24 @@ impl HttpClient {
             }
             let location = response.headers().get("location").ok().flatten();
             let from = if response.url().is_empty() { url.clone() } else { response.url() };
-            url = follow_redirect(self.conn.name, &from, status, location.as_deref(), hops, &self.secrets).map_err(|e| TryFailure {
-                failure: e.into(),
-                retry_after: None,
-                final_: true,
-            })?;
+            url = follow_redirect(self.conn.name, &from, status, location.as_deref(), hops, &self.secrets).map_err(TryFailure::final_)?;
             hops += 1;
         };
         let status = response.status();
         let headers = response.headers();
         let ok = (200..300).contains(&status);
         let limit = if ok { self.conn.max_response_bytes } else { (MAX_ERROR_BODY_BYTES as u64).min(self.conn.max_response_bytes) };
-        let content_type = headers.get("content-type").ok().flatten().unwrap_or_default();
         // (Of the encoded body: a compressed one decodes to more, which the reader counts.)
         let announced = headers.get("content-length").ok().flatten().and_then(|v| v.trim().parse::<u64>().ok());
         if ok && announced.is_some_and(|n| n > limit) {
             if let Some(body) = response.body() {
                 forget(body.cancel());
             }
-            controller.abort();
-            return Err(TryFailure { failure: too_large(self.conn.name, limit).into(), retry_after: None, final_: true });
+            return Err(TryFailure::final_(too_large(self.conn.name, limit)));
         }
-        let mut sink = ok.then(|| open(&content_type));
-        let mut error_body = Vec::new();
+        let mut error_body = WholeBody::default();
+        let sink: &mut dyn BodySink = if ok { sink } else { &mut error_body };
+        sink.start(&headers.get("content-type").ok().flatten().unwrap_or_default());
         if let Some(stream) = response.body() {
             let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
             let mut total: u64 = 0;
@@ -306,32 +308,25 @@ impl HttpClient {
                 if streamed {
                     watchdog.arm();
                 }
-                let (done, over) = match &mut sink {
-                    Some(sink) if len <= room => (sink.push(&value), false),
-                    Some(_) => (true, true),
-                    None => {
-                        error_body.extend_from_slice(&value.subarray(0, room.min(len) as u32).to_vec());
-                        (len >= room, false)
-                    }
-                };
+                // An error body is simply cut at its limit; a reply over it is refused.
+                let over = len > room;
+                let done = if over && ok { true } else { sink.push(&if over { value.subarray(0, room as u32) } else { value }) || over };
                 if done {
                     forget(reader.cancel());
                     controller.abort();
-                    if over {
-                        return Err(TryFailure { failure: too_large(self.conn.name, limit).into(), retry_after: None, final_: true });
+                    if over && ok {
+                        return Err(TryFailure::final_(too_large(self.conn.name, limit)));
                     }
                     break;
                 }
             }
         }
-        match sink {
-            Some(sink) => Ok(sink),
-            None => {
-                let body = self.secrets.mask(&String::from_utf8_lossy(&error_body));
-                let retry_after = headers.get("retry-after").ok().flatten().and_then(|v| parse_retry_after(&v, js_sys::Date::now() as u64));
-                let error = status_error(self.conn.name, status, &body, &self.secrets);
-                Err(TryFailure { failure: Failure { error, body }, retry_after, final_: false })
-            }
+        if ok {
+            return Ok(());
         }
+        let body = self.secrets.mask(&error_body.text());
+        let retry_after = headers.get("retry-after").ok().flatten().and_then(|v| parse_retry_after(&v, js_sys::Date::now() as u64));
+        let error = status_error(self.conn.name, status, &body, &self.secrets);
+        Err(TryFailure { failure: Failure { error, body }, retry_after, final_: false })
     }
 }

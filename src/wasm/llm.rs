@@ -35,8 +35,9 @@ impl Llm for FetchLlm {
             loop {
                 let shape = self.shape.get();
                 let http = build_http_request(&self.cfg, request, shape);
-                match self.http.post(&http, false, |_| WholeBody::default()).await {
-                    Ok(body) => return extract_reply(self.cfg.provider, &body.text(), self.http.secrets()),
+                let mut body = WholeBody::default();
+                match self.http.post(&http, false, &mut body).await {
+                    Ok(()) => return extract_reply(self.cfg.provider, &body.text(), self.http.secrets()),
                     Err(f) => match f.error.status().and_then(|status| downgrade(shape, status, &f.body)) {
                         // Refused a part of the request: leave it out from now on.
                         Some(lower) => self.shape.set(lower),
