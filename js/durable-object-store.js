@@ -76,3 +76,6 @@ export class DurableObjectStore {
     });
   }
 }
+
+// The D1 adapter is exported here too: `user-memory/workers` holds the Cloudflare stores.
+export { D1Store, d1Store } from "./d1-store.js";

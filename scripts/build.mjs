@@ -119,7 +119,8 @@ if (args.has("--if-stale") && !stale()) {
   if (existsSync(join(pkg, "wasm"))) renameSync(join(pkg, "wasm"), old);
   renameSync(scratch, join(pkg, "wasm"));
   rmSync(old, { recursive: true, force: true });
-  for (const f of ["browser.js", "node.js", "workers.js", "index.d.ts", "file-store.js", "file-store.d.ts", "durable-object-store.js", "durable-object-store.d.ts", "ai-sdk.js", "ai-sdk.d.ts"]) {
+  // Every entry, adapter and type file of js/ (the subpath exports of package.json point at them).
+  for (const f of readdirSync(join(root, "js")).filter((f) => f.endsWith(".js") || f.endsWith(".d.ts"))) {
     copyFileSync(join(root, "js", f), join(pkg, f));
   }
   const report = sizeReport();

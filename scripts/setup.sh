@@ -2,7 +2,8 @@
 # Idempotent set-up of a fresh machine (called by the npm scripts; safe to run again).
 #   --rust     rustup wasm32 target, rustfmt, clippy + wasm-bindgen-cli at Cargo.lock's version + npm packages
 #   --all      the above + the packaging tests' consumer projects + Debian's chromium and
-#              chromium-driver (browser tests)
+#              chromium-driver (browser tests), postgresql and redis-server (the server store
+#              tests start their own instances; see tests/helpers/servers.mjs)
 # Each step is skipped when already done, so a warm run takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,13 +64,22 @@ if [ "$mode" = "--all" ]; then
   done
 fi
 
-# 5. Headless Chromium and its driver for the browser tests (Debian packages).
+# 5. Debian packages for the browser tests (headless Chromium and its driver) and the server
+#    store tests (Postgres and Redis: only the programs are needed; the tests start their own
+#    servers on free ports, so services the packages may start are stopped again).
 if [ "$mode" = "--all" ]; then
-  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-    say "installing Debian chromium + chromium-driver (about a minute)"
+  want=()
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then want+=(chromium chromium-driver); fi
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then want+=(postgresql); fi
+  if ! command -v redis-server >/dev/null; then want+=(redis-server); fi
+  if [ "${#want[@]}" -gt 0 ]; then
+    say "installing Debian ${want[*]} (about a minute)"
     sudo_cmd=""
     if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
     $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium chromium-driver >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${want[@]}" >/dev/null
+    for service in postgresql redis-server; do
+      if [[ " ${want[*]} " == *" $service "* ]] && command -v service >/dev/null; then $sudo_cmd service "$service" stop >/dev/null 2>&1 || true; fi
+    done
   fi
 fi

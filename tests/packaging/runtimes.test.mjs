@@ -14,7 +14,7 @@ test("npm pack gives user-memory-<version>.tgz with the wasm, the entries and th
   const version = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
   assert.match(tgz, new RegExp(`user-memory-${version.replaceAll(".", "\\.")}\\.tgz$`));
   const listing = execFileSync("tar", ["-tzf", tgz], { encoding: "utf8" });
-  const subpaths = ["file-store", "durable-object-store", "ai-sdk"].flatMap((f) => [`package/pkg/${f}.js`, `package/pkg/${f}.d.ts`]);
+  const subpaths = ["file-store", "durable-object-store", "d1-store", "ai-sdk", "postgres-store", "redis-store", "sqlite-store"].flatMap((f) => [`package/pkg/${f}.js`, `package/pkg/${f}.d.ts`]);
   for (const f of ["package/pkg/wasm/user_memory_bg.wasm", "package/pkg/node.js", "package/pkg/browser.js", "package/pkg/workers.js", "package/pkg/index.d.ts", "package/pkg/wasm/user_memory.d.ts", ...subpaths, "package/README.md"]) {
     assert.ok(listing.includes(f), `${f} is in the tarball`);
   }
@@ -34,10 +34,11 @@ test("every export of package.json resolves to a file in the tarball, with types
   const out = execFileSync(
     process.execPath,
     ["--input-type=module", "-e", `const n = await import("user-memory/node"); const w = await import("user-memory/workers"); const a = await import("user-memory/ai-sdk");
-      console.log([typeof n.fileStore, typeof w.durableObjectStore, typeof a.userMemoryMiddleware, typeof a.memoryTools].join(","))`],
+      const p = await import("user-memory/postgres"); const r = await import("user-memory/redis"); const s = await import("user-memory/sqlite");
+      console.log([typeof n.fileStore, typeof w.durableObjectStore, typeof w.d1Store, typeof a.userMemoryMiddleware, typeof a.memoryTools, typeof p.postgresStore, typeof r.redisStore, typeof s.sqliteStore].join(","))`],
     { cwd: dir, encoding: "utf8" },
   );
-  assert.equal(out.trim(), "function,function,function,function");
+  assert.equal(out.trim(), "function,function,function,function,function,function,function,function", "each subpath loads without its database client installed");
 });
 
 test("Node ESM: import, open, add a fact, export", () => {

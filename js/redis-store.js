@@ -1,0 +1,143 @@
+// `user-memory/redis`: a storage adapter over Redis, with node-redis (`redis`, v4 and later)
+// or ioredis.
+//
+//   import { createClient } from "redis";
+//   import { UserMemory } from "user-memory";
+//   import { redisStore } from "user-memory/redis";
+//   const client = await createClient({ url: process.env.REDIS_URL }).connect();
+//   const memory = await UserMemory.open({ agent: userId, storage: redisStore(client, { prefix: "memory:" }), llm });
+//
+// Layout: each key is a Redis string `<prefix><key>`. Beside them one sorted set,
+// `<prefix>` + byte 0xFF + `keys`, lists the keys (a 0xFF byte never occurs in UTF-8, so it
+// cannot clash with any key): `keys(prefix)` is one ZRANGEBYLEX range lookup instead of a SCAN
+// of the whole database, which would make every open() cost grow with the number of users.
+// Every write is one Lua script (SET or DEL plus the index update, atomic in Redis), and so
+// is compareAndSet: GET, compare, SET, in one script that no other command can interleave.
+//
+// The client must be connected (`await client.connect()` for node-redis; ioredis connects by
+// itself). While it is disconnected, every call rejects at once with STORAGE_UNAVAILABLE
+// instead of waiting in the client's offline queue (a write that was reported as failed must
+// not happen later). Redis Cluster: put a hash tag in the prefix (`{memory}:`) so that a key
+// and the index live in one slot.
+import { prefixEnd } from "./sql-store.js";
+import { invalidStoreInput, messageOf, redact, storeError, urlPassword } from "./store-error.js";
+
+const SET = `redis.call('SET', KEYS[1], ARGV[1]) redis.call('ZADD', KEYS[2], 0, ARGV[2]) return 1`;
+const DELETE = `redis.call('DEL', KEYS[1]) redis.call('ZREM', KEYS[2], ARGV[1]) return 1`;
+// ARGV: [1] "1" = expect absent, else expect ARGV[2]; [3] the new value; [4] the key for the index.
+const COMPARE_AND_SET = `local cur = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if cur then return 0 end
+elseif cur ~= ARGV[2] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], 0, ARGV[4])
+return 1`;
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "EAI_AGAIN", "ECONNABORTED"]);
+/** Replies and client messages that mean the server cannot serve us now. */
+const UNAVAILABLE = /^(NOAUTH|WRONGPASS|LOADING|MASTERDOWN|READONLY|NOPERM)\b|client is closed|socket closed|connection is closed|connection timeout|not ready|offline queue|stream isn't writeable|Connection lost/i;
+
+/**
+ * Creates a store over a connected node-redis or ioredis client. See {@link RedisStore}.
+ * @param {import("./redis-store.js").RedisClientLike} client
+ * @param {import("./redis-store.js").RedisStoreOptions} [options]
+ */
+export function redisStore(client, options) {
+  return new RedisStore(client, options);
+}
+
+/** A {@link StorageAdapter} over Redis strings under a key prefix. */
+export class RedisStore {
+  #client;
+  #prefix;
+  #index;
+  #send;
+  #ready;
+  #secrets;
+
+  constructor(client, { prefix = "" } = {}) {
+    if (typeof prefix !== "string") throw invalidStoreInput(`redisStore(client, { prefix }) needs a string prefix, got ${typeof prefix}`);
+    if (typeof client?.call === "function" && typeof client.status === "string") {
+      // ioredis
+      this.#send = (args) => client.call(...args);
+      this.#ready = () => client.status === "ready";
+    } else if (typeof client?.sendCommand === "function" && "isReady" in client) {
+      // node-redis v4+
+      this.#send = (args) => client.sendCommand(args);
+      this.#ready = () => client.isReady === true;
+    } else {
+      throw invalidStoreInput("redisStore(client) needs a connected client of `redis` (node-redis, createClient()) or `ioredis`");
+    }
+    this.#client = client;
+    this.#prefix = prefix;
+    this.#index = Buffer.concat([Buffer.from(prefix), Buffer.from([0xff]), Buffer.from("keys")]);
+    const o = client.options ?? {};
+    this.#secrets = [o.password, typeof o.url === "string" ? urlPassword(o.url) : ""].filter((s) => typeof s === "string" && s.length >= 3);
+    // Both clients emit "error" when the connection drops; with no listener that would end
+    // the process. The client reconnects by itself, and calls meanwhile reject.
+    if (typeof client.on === "function" && typeof client.listenerCount === "function" && client.listenerCount("error") === 0) {
+      client.on("error", () => {});
+    }
+  }
+
+  /** Shown in error messages. */
+  get name() {
+    return `redis prefix ${JSON.stringify(this.#prefix)}`;
+  }
+
+  /** @param {string} key @returns {Promise<string | null>} */
+  async get(key) {
+    const v = await this.#command(["GET", this.#prefix + key]);
+    return v === null || v === undefined ? null : String(v);
+  }
+
+  /** @param {string} key @param {string} value */
+  async set(key, value) {
+    await this.#command(["EVAL", SET, "2", this.#prefix + key, this.#index, value, key]);
+  }
+
+  /** @param {string} key */
+  async delete(key) {
+    await this.#command(["EVAL", DELETE, "2", this.#prefix + key, this.#index, key]);
+  }
+
+  /** @param {string} prefix @returns {Promise<string[]>} */
+  async keys(prefix) {
+    const end = prefixEnd(prefix);
+    const keys = await this.#command(["ZRANGEBYLEX", this.#index, prefix === "" ? "-" : `[${prefix}`, end === null ? "+" : `(${end}`]);
+    return keys.map(String);
+  }
+
+  /**
+   * Sets `key` to `value` if it holds `expected` (`null`: absent), in one Lua script.
+   * @param {string} key @param {string | null} expected @param {string} value
+   * @returns {Promise<boolean>}
+   */
+  async compareAndSet(key, expected, value) {
+    const absent = expected === null ? "1" : "0";
+    const r = await this.#command(["EVAL", COMPARE_AND_SET, "2", this.#prefix + key, this.#index, absent, expected ?? "", value, key]);
+    return Number(r) === 1;
+  }
+
+  async #command(args) {
+    if (!this.#ready()) {
+      const hint = this.#client.isOpen === false || this.#client.status === "wait" ? " (connect it first: await client.connect())" : " (it is reconnecting or was closed)";
+      throw storeError("STORAGE_UNAVAILABLE", `Redis is unreachable: the client is not connected${hint}`);
+    }
+    try {
+      return await this.#send(args);
+    } catch (e) {
+      throw this.#error(e);
+    }
+  }
+
+  #error(e) {
+    const code = typeof e?.code === "string" ? e.code : "";
+    const detail = redact(messageOf(e) || code, this.#secrets);
+    if (/^OOM\b/.test(detail)) return storeError("STORAGE_QUOTA", `Redis is out of memory (${detail})`, e);
+    if (NETWORK_CODES.has(code) || UNAVAILABLE.test(detail)) return storeError("STORAGE_UNAVAILABLE", `Redis is unreachable or refused the command (${detail})`, e);
+    return storeError("STORAGE_FAILED", `Redis failed (${detail})`, e);
+  }
+}

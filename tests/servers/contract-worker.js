@@ -1,0 +1,54 @@
+// The Worker of the workerd tests (bundled by tests/servers/workerd.mjs): the storage adapter
+// contract on the Durable Object store (one object per case) and on the D1 store (one table per
+// case), and UserMemory on D1 for the cross-request tests.
+//
+//   GET  /contract?backend=do|d1&case=<name>   → [{ name, ok, message }]
+//   POST /memory?user=<id>  { add: "fact" }      → the document after adding it
+//   GET  /memory?user=<id>                        → the document
+import { DurableObject } from "cloudflare:workers";
+import { UserMemory } from "../../pkg/workers.js";
+import { d1Store, durableObjectStore } from "../../pkg/durable-object-store.js";
+import { runContract } from "../helpers/store-contract.mjs";
+
+export class ContractObject extends DurableObject {
+  async fetch(request) {
+    const name = new URL(request.url).searchParams.get("case");
+    const storage = this.ctx.storage;
+    const backend = { fresh: async () => ({ client: async () => durableObjectStore(storage), close: () => storage.deleteAll() }) };
+    return Response.json(await runContract(backend, [name]));
+  }
+}
+
+let tables = 0;
+const noLlm = async () => {
+  throw new Error("no LLM in this test");
+};
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (url.pathname === "/contract") {
+      const name = url.searchParams.get("case");
+      if (url.searchParams.get("backend") === "do") return env.CONTRACT.get(env.CONTRACT.idFromName(name)).fetch(request);
+      const backend = {
+        async fresh() {
+          const table = `contract_${++tables}`;
+          return { client: async () => d1Store(env.DB, { table }), close: () => env.DB.prepare(`DROP TABLE IF EXISTS ${table}`).run() };
+        },
+      };
+      return Response.json(await runContract(backend, [name]));
+    }
+    if (url.pathname === "/memory") {
+      const memory = await UserMemory.open({ agent: url.searchParams.get("user"), storage: d1Store(env.DB), autoProcess: false, llm: noLlm });
+      try {
+        if (request.method === "POST") await memory.addFact({ content: (await request.json()).add });
+        return Response.json(await memory.get());
+      } catch (e) {
+        return Response.json({ error: { code: e.code, message: e.message } }, { status: 500 });
+      } finally {
+        await memory.close();
+      }
+    }
+    return new Response("not found", { status: 404 });
+  },
+};
