@@ -7,7 +7,9 @@ mod common;
 
 use common::run;
 use std::rc::Rc;
+use user_memory::error::Result;
 use user_memory::storage::{Commit, KvCapabilities, KvStore, MemoryKv, Slot, Store, VersionedKv};
+use user_memory::sync::LocalFuture;
 
 #[path = "support/crashing_kv.rs"]
 mod crashing_kv;
@@ -115,5 +117,66 @@ fn orphans_of_old_revisions_are_removed_on_cleanup_but_an_in_flight_one_is_left(
         assert!(!keys.iter().any(|k| k.ends_with("v1-00000000")));
         assert!(keys.iter().any(|k| k.ends_with("v3-11111111")));
         assert_eq!(s.load(Slot::Document).await.unwrap().unwrap().value, "two");
+    });
+}
+
+/// An adapter whose `compareAndSet` writes and then answers `false` (or throws) anyway: a
+/// buggy adapter, or one whose answer was lost on the way back.
+struct LyingCas {
+    inner: Rc<MemoryKv>,
+    /// What the next `compare_and_set` of a pointer reports after writing.
+    answer: std::cell::Cell<Option<bool>>,
+}
+
+impl KvStore for LyingCas {
+    fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
+        self.inner.get(key)
+    }
+    fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
+        self.inner.set(key, value)
+    }
+    fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
+        self.inner.delete(key)
+    }
+    fn capabilities(&self) -> KvCapabilities {
+        KvCapabilities { keys: true, compare_and_set: true }
+    }
+    fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
+        self.inner.keys(prefix)
+    }
+    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let wrote = self.inner.compare_and_set(key, expected, value).await?;
+            match self.answer.take() {
+                Some(false) if wrote => Ok(false),
+                None if wrote => Err(user_memory::Error::StorageFailed("the answer was lost".into())),
+                _ => Ok(wrote),
+            }
+        })
+    }
+    fn describe(&self) -> String {
+        "lying adapter".into()
+    }
+}
+
+#[test]
+fn a_compare_and_set_that_wrote_but_said_false_never_costs_the_version_the_pointer_names() {
+    run(async {
+        for lie in [Some(false), None] {
+            let mem = Rc::new(MemoryKv::new());
+            let liar = Rc::new(LyingCas { inner: mem.clone(), answer: std::cell::Cell::new(Some(true)) });
+            let s = VersionedKv::new(liar.clone(), "a");
+            assert_eq!(s.commit(Slot::Document, 0, "one".into()).await.unwrap(), Commit::Committed(1));
+            liar.answer.set(lie);
+            // The pointer now names revision 2; the commit says so instead of deleting it.
+            let r = s.commit(Slot::Document, 1, "two".into()).await;
+            assert_eq!(r.unwrap(), Commit::Committed(2), "{lie:?}");
+            // A correct adapter over the same data reads revision 2, and the old version is gone.
+            let honest = VersionedKv::new(mem.clone(), "a");
+            let v = honest.load(Slot::Document).await.unwrap().unwrap();
+            assert_eq!((v.revision, v.value.as_str()), (2, "two"), "{lie:?}");
+            assert_eq!(mem.snapshot().keys().filter(|k| k.contains("/doc/v")).count(), 1, "{lie:?}");
+            assert_eq!(honest.commit(Slot::Document, 2, "three".into()).await.unwrap(), Commit::Committed(3));
+        }
     });
 }

@@ -17,6 +17,10 @@
 //!    the store has it, else by re-reading the pointer and writing it if unchanged;
 //! 4. delete the previous version (best effort).
 //!
+//! A version is deleted only when the pointer is known not to name it: when a flip reports
+//! failure, the pointer is read back first (so an adapter that wrote but answered `false`
+//! costs a retry at most, never the version it now points to).
+//!
 //! A crash before step 3 leaves the old pointer (an orphan value at most, removed by
 //! [`Store::cleanup`]); a crash after it leaves the new one. One `set` of a small pointer is
 //! the only step that changes what readers see, and stores make a single `set` atomic.
@@ -134,24 +138,20 @@ impl VersionedKv {
                 Err(e) => Err(e),
             }
         };
-        match flipped {
-            Ok(true) => {}
-            Ok(false) => {
-                let _ = self.kv.delete(&new_key).await;
-                return Ok(Commit::Conflict);
-            }
-            Err(e) => {
-                // The pointer may or may not have been written (a store can fail after
-                // writing, e.g. the directory fsync after a rename): read it back. If it
-                // references the new value, the commit landed; otherwise remove the value.
-                match self.read_pointer(slot).await {
-                    Ok(Some((_, p))) if p.key == new_key => {}
-                    Ok(_) => {
-                        let _ = self.kv.delete(&new_key).await;
-                        return Err(e);
-                    }
-                    Err(_) => return Err(e),
+        if !matches!(flipped, Ok(true)) {
+            // "Not flipped" and "failed" are both claims about the pointer that may be wrong
+            // (a store can fail after writing, e.g. the directory fsync after a rename; an
+            // adapter's compareAndSet may write and still answer false): read it back. The
+            // new value is deleted only when the pointer is known not to name it; if it
+            // names it, the commit landed.
+            match self.read_pointer(slot).await {
+                Ok(Some((_, p))) if p.key == new_key => {}
+                Ok(_) => {
+                    let _ = self.kv.delete(&new_key).await;
+                    return flipped.map(|_| Commit::Conflict);
                 }
+                // Unknown: leave the value (at worst an orphan, removed by `cleanup`).
+                Err(e) => return flipped.and(Err(e)),
             }
         }
         if let Some((_, old)) = current {
