@@ -445,3 +445,56 @@ fn processed_reports_the_estimated_tokens_of_a_call_without_provider_usage() {
         assert!(p.usage.prompt_tokens > 100, "{:?}", p.usage);
     });
 }
+
+/// A token counter that calls back into the engine it counts for, as a user's
+/// `countTokens` may (`observe()` inside it trapped the wasm module: the cached document
+/// was borrowed while it ran).
+struct ReentrantCounter {
+    engine: std::cell::RefCell<Option<user_memory::engine::WeakEngine>>,
+    calls: Cell<usize>,
+}
+
+impl user_memory::tokens::TokenCounter for ReentrantCounter {
+    fn count(&self, text: &str) -> usize {
+        self.calls.set(self.calls.get() + 1);
+        let engine = self.engine.borrow().as_ref().and_then(|w| w.upgrade());
+        if let Some(engine) = engine {
+            if self.calls.get() == 1 {
+                let queued = engine.observe("from-counter", &turn("I grow tomatoes", "Nice")).unwrap();
+                drop(queued); // the timer is armed; the write is not awaited here
+                assert!(engine.explain(&turn("tomatoes", "?")).0.facts.len() <= 1);
+                engine.configure(&json!({"topFacts": 5})).unwrap();
+            }
+        }
+        text.len() / 4 + 1
+    }
+}
+
+#[test]
+fn a_token_counter_calling_back_into_the_engine_is_served() {
+    run(async {
+        let counter = Rc::new(ReentrantCounter { engine: std::cell::RefCell::new(None), calls: Cell::new(0) });
+        let kv = Rc::new(MemoryKv::new());
+        let engine = user_memory::engine::Engine::open(user_memory::engine::Parts {
+            config: user_memory::config::Config::default(),
+            store: Rc::new(VersionedKv::new(kv.clone(), "default")),
+            llm: ScriptedLlm::new(vec![]),
+            clock: FakeClock::at(T0),
+            ids: Rc::new(user_memory::ids::SequentialIds::starting_at(1)),
+            counter: counter.clone(),
+            scheduler: Rc::new(user_memory::engine::ManualScheduler::default()),
+            events: Rc::new(Recorder::default()),
+            instance_id: "A".into(),
+            lease_ms: 120_000,
+        })
+        .await
+        .unwrap();
+        *counter.engine.borrow_mut() = Some(engine.downgrade());
+        engine.add_fact(&json!({"content": "Grows tomatoes"})).await.unwrap();
+        let block = engine.inject(&turn("tomatoes", "?"));
+        assert!(block.contains("Grows tomatoes"), "{block}");
+        assert!(counter.calls.get() > 1);
+        assert_eq!(engine.queue_status().pending, vec!["from-counter".to_string()], "the re-entrant observe() was queued");
+        assert_eq!(engine.options().inject.top_facts, 5, "the re-entrant configure() took effect");
+    });
+}

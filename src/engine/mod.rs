@@ -109,9 +109,12 @@ struct PendingObserve {
 }
 
 struct State {
-    doc: Document,
+    /// The cached document and its index, shared with a running `inject()`/`explain()`
+    /// (which releases the borrow before calling the token counter, a user callback that
+    /// may call back into the engine); replaced, never mutated while shared.
+    doc: Rc<Document>,
     revision: u64,
-    index: FactIndex,
+    index: Rc<FactIndex>,
     queue: QueueFile,
     pending: Vec<PendingObserve>,
     deferred: Vec<Event>,
@@ -186,9 +189,9 @@ impl Engine {
                 config: RefCell::new(Rc::new(parts.config.clone())),
                 parts,
                 state: RefCell::new(State {
-                    doc,
+                    doc: Rc::new(doc),
                     revision,
-                    index,
+                    index: Rc::new(index),
                     queue,
                     pending: Vec::new(),
                     deferred,
@@ -332,18 +335,26 @@ impl Engine {
         }
     }
 
+    /// The cached document and index, without holding a borrow of the engine's state: the
+    /// token counter may be a user callback that calls back into the engine (`observe()`
+    /// inside `countTokens`).
+    fn snapshot(&self) -> (Rc<Document>, Rc<FactIndex>) {
+        let st = self.inner.state.borrow();
+        (st.doc.clone(), st.index.clone())
+    }
+
     /// The `<memory>` block for the next model call (from the cached document).
     pub fn inject(&self, messages: &[InputMessage]) -> String {
         let kept = filter::filter_messages(messages);
-        let st = self.inner.state.borrow();
-        inject::inject(&st.doc, &st.index, &kept, &self.config().inject, &*self.parts().counter)
+        let (doc, index) = self.snapshot();
+        inject::inject(&doc, &index, &kept, &self.config().inject, &*self.parts().counter)
     }
 
-    /// Per-fact scores and the reasons for the selection.
-    pub fn explain(&self, messages: &[InputMessage]) -> Explanation {
+    /// Per-fact scores and the reasons for the selection, with the document they refer to.
+    pub fn explain(&self, messages: &[InputMessage]) -> (Explanation, Rc<Document>) {
         let kept = filter::filter_messages(messages);
-        let st = self.inner.state.borrow();
-        inject::explain(&st.doc, &st.index, &kept, &self.config().inject, &*self.parts().counter)
+        let (doc, index) = self.snapshot();
+        (inject::explain(&doc, &index, &kept, &self.config().inject, &*self.parts().counter), doc)
     }
 
     /// The facts matching `query`, ranked as `inject()` ranks (see [`crate::search`]), from
@@ -355,7 +366,7 @@ impl Engine {
 
     /// The cached document (no storage read).
     pub fn cached(&self) -> Document {
-        self.inner.state.borrow().doc.clone()
+        (*self.inner.state.borrow().doc).clone()
     }
 
     /// The cached revision.
@@ -403,13 +414,22 @@ impl Engine {
     /// Linear in the facts, and copies `doc` only when it replaces the cache.
     fn adopt(&self, doc: &Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
         let mut st = self.inner.state.borrow_mut();
-        if reason == UpdateReason::Remote && revision == st.revision && *doc == st.doc {
+        if reason == UpdateReason::Remote && revision == st.revision && *doc == *st.doc {
             return None;
         }
         let mut ev = UpdateEvent::diff(reason, &st.doc, doc, revision);
         ev.thread_id = thread_id.map(str::to_string);
-        st.index.sync(&doc.facts);
-        st.doc = doc.clone();
+        // No `inject()` holds the index now (they finish before any commit can run), so it
+        // is updated in place; were one running, a new index would be built instead.
+        match Rc::get_mut(&mut st.index) {
+            Some(index) => index.sync(&doc.facts),
+            None => {
+                let mut index = FactIndex::with_params(st.index.params());
+                index.sync(&doc.facts);
+                st.index = Rc::new(index);
+            }
+        }
+        st.doc = Rc::new(doc.clone());
         st.revision = revision;
         Some(ev)
     }

@@ -21,6 +21,7 @@ use crate::sync::LocalFuture;
 use crate::tokens::{Estimate, TokenCounter};
 use crate::Document;
 use js_sys::{Function, Promise};
+use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -51,6 +52,36 @@ extern "C" {
 thread_local! {
     /// One shared do-nothing rejection handler.
     static NOOP: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
+    /// How many of the synchronous methods that run user callbacks are on the stack.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Synchronous calls nested deeper than this are refused: a listener or `countTokens` that
+/// calls back into the module, which calls it again, and so on, would otherwise run until
+/// the JS stack overflows somewhere inside the wasm.
+const MAX_DEPTH: u32 = 16;
+
+/// Marks one synchronous method as running (see [`MAX_DEPTH`]); `INVALID_INPUT` past it.
+struct Entered;
+
+impl Entered {
+    fn new() -> Result<Entered> {
+        DEPTH.with(|d| {
+            if d.get() >= MAX_DEPTH {
+                return Err(Error::invalid(format!(
+                    "calls into user-memory nested {MAX_DEPTH} deep: a listener or countTokens keeps calling back into the memory that called it"
+                )));
+            }
+            d.set(d.get() + 1);
+            Ok(Entered)
+        })
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
 }
 
 /// The asynchronous methods as data: each exported method packs its arguments into a
@@ -249,6 +280,7 @@ impl UserMemory {
         #[wasm_bindgen(js_name = threadId, unchecked_param_type = "string")] thread_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue,
     ) -> std::result::Result<Promise, JsValue> {
+        let _entered = Entered::new().js()?;
         let thread = thread_id.as_string().ok_or_else(|| to_js(&Error::invalid("`threadId` must be a string")))?;
         let msgs = messages(&messages_).js()?;
         let pending = self.engine.observe(&thread, &msgs).js()?;
@@ -267,7 +299,8 @@ impl UserMemory {
     /// The `<memory>…</memory>` block for the next model call, or `""`.
     #[wasm_bindgen(unchecked_return_type = "Promise<string>")]
     pub fn inject(&self, #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue) -> Promise {
-        match messages(&messages_) {
+        let entered = Entered::new();
+        match entered.as_ref().map_err(Error::clone).and_then(|_| messages(&messages_)) {
             Ok(m) => Promise::resolve(&JsValue::from_str(&self.engine.inject(&m))),
             Err(e) => Promise::reject(&to_js(&e)),
         }
@@ -276,10 +309,11 @@ impl UserMemory {
     /// Per fact: similarity, confidence, score, token cost, whether it was injected and why.
     #[wasm_bindgen(unchecked_return_type = "Promise<Explanation>")]
     pub fn explain(&self, #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue) -> Promise {
-        match messages(&messages_) {
+        let entered = Entered::new();
+        match entered.as_ref().map_err(Error::clone).and_then(|_| messages(&messages_)) {
             Ok(m) => {
-                let e = self.engine.explain(&m);
-                Promise::resolve(&explanation_js(&self.engine.cached(), &e))
+                let (e, doc) = self.engine.explain(&m);
+                Promise::resolve(&explanation_js(&doc, &e))
             }
             Err(e) => Promise::reject(&to_js(&e)),
         }
@@ -387,6 +421,7 @@ impl UserMemory {
     /// (`{ enabled: false }`), turn injection off, change budgets or timing. `agent`, `llm`
     /// and `storage` cannot change. Throws `INVALID_INPUT`.
     pub fn configure(&self, #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] changes: JsValue) -> std::result::Result<(), JsValue> {
+        let _entered = Entered::new().js()?;
         options::check_finite(&changes, "options").js()?;
         let v = to_json(&changes, "the options").js()?;
         self.engine.configure(&v).js()
@@ -451,7 +486,7 @@ impl UserMemory {
         let backend = open_backend(&opts.storage, &opts.config.agent).await?;
         let store = backend.store;
         let counter: Rc<dyn TokenCounter> = match opts.count_tokens {
-            Some(f) => Rc::new(JsCounter { f }),
+            Some(f) => Rc::new(JsCounter { f, running: Cell::new(false) }),
             None => Rc::new(Estimate),
         };
         let events = Rc::new(JsEvents::default());

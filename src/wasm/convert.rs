@@ -1,12 +1,66 @@
 //! Values across the boundary. Documents and other JSON data cross as JSON text
 //! (`JSON.stringify` / `JSON.parse`), which keeps key order and costs no extra code;
 //! messages are read field by field (only what filtering needs, fast for `inject()`).
+//!
+//! Everything that reads a value the user handed in goes through a call that catches what
+//! JS throws: a Proxy's traps, a getter, a revoked Proxy can throw from any property read,
+//! and an exception crossing the wasm leaves Rust state half-updated (inside a promise it
+//! even stops every other promise of the module). Hence `prop`, `items` and `keys` here
+//! instead of js-sys's `Array::iter`, `Array::is_array` and `Object::keys`.
 
 use crate::error::{Error, Result};
 use crate::json::Value;
 use crate::message::{content_text, InputMessage, Role};
-use js_sys::{Array, Reflect, JSON};
-use wasm_bindgen::{JsCast, JsValue};
+use js_sys::{Array, Function, Promise, Reflect, JSON};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Object.keys(v)`, catching what a Proxy's `ownKeys` trap throws.
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    fn object_keys(v: &JsValue) -> std::result::Result<Array, JsValue>;
+    /// `Array.isArray(v)`, which throws for a revoked Proxy.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn array_is_array(v: &JsValue) -> std::result::Result<bool, JsValue>;
+}
+
+/// Most items read from one array handed in (a Proxy can claim any `length`).
+const MAX_ITEMS: u32 = 1 << 20;
+
+/// Whether `v` is an array (a revoked Proxy is not).
+pub(crate) fn is_array(v: &JsValue) -> bool {
+    array_is_array(v).unwrap_or(false)
+}
+
+/// The items of `v` if it is an array, read one by one (each read may throw: a getter, a
+/// Proxy). `INVALID_INPUT` naming `what` if a read throws or it claims over 2^20 items.
+pub(crate) fn items(v: &JsValue, what: &str) -> Result<Option<Vec<JsValue>>> {
+    if !is_array(v) {
+        return Ok(None);
+    }
+    let unreadable = |e: JsValue| Error::invalid(format!("{what} could not be read: {}", super::error::js_message(&e)));
+    let len = Reflect::get(v, &JsValue::from_str("length")).map_err(unreadable)?.as_f64().unwrap_or(0.0);
+    if !(0.0..=f64::from(MAX_ITEMS)).contains(&len) {
+        return Err(Error::invalid(format!("{what} has more than {MAX_ITEMS} items")));
+    }
+    (0..len as u32).map(|i| Reflect::get_u32(v, i).map_err(unreadable)).collect::<Result<Vec<_>>>().map(Some)
+}
+
+/// The own enumerable keys of object `v` (`INVALID_INPUT` naming `what` if reading throws).
+pub(crate) fn keys(v: &JsValue, what: &str) -> Result<Vec<String>> {
+    let keys = object_keys(v).map_err(|e| Error::invalid(format!("{what} could not be read: {}", super::error::js_message(&e))))?;
+    // `Object.keys` made this array: reading it runs no user code.
+    Ok(keys.iter().filter_map(|k| k.as_string()).collect())
+}
+
+/// `v` as a genuine promise: a thenable is adopted, and whatever its `then` does (a getter
+/// that throws, a promise with an own `then`) becomes a rejection, never an exception here.
+pub(crate) fn promise_of(v: &JsValue) -> Promise {
+    Promise::new(&mut |resolve: Function, _| {
+        let _ = resolve.call1(&JsValue::UNDEFINED, v);
+    })
+}
 
 /// A JS value as JSON. `undefined` becomes `null`; values JSON cannot represent
 /// (BigInt, cycles) are `INVALID_INPUT` naming `what`.
@@ -39,8 +93,8 @@ pub(crate) fn messages(v: &JsValue) -> Result<Vec<InputMessage>> {
     if v.is_undefined() || v.is_null() {
         return Ok(Vec::new());
     }
-    let arr = v.dyn_ref::<Array>().ok_or_else(|| Error::invalid("`messages` must be an array of { role | type, content }"))?;
-    Ok(arr.iter().map(|m| message(&m)).collect())
+    let arr = items(v, "`messages`")?.ok_or_else(|| Error::invalid("`messages` must be an array of { role | type, content }"))?;
+    Ok(arr.iter().map(message).collect())
 }
 
 fn message(m: &JsValue) -> InputMessage {
@@ -49,16 +103,17 @@ fn message(m: &JsValue) -> InputMessage {
     let content = prop(m, "content");
     let content = match content.as_string() {
         Some(s) => s,
-        None if Array::is_array(&content) => {
+        None if is_array(&content) => {
             // List of parts: only the text parts matter; convert just those.
             content_text(to_json(&content, "message content").ok().as_ref())
         }
         None => String::new(),
     };
     let calls = prop(m, "tool_calls");
-    let has_tool_calls = match calls.dyn_ref::<Array>() {
-        Some(a) => a.length() > 0,
-        None => !(calls.is_undefined() || calls.is_null()),
+    let has_tool_calls = if is_array(&calls) {
+        prop(&calls, "length").as_f64().is_some_and(|n| n > 0.0)
+    } else {
+        !(calls.is_undefined() || calls.is_null())
     };
     InputMessage { role, content, has_tool_calls }
 }

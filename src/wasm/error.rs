@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use js_sys::Reflect;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 /// The `name` of every error this library throws.
 pub(crate) const ERROR_NAME: &str = "UserMemoryError";
@@ -32,22 +32,18 @@ impl<T> IntoJsResult<T> for Result<T, Error> {
     }
 }
 
-/// The message of a thrown JS value (an `Error`'s `message`, else its string form).
+/// The message of a thrown JS value (an `Error`'s `message`, else its string form). Read
+/// with calls that catch: a thrown object may have a `message` getter that throws too.
 pub(crate) fn js_message(v: &JsValue) -> String {
-    if let Some(e) = v.dyn_ref::<js_sys::Error>() {
-        return String::from(e.message());
-    }
     if let Some(s) = v.as_string() {
         return s;
     }
-    Reflect::get(v, &"message".into())
-        .ok()
-        .and_then(|m| m.as_string())
-        .unwrap_or_else(|| js_sys::JSON::stringify(v).map(String::from).unwrap_or_else(|_| "unknown error".into()))
+    js_str_prop(v, "message")
+        .unwrap_or_else(|| js_sys::JSON::stringify(v).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "unknown error".into()))
 }
 
 fn js_str_prop(v: &JsValue, key: &str) -> Option<String> {
-    if !v.is_object() {
+    if !v.is_object() && !v.is_function() {
         return None;
     }
     Reflect::get(v, &key.into()).ok().and_then(|x| x.as_string())

@@ -1,12 +1,12 @@
 //! A user-supplied storage adapter `{ get, set, delete, keys?, compareAndSet? }` as a
 //! [`KvStore`] (SPEC §9, §11 StorageAdapter). Methods may return values or promises.
 
-use super::convert::prop;
+use super::convert::{items, promise_of, prop};
 use super::error::storage_error;
 use crate::error::{Error, Result};
 use crate::storage::{KvCapabilities, KvStore};
 use crate::sync::LocalFuture;
-use js_sys::{Array, Function, Promise};
+use js_sys::{Array, Function};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
@@ -53,7 +53,7 @@ impl JsKvStore {
             arr.push(a);
         }
         let ret = f.apply(&self.this, &arr).map_err(|e| storage_error(&e, &format!("{} {what}", self.name)))?;
-        JsFuture::from(Promise::resolve(&ret)).await.map_err(|e| storage_error(&e, &format!("{} {what}", self.name)))
+        JsFuture::from(promise_of(&ret)).await.map_err(|e| storage_error(&e, &format!("{} {what}", self.name)))
     }
 }
 
@@ -86,8 +86,8 @@ impl KvStore for JsKvStore {
         Box::pin(async move {
             let Some(f) = &self.keys else { return Ok(Vec::new()) };
             let v = self.call(f, "keys", &[prefix.into()]).await?;
-            let arr =
-                v.dyn_into::<Array>().map_err(|_| Error::StorageFailed(format!("{} keys() must return an array of strings", self.name)))?;
+            let not_keys = || Error::StorageFailed(format!("{} keys() must return an array of strings", self.name));
+            let arr = items(&v, "keys()").map_err(|_| not_keys())?.ok_or_else(not_keys)?;
             // Adapters may ignore the prefix: filter here too.
             Ok(arr.iter().filter_map(|k| k.as_string()).filter(|k| k.starts_with(prefix)).collect())
         })

@@ -10,7 +10,7 @@ use crate::llm::protocol::{build_http_request, downgrade, extract_reply, Shape};
 use crate::llm::{Llm, LlmConfig, LlmReply, LlmRequest, Usage};
 use crate::message::content_text;
 use crate::sync::LocalFuture;
-use js_sys::{Function, Object, Promise};
+use js_sys::{Function, Object};
 use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -75,7 +75,7 @@ impl Llm for JsFunctionLlm {
             set(&arg, "prompt", &JsValue::from_str(&request.prompt));
             set(&arg, "signal", &controller.signal());
             let ret = self.f.call1(&JsValue::NULL, &arg).map_err(|e| llm_function_error(&e))?;
-            let v = self.cancel.until_closed(JsFuture::from(Promise::resolve(&ret))).await?;
+            let v = self.cancel.until_closed(JsFuture::from(super::convert::promise_of(&ret))).await?;
             let v = v.map_err(|e| llm_function_error(&e))?;
             Ok(LlmReply { text: reply_text(&v)?, usage: reply_usage(&v) })
         })

@@ -1,14 +1,14 @@
 //! Reading the `open()` options object: JSON-like options go to [`Config`]; `llm`,
 //! `storage` and `countTokens` may be functions or objects and are taken apart here.
 
-use super::convert::{prop, to_json};
+use super::convert::{is_array, keys, prop, to_json};
 use super::llm::{FetchLlm, JsFunctionLlm};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::json::{Map, Value};
 use crate::llm::retry::{lease_ms, UNBOUNDED_LEASE_MS};
 use crate::llm::{Llm, LlmConfig};
-use js_sys::{Function, Object};
+use js_sys::Function;
 use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -34,12 +34,11 @@ fn check_finite_at(v: &JsValue, path: &str, depth: usize) -> Result<()> {
         if !x.is_finite() {
             return Err(Error::invalid(format!("`{path}` must be a finite number")));
         }
-    } else if v.is_object() && !v.is_function() && !js_sys::Array::is_array(v) {
+    } else if v.is_object() && !v.is_function() && !is_array(v) {
         if depth >= 16 {
             return Err(Error::invalid(format!("`{path}` is nested too deeply (a cycle?); options are plain JSON-like values")));
         }
-        for k in Object::keys(v.unchecked_ref::<Object>()).iter() {
-            let k = k.as_string().unwrap_or_default();
+        for k in keys(v, &format!("`{path}`"))? {
             check_finite_at(&prop(v, &k), &format!("{path}.{k}"), depth + 1)?;
         }
     }
@@ -55,8 +54,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
     let mut llm = JsValue::UNDEFINED;
     let mut storage = JsValue::UNDEFINED;
     let mut count_tokens = None;
-    for key in Object::keys(options.unchecked_ref::<Object>()).iter() {
-        let key = key.as_string().unwrap_or_default();
+    for key in keys(options, "the options")? {
         let value = prop(options, &key);
         match key.as_str() {
             "llm" => llm = value,

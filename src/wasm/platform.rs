@@ -62,14 +62,22 @@ impl Scheduler for TimerScheduler {
 }
 
 /// A `countTokens` JS function; falls back to the built-in estimate if it throws or
-/// returns something other than a finite number ≥ 0.
+/// returns something other than a finite number ≥ 0, and for a count asked for while the
+/// function is running (it called `inject()` or `explain()`, which count again: calling it
+/// once more would recurse without end).
 pub(crate) struct JsCounter {
     pub(crate) f: Function,
+    pub(crate) running: Cell<bool>,
 }
 
 impl TokenCounter for JsCounter {
     fn count(&self, text: &str) -> usize {
-        match self.f.call1(&JsValue::NULL, &JsValue::from_str(text)).ok().and_then(|v| v.as_f64()) {
+        if self.running.replace(true) {
+            return Estimate.count(text);
+        }
+        let n = self.f.call1(&JsValue::NULL, &JsValue::from_str(text)).ok().and_then(|v| v.as_f64());
+        self.running.set(false);
+        match n {
             Some(n) if n.is_finite() && n >= 0.0 => n.ceil() as usize,
             _ => Estimate.count(text),
         }
