@@ -1,8 +1,8 @@
-//! Message filtering (SPEC §4): what of a conversation is worth remembering.
+//! Message filtering: what of a conversation is worth remembering.
 //!
 //! Only user messages and final assistant answers survive. Upload notices
 //! (`<uploaded_files>…</uploaded_files>`) are cut out of user messages, and a turn that was
-//! nothing but an upload notice is dropped together with the answer to it. The library's
+//! nothing but an upload notice (or a `file` part) is dropped together with the answer to it. The library's
 //! own `<memory>…</memory>` block is cut out of every message, so injected memory never
 //! feeds back into extraction.
 
@@ -13,10 +13,10 @@ const UPLOAD_TAG: &str = "uploaded_files";
 /// Tag of the block this library injects.
 const MEMORY_TAG: &str = "memory";
 
-/// Keeps user messages and final assistant answers; see SPEC §4 for every rule.
+/// Keeps user messages and final assistant answers.
 ///
 /// * user messages lose every `<uploaded_files>` block and every `<memory>` block; a user
-///   message that held only upload blocks is dropped *with the next final answer*
+///   message that held only upload blocks or `file` parts is dropped *with the next final answer*
 ///   (tool-calling assistant messages in between do not cancel that);
 /// * assistant messages are kept only without tool calls, minus any `<memory>` block;
 /// * tool, system and unknown messages are dropped;
@@ -30,7 +30,8 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                 // An upload block is cut to the end even when unclosed (a truncated file
                 // list); a `<memory>` block only when closed, as the library writes it (a
                 // user may well write "<memory>" in a question about HTML).
-                let (without_uploads, had_upload) = remove_tag_blocks(&m.content, UPLOAD_TAG, true);
+                let (without_uploads, had_notice) = remove_tag_blocks(&m.content, UPLOAD_TAG, true);
+                let had_upload = had_notice || m.has_upload;
                 let (text, _) = remove_tag_blocks(&without_uploads, MEMORY_TAG, false);
                 let text = text.trim();
                 if text.is_empty() {
@@ -63,6 +64,69 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
 pub fn worth_queueing(messages: &[ChatMessage]) -> bool {
     use crate::message::Speaker;
     messages.iter().any(|m| m.role == Speaker::User) && messages.iter().any(|m| m.role == Speaker::Assistant)
+}
+
+/// Why `observe()` queued nothing: a stable `reason` and a sentence for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotQueued {
+    /// `"paused"`, `"empty"`, `"no-user-message"` or `"no-answer"`.
+    pub reason: &'static str,
+    /// What was received and what the filter kept, e.g. "no final assistant answer survived
+    /// filtering (3 messages: 1 user, 1 assistant tool step, 1 tool)".
+    pub message: String,
+}
+
+impl NotQueued {
+    /// Learning is paused (`enabled: false`).
+    pub fn paused() -> NotQueued {
+        NotQueued { reason: "paused", message: "learning is paused (`enabled: false`)".into() }
+    }
+}
+
+/// Why `input`, filtered to `kept`, is not worth queueing (`None` when it is).
+pub fn not_queued(input: &[InputMessage], kept: &[ChatMessage]) -> Option<NotQueued> {
+    use crate::message::Speaker;
+    if worth_queueing(kept) {
+        return None;
+    }
+    if input.is_empty() {
+        return Some(NotQueued { reason: "empty", message: "the conversation has no messages".into() });
+    }
+    // What arrived, by kind, in one pass: user, assistant, assistant tool step, tool, system, unknown.
+    let mut counts = [0usize; 6];
+    for m in input {
+        counts[match m.role {
+            Role::User => 0,
+            Role::Assistant if !m.has_tool_calls => 1,
+            Role::Assistant => 2,
+            Role::Tool => 3,
+            Role::System => 4,
+            Role::Other => 5,
+        }] += 1;
+    }
+    const KINDS: [&str; 6] =
+        ["user", "assistant", "assistant tool step", "tool", "system", "without a known `role` or `type` (user/assistant, human/ai)"];
+    let mut seen = input.len().to_string() + if input.len() == 1 { " message" } else { " messages" };
+    let mut sep = ": ";
+    for (n, what) in counts.iter().zip(KINDS) {
+        if *n > 0 {
+            seen.push_str(sep);
+            seen.push_str(&n.to_string());
+            seen.push(' ');
+            seen.push_str(what);
+            sep = ", ";
+        }
+    }
+    let (reason, missing, why) = if !kept.iter().any(|m| m.role == Speaker::User) {
+        ("no-user-message", "no user message with text", "")
+    } else {
+        (
+            "no-answer",
+            "no final assistant answer",
+            "; an assistant message with tool calls is an intermediate step, and the answer to an upload-only turn is dropped",
+        )
+    };
+    Some(NotQueued { reason, message: format!("{missing} survived filtering ({seen}){why}") })
 }
 
 /// The last `n` turns (a turn = one user message and the assistant answers after it).
@@ -189,7 +253,7 @@ mod tests {
         InputMessage::new(Role::Assistant, s)
     }
     fn ai_tools(s: &str) -> InputMessage {
-        InputMessage { role: Role::Assistant, content: s.into(), has_tool_calls: true }
+        InputMessage { has_tool_calls: true, ..InputMessage::new(Role::Assistant, s) }
     }
 
     #[test]
@@ -271,6 +335,31 @@ mod tests {
     fn similar_tag_names_are_not_removed() {
         let out = filter_messages(&[user("keep <memory_state>x</memory_state> and <memoryx>")]);
         assert_eq!(out[0].content, "keep <memory_state>x</memory_state> and <memoryx>");
+    }
+
+    #[test]
+    fn a_file_only_turn_drops_its_answer_like_an_upload_notice() {
+        let file_only = InputMessage { has_upload: true, ..user("") };
+        let with_text = InputMessage { has_upload: true, ..user("Summarise it") };
+        let out = filter_messages(&[file_only, ai("The CSV has 3 columns."), with_text, ai("Revenue grew.")]);
+        assert_eq!(out, vec![ChatMessage::user("Summarise it"), ChatMessage::assistant("Revenue grew.")]);
+    }
+
+    #[test]
+    fn not_queued_says_which_speaker_is_missing_and_what_arrived() {
+        let why = |input: &[InputMessage]| not_queued(input, &filter_messages(input));
+        assert_eq!(why(&[user("hi"), ai("hello")]), None);
+        assert_eq!(why(&[]).unwrap().reason, "empty");
+        let n = why(&[user("I live in Porto")]).unwrap();
+        assert_eq!((n.reason, n.message.as_str()), ("no-answer", "no final assistant answer survived filtering (1 message: 1 user); an assistant message with tool calls is an intermediate step, and the answer to an upload-only turn is dropped"));
+        let n = why(&[InputMessage::new(Role::Other, "I live in Porto"), ai("Nice")]).unwrap();
+        assert_eq!(n.reason, "no-user-message");
+        assert_eq!(n.message, "no user message with text survived filtering (2 messages: 1 assistant, 1 without a known `role` or `type` (user/assistant, human/ai))");
+        let n = why(&[user("Search flights"), ai_tools("searching"), InputMessage::new(Role::Tool, "{}")]).unwrap();
+        assert_eq!(
+            n.message.split(';').next().unwrap(),
+            "no final assistant answer survived filtering (3 messages: 1 user, 1 assistant tool step, 1 tool)"
+        );
     }
 
     #[test]

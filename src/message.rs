@@ -1,9 +1,10 @@
 //! Chat messages as applications hand them over, and as the library keeps them.
 //!
-//! Two shapes arrive (SPEC §4): OpenAI style `{role, content, tool_calls?}` and
-//! LangChain/DeerFlow style `{type, content, tool_calls?}`. `content` is a string or a list
-//! of parts. [`InputMessage`] is the shape-independent view the filter works on;
-//! [`ChatMessage`] is what survives filtering and what the queue persists.
+//! The shapes that arrive: OpenAI style `{role, content, tool_calls?}`, LangChain/DeerFlow
+//! style `{type, content, tool_calls?}`, AI SDK model messages (`content` parts such as
+//! `tool-call` and `file`) and AI SDK UI messages (`{role, parts}` from `useChat`).
+//! `content` is a string or a list of parts. [`InputMessage`] is the shape-independent view
+//! the filter works on; [`ChatMessage`] is what survives filtering and what the queue persists.
 
 use crate::json::Value;
 
@@ -40,58 +41,110 @@ impl Role {
 pub struct InputMessage {
     /// The author.
     pub role: Role,
-    /// The text: a string content as is, list content as its text parts joined by a space.
+    /// The text: a string content as is; list content as its text parts joined by a space
+    /// (only those after the last tool step, see [`InputMessage::from_parts`]).
     pub content: String,
-    /// Whether the message carries a non-empty `tool_calls` list (an intermediate step).
+    /// Whether the message is an intermediate step: a non-empty `tool_calls` list, or parts
+    /// that end with a tool call the application runs.
     pub has_tool_calls: bool,
+    /// Whether a `file` part came with it (an upload, filtered like an upload notice).
+    pub has_upload: bool,
 }
 
 impl InputMessage {
     /// Shorthand for a plain message without tool calls.
     pub fn new(role: Role, content: impl Into<String>) -> InputMessage {
-        InputMessage { role, content: content.into(), has_tool_calls: false }
+        InputMessage { role, content: content.into(), has_tool_calls: false, has_upload: false }
     }
 
-    /// Reads a message object of either shape. Never fails: what cannot be understood
-    /// becomes [`Role::Other`] or empty content, which the filter drops.
+    /// Reads a message object of any of the shapes. Never fails: what cannot be understood
+    /// becomes [`Role::Other`] or empty content, which the filter drops. A `parts` list (AI
+    /// SDK UI messages) is read in preference to `content`.
     pub fn from_value(v: &Value) -> InputMessage {
         let role =
             v.get("role").and_then(Value::as_str).or_else(|| v.get("type").and_then(Value::as_str)).map(Role::parse).unwrap_or(Role::Other);
-        let has_tool_calls = match v.get("tool_calls") {
+        let tool_calls = match v.get("tool_calls") {
             Some(Value::Array(a)) => !a.is_empty(),
             Some(Value::Null) | None => false,
             Some(_) => true,
         };
-        InputMessage { role, content: content_text(v.get("content")), has_tool_calls }
+        match (v.get("parts"), v.get("content")) {
+            (Some(Value::Array(parts)), _) | (_, Some(Value::Array(parts))) => InputMessage::from_parts(role, parts, tool_calls),
+            (_, content) => {
+                let content = content.and_then(Value::as_str).unwrap_or_default().to_string();
+                InputMessage { role, content, has_tool_calls: tool_calls, has_upload: false }
+            }
+        }
+    }
+
+    /// A message whose content is a list of parts. Text parts (`text`, `input_text`,
+    /// `output_text`, bare strings) are its text. A tool part (AI SDK `tool-call`,
+    /// `tool-<name>`, `dynamic-tool`; Anthropic `tool_use`) starts a new step: the text
+    /// before it was the model talking while it called the tool, so only the text after the
+    /// last one is kept, and a message ending with a tool part is an intermediate step.
+    /// Tools the provider ran itself (`providerExecuted: true`) are part of the answer and
+    /// do not count. A `file` part marks an upload. Other parts (reasoning, images,
+    /// sources, data) are ignored.
+    pub fn from_parts(role: Role, parts: &[Value], tool_calls: bool) -> InputMessage {
+        let mut out = InputMessage { role, content: String::new(), has_tool_calls: tool_calls, has_upload: false };
+        let mut tool_step = false;
+        for p in parts {
+            if let Some(t) = part_text(p) {
+                if !out.content.is_empty() {
+                    out.content.push(' ');
+                }
+                out.content.push_str(t);
+                tool_step &= t.trim().is_empty();
+                continue;
+            }
+            let kind = p.get("type").and_then(Value::as_str).unwrap_or_default();
+            if kind == "file" {
+                out.has_upload = true;
+            } else if is_tool_part(kind) && p.get("providerExecuted").and_then(Value::as_bool) != Some(true) {
+                out.content.clear();
+                tool_step = true;
+            }
+        }
+        out.has_tool_calls |= tool_step;
+        out
+    }
+}
+
+/// Whether a part's `type` names a tool call or result.
+fn is_tool_part(kind: &str) -> bool {
+    kind.starts_with("tool-") || matches!(kind, "dynamic-tool" | "tool_use" | "tool_result" | "function_call")
+}
+
+/// The text of a text part (`{type: "text" | "input_text" | "output_text", text}`, a part
+/// without `type` that has `text`, or a bare string).
+fn part_text(p: &Value) -> Option<&str> {
+    match p {
+        Value::String(s) => Some(s.as_str()),
+        Value::Object(o) => {
+            let kind = o.get("type").and_then(Value::as_str).unwrap_or("text");
+            if matches!(kind, "text" | "output_text" | "input_text") {
+                o.get("text").and_then(Value::as_str)
+            } else {
+                None
+            }
+        }
+        _ => None,
     }
 }
 
 /// Extracts the text of a `content` value: a string as is; a list of parts as the text of
-/// its `{type: "text", text}` parts (and bare strings) joined by a space.
+/// its text parts joined by a space (for model replies; messages go through
+/// [`InputMessage::from_parts`]).
 pub fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => {
             let mut out = String::new();
-            for p in parts {
-                let text = match p {
-                    Value::String(s) => Some(s.as_str()),
-                    Value::Object(o) => {
-                        let kind = o.get("type").and_then(Value::as_str).unwrap_or("text");
-                        if kind == "text" || kind == "output_text" || kind == "input_text" {
-                            o.get("text").and_then(Value::as_str)
-                        } else {
-                            None
-                        }
-                    }
-                    _ => None,
-                };
-                if let Some(t) = text {
-                    if !out.is_empty() {
-                        out.push(' ');
-                    }
-                    out.push_str(t);
+            for t in parts.iter().filter_map(part_text) {
+                if !out.is_empty() {
+                    out.push(' ');
                 }
+                out.push_str(t);
             }
             out
         }
@@ -150,5 +203,55 @@ mod tests {
         let m = InputMessage::from_value(&json!({"role": "assistant", "content": "x", "tool_calls": []}));
         assert!(!m.has_tool_calls);
         assert_eq!(InputMessage::from_value(&json!(42)).role, Role::Other);
+    }
+
+    #[test]
+    fn ui_messages_are_read_from_their_parts() {
+        let m = InputMessage::from_value(&json!({"id": "m1", "role": "user", "parts": [
+            {"type": "text", "text": "I moved to Porto"}, {"type": "step-start"}, {"type": "text", "text": "last week"}
+        ]}));
+        assert_eq!(m, InputMessage::new(Role::User, "I moved to Porto last week"));
+        // parts win over a legacy `content` string
+        let m = InputMessage::from_value(&json!({"role": "assistant", "content": "stale", "parts": [{"type": "text", "text": "fresh"}]}));
+        assert_eq!(m.content, "fresh");
+    }
+
+    #[test]
+    fn a_tool_step_keeps_only_the_text_after_it() {
+        let answer = InputMessage::from_value(&json!({"role": "assistant", "parts": [
+            {"type": "step-start"}, {"type": "text", "text": "Let me check the weather."},
+            {"type": "tool-weather", "toolCallId": "c1", "state": "output-available", "input": {"city": "Lisbon"}, "output": {"sky": "clear"}},
+            {"type": "step-start"}, {"type": "reasoning", "text": "clear sky means sunny"}, {"type": "text", "text": "It is sunny in Lisbon."}
+        ]}));
+        assert_eq!((answer.content.as_str(), answer.has_tool_calls), ("It is sunny in Lisbon.", false));
+        for last in [
+            serde_json::json!({"type": "tool-search", "state": "input-available"}),
+            serde_json::json!({"type": "dynamic-tool", "toolName": "x"}),
+            serde_json::json!({"type": "tool-call", "toolCallId": "c", "toolName": "x", "input": {}}),
+        ] {
+            let m = InputMessage::from_value(
+                &json!({"role": "assistant", "content": [{"type": "text", "text": "Searching"}, last, {"type": "text", "text": " "}]}),
+            );
+            assert!(m.has_tool_calls && m.content.trim().is_empty(), "{m:?}");
+        }
+        // A tool the provider ran (web search) is part of the answer.
+        let m = InputMessage::from_value(&json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Trains take a day."}, {"type": "tool-call", "toolName": "web_search", "providerExecuted": true}
+        ]}));
+        assert_eq!((m.content.as_str(), m.has_tool_calls), ("Trains take a day.", false));
+    }
+
+    #[test]
+    fn file_parts_are_uploads_and_not_text() {
+        let m = InputMessage::from_value(&json!({"role": "user", "parts": [
+            {"type": "file", "mediaType": "application/pdf", "filename": "cv.pdf", "url": "data:application/pdf;base64,AAAA"}
+        ]}));
+        assert_eq!((m.content.as_str(), m.has_upload), ("", true));
+        let m = InputMessage::from_value(
+            &json!({"role": "user", "content": [{"type": "text", "text": "Summarise"}, {"type": "file", "data": "AAAA", "mediaType": "text/csv"}]}),
+        );
+        assert_eq!((m.content.as_str(), m.has_upload), ("Summarise", true));
+        let m = InputMessage::from_value(&json!({"role": "user", "content": [{"type": "image_url", "image_url": {}}]}));
+        assert!(!m.has_upload, "an image is not a file upload");
     }
 }

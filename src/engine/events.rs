@@ -1,4 +1,4 @@
-//! Events the engine emits: `update`, `error`, `queued` (SPEC §9, §11).
+//! Events the engine emits: `update`, `error`, `queued`, `processed`, `debug`.
 
 use crate::delta::Skipped;
 use crate::document::{Document, Fact, SectionId};
@@ -152,6 +152,20 @@ pub struct QueuedEvent {
     pub pending: usize,
 }
 
+/// A diagnostic note: the payload of `debug`. Nothing failed; something an application
+/// may not expect happened (a conversation not queued, memory that ends with the process).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DebugEvent {
+    /// A stable code: `"NOT_QUEUED"` (observe() resolved `false`) or `"EPHEMERAL_STORAGE"`.
+    pub code: &'static str,
+    /// What happened and why, for a person.
+    pub message: String,
+    /// The thread concerned, if any.
+    pub thread_id: Option<String>,
+    /// For `NOT_QUEUED`: `"paused"`, `"empty"`, `"no-user-message"` or `"no-answer"`.
+    pub reason: Option<&'static str>,
+}
+
 /// Everything the engine reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -163,16 +177,19 @@ pub enum Event {
     Queued(QueuedEvent),
     /// A queued conversation was processed.
     Processed(ProcessedEvent),
+    /// A diagnostic note.
+    Debug(DebugEvent),
 }
 
 impl Event {
-    /// `"update"`, `"error"` or `"queued"`.
+    /// The event's name in JS: `"update"`, `"error"`, `"queued"`, `"processed"`, `"debug"`.
     pub fn name(&self) -> &'static str {
         match self {
             Event::Update(_) => "update",
             Event::Error(_) => "error",
             Event::Queued(_) => "queued",
             Event::Processed(_) => "processed",
+            Event::Debug(_) => "debug",
         }
     }
 }

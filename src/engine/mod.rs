@@ -16,7 +16,7 @@ mod events;
 mod process;
 mod store_ops;
 
-pub use events::{ErrorEvent, Event, ProcessedEvent, QueuedEvent, UpdateEvent, UpdateReason};
+pub use events::{DebugEvent, ErrorEvent, Event, ProcessedEvent, QueuedEvent, UpdateEvent, UpdateReason};
 pub use process::RunReport;
 
 use crate::config::Config;
@@ -266,11 +266,16 @@ impl Engine {
         if thread_id.is_empty() || thread_id.chars().count() > 256 {
             return Err(Error::invalid("`threadId` must be a string of 1 to 256 characters"));
         }
-        if !self.config().enabled {
-            return Ok(None);
-        }
-        let kept = filter::filter_messages(messages);
-        if !filter::worth_queueing(&kept) {
+        let enabled = self.config().enabled;
+        let kept = if enabled { filter::filter_messages(messages) } else { Vec::new() };
+        let skip = if enabled { filter::not_queued(messages, &kept) } else { Some(filter::NotQueued::paused()) };
+        if let Some(skip) = skip {
+            self.emit(Event::Debug(DebugEvent {
+                code: "NOT_QUEUED",
+                message: format!("observe(\"{thread_id}\") queued nothing: {}", skip.message),
+                thread_id: Some(thread_id.to_string()),
+                reason: Some(skip.reason),
+            }));
             return Ok(None);
         }
         let now = self.now();

@@ -273,12 +273,13 @@ impl UserMemory {
     /// once; the promise resolves to `true` once the entry is persisted, or `false` when
     /// there was nothing worth remembering. Throws `INVALID_INPUT` or `CLOSED` synchronously.
     /// Ignoring the promise is fine: a storage failure is also an `error` event, and the
-    /// promise never becomes an unhandled rejection.
-    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
+    /// promise never becomes an unhandled rejection. (Typed in types.rs, generic over the
+    /// caller's message type.)
+    #[wasm_bindgen(skip_typescript)]
     pub fn observe(
         &self,
-        #[wasm_bindgen(js_name = threadId, unchecked_param_type = "string")] thread_id: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue,
+        #[wasm_bindgen(js_name = threadId)] thread_id: JsValue,
+        messages_: JsValue,
     ) -> std::result::Result<Promise, JsValue> {
         let _entered = Entered::new().js()?;
         let thread = thread_id.as_string().ok_or_else(|| to_js(&Error::invalid("`threadId` must be a string")))?;
@@ -297,8 +298,8 @@ impl UserMemory {
     }
 
     /// The `<memory>…</memory>` block for the next model call, or `""`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<string>")]
-    pub fn inject(&self, #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue) -> Promise {
+    #[wasm_bindgen(skip_typescript)]
+    pub fn inject(&self, messages_: JsValue) -> Promise {
         let entered = Entered::new();
         match entered.as_ref().map_err(Error::clone).and_then(|_| messages(&messages_)) {
             Ok(m) => Promise::resolve(&JsValue::from_str(&self.engine.inject(&m))),
@@ -307,8 +308,8 @@ impl UserMemory {
     }
 
     /// Per fact: similarity, confidence, score, token cost, whether it was injected and why.
-    #[wasm_bindgen(unchecked_return_type = "Promise<Explanation>")]
-    pub fn explain(&self, #[wasm_bindgen(unchecked_param_type = "Message[]")] messages_: JsValue) -> Promise {
+    #[wasm_bindgen(skip_typescript)]
+    pub fn explain(&self, messages_: JsValue) -> Promise {
         let entered = Entered::new();
         match entered.as_ref().map_err(Error::clone).and_then(|_| messages(&messages_)) {
             Ok(m) => {
@@ -439,7 +440,7 @@ impl UserMemory {
         Call::Clear(self.engine.clone()).promise()
     }
 
-    /// Subscribes to `"update"`, `"error"`, `"queued"` or `"processed"`; returns the
+    /// Subscribes to `"update"`, `"error"`, `"queued"`, `"processed"` or `"debug"`; returns the
     /// unsubscribe function.
     #[wasm_bindgen(skip_typescript)]
     pub fn on(&self, event: JsValue, listener: JsValue) -> std::result::Result<JsValue, JsValue> {
@@ -447,9 +448,9 @@ impl UserMemory {
         let Some(listener) = listener.dyn_ref::<Function>().cloned() else {
             return Err(to_js(&Error::invalid("`on(event, listener)` needs a function as the listener")));
         };
-        if !matches!(event.as_str(), "update" | "error" | "queued" | "processed") {
+        if !matches!(event.as_str(), "update" | "error" | "queued" | "processed" | "debug") {
             return Err(to_js(&Error::invalid(format!(
-                "unknown event \"{event}\" (use \"update\", \"error\", \"queued\" or \"processed\")"
+                "unknown event \"{event}\" (use \"update\", \"error\", \"queued\", \"processed\" or \"debug\")"
             ))));
         }
         let id = self.events.add(&event, listener);

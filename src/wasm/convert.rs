@@ -9,8 +9,9 @@
 //! instead of js-sys's `Array::iter`, `Array::is_array` and `Object::keys`.
 
 use crate::error::{Error, Result};
+use crate::json::Map;
 use crate::json::Value;
-use crate::message::{content_text, InputMessage, Role};
+use crate::message::{InputMessage, Role};
 use js_sys::{Array, Function, Promise, Reflect, JSON};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
@@ -88,7 +89,7 @@ pub(crate) fn prop(obj: &JsValue, key: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-/// Reads a `messages` array of either shape (SPEC §4).
+/// Reads a `messages` array (any of the shapes `InputMessage` knows).
 pub(crate) fn messages(v: &JsValue) -> Result<Vec<InputMessage>> {
     if v.is_undefined() || v.is_null() {
         return Ok(Vec::new());
@@ -100,22 +101,38 @@ pub(crate) fn messages(v: &JsValue) -> Result<Vec<InputMessage>> {
 fn message(m: &JsValue) -> InputMessage {
     let role = prop(m, "role").as_string().or_else(|| prop(m, "type").as_string());
     let role = role.as_deref().map_or(Role::Other, Role::parse);
-    let content = prop(m, "content");
-    let content = match content.as_string() {
-        Some(s) => s,
-        None if is_array(&content) => {
-            // List of parts: only the text parts matter; convert just those.
-            content_text(to_json(&content, "message content").ok().as_ref())
-        }
-        None => String::new(),
-    };
     let calls = prop(m, "tool_calls");
     let has_tool_calls = if is_array(&calls) {
         prop(&calls, "length").as_f64().is_some_and(|n| n > 0.0)
     } else {
         !(calls.is_undefined() || calls.is_null())
     };
-    InputMessage { role, content, has_tool_calls }
+    let content = prop(m, "content");
+    let parts = prop(m, "parts");
+    let list = if is_array(&parts) { parts } else { content.clone() };
+    // A list whose items cannot be read (a hostile Proxy) holds no text.
+    if let Ok(Some(list)) = items(&list, "message parts") {
+        return InputMessage::from_parts(role, &list.iter().map(part).collect::<Vec<_>>(), has_tool_calls);
+    }
+    InputMessage { content: content.as_string().unwrap_or_default(), has_tool_calls, ..InputMessage::new(role, "") }
+}
+
+/// One content part reduced to what [`InputMessage::from_parts`] reads (`type`, `text`,
+/// `providerExecuted`), so tool outputs and a file's data URL never cross the boundary.
+fn part(p: &JsValue) -> Value {
+    if let Some(s) = p.as_string() {
+        return Value::String(s);
+    }
+    let mut o = Map::new();
+    for key in ["type", "text"] {
+        if let Some(s) = prop(p, key).as_string() {
+            o.insert(key.to_string(), Value::String(s));
+        }
+    }
+    if let Some(b) = prop(p, "providerExecuted").as_bool() {
+        o.insert("providerExecuted".to_string(), Value::Bool(b));
+    }
+    Value::Object(o)
 }
 
 /// Sets `obj[key] = value`.

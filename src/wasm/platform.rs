@@ -187,6 +187,9 @@ fn event_to_js(event: &Event) -> JsValue {
         Event::Queued(q) => {
             o.str("threadId", &q.thread_id).opt_u64("dueAt", q.due_at).u64("pending", q.pending as u64);
         }
+        Event::Debug(d) => {
+            o.str("code", d.code).str("message", &d.message).opt_str("threadId", d.thread_id.as_deref()).opt_str("reason", d.reason);
+        }
     }
     o.finish();
     let obj = from_json(&out);

@@ -7,15 +7,34 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** A chat message, OpenAI style (`role`) or LangChain/DeerFlow style (`type`). */
+/**
+ * A chat message as the common SDKs make them: OpenAI style (`role`, `content`,
+ * `tool_calls`), LangChain/DeerFlow style (`type`), AI SDK model messages (`content` parts)
+ * and AI SDK UI messages (`parts`, from `useChat`). Only these fields are read; the SDKs'
+ * own message types (`ModelMessage`, `UIMessage`, `ChatCompletionMessageParam`,
+ * `BaseMessage`) are accepted as they are, with any other fields.
+ */
 export interface Message {
   role?: "user" | "assistant" | "system" | "tool" | "developer" | (string & {});
   type?: "human" | "ai" | "system" | "tool" | (string & {});
-  /** A string, or a list of parts of which the `{ type: "text", text }` ones are read. */
-  content?: string | ContentPart[] | null;
+  /** A string, or a list of parts: text parts are read, tool parts end a step, `file` parts are uploads. */
+  content?: string | readonly MessagePart[] | null;
+  /** AI SDK UI messages: read instead of `content`, like it. */
+  parts?: readonly MessagePart[];
   /** Assistant messages with tool calls are intermediate steps and are not remembered. */
-  tool_calls?: unknown[] | null;
-  [key: string]: unknown;
+  tool_calls?: readonly unknown[] | null;
+}
+
+/**
+ * One part of a message's `content` or `parts`. `text` / `input_text` / `output_text`
+ * parts are its text; a tool part (`tool-call`, `tool-<name>`, `dynamic-tool`, `tool_use`)
+ * makes the text before it an intermediate step (unless `providerExecuted`); a `file` part
+ * is an upload (a turn of nothing but files is forgotten with its answer).
+ */
+export interface MessagePart {
+  type?: string;
+  text?: string;
+  providerExecuted?: boolean;
 }
 
 /** One part of a list-shaped message content. */
@@ -344,16 +363,40 @@ export interface QueuedEvent {
   pending: number;
 }
 
+/** A diagnostic note: nothing failed, but something happened an application may not expect. */
+export interface DebugEvent {
+  type: "debug";
+  /** `NOT_QUEUED`: `observe()` resolved `false` (`reason` says why). `EPHEMERAL_STORAGE`: a Node process queued into memory that ends with the process (once per process). */
+  code: "NOT_QUEUED" | "EPHEMERAL_STORAGE";
+  message: string;
+  threadId: string | null;
+  /** For `NOT_QUEUED`: learning paused, no messages, no user message with text, or no final answer. */
+  reason: "paused" | "empty" | "no-user-message" | "no-answer" | null;
+}
+
 /** Event names and their payloads. */
 export interface MemoryEvents {
   update: UpdateEvent;
   error: MemoryErrorEvent;
   queued: QueuedEvent;
   processed: ProcessedEvent;
+  debug: DebugEvent;
 }
 
 export interface UserMemory {
   /** Subscribes to an event; returns the unsubscribe function. */
   on<K extends keyof MemoryEvents>(event: K, listener: (event: MemoryEvents[K]) => void): () => void;
+  /**
+   * Queues the conversation of thread `threadId` for extraction (debounced). Returns at
+   * once; the promise resolves to `true` once the entry is persisted, or `false` when there
+   * was nothing worth remembering (a `debug` event with code `NOT_QUEUED` says why). Throws
+   * `INVALID_INPUT` or `CLOSED` synchronously. Ignoring the promise is fine: a storage
+   * failure is also an `error` event, and the promise never becomes an unhandled rejection.
+   */
+  observe<M extends Message>(threadId: string, messages: readonly M[]): Promise<boolean>;
+  /** The `<memory>…</memory>` block for the next model call, or `""`. */
+  inject<M extends Message>(messages: readonly M[]): Promise<string>;
+  /** Per fact: similarity, confidence, score, token cost, whether it was injected and why. */
+  explain<M extends Message>(messages: readonly M[]): Promise<Explanation>;
 }
 "#;

@@ -30,6 +30,7 @@ import {
   type UserMemoryError,
   type UserMemoryOptions,
 } from "user-memory";
+import wasmUrl from "user-memory/wasm";
 import { fileName, FileStore, fileStore, type FileStoreOptions } from "user-memory/node";
 import { DurableObjectStore, durableObjectStore, type DurableObjectStorageLike } from "user-memory/workers";
 import { memoryTools, PROVIDER_OPTIONS_KEY, userMemoryMiddleware, type MemoryTools, type UserMemoryMiddlewareOptions } from "user-memory/ai-sdk";
@@ -48,7 +49,7 @@ export type Checks = [
   Expect<Equal<ReturnType<typeof UserMemory.open>, Promise<UserMemory>>>,
   Expect<Equal<Parameters<typeof UserMemory.open>[0], UserMemoryOptions>>,
   Expect<Equal<Parameters<M["observe"]>[0], string>>,
-  Expect<Equal<Parameters<M["observe"]>[1], Message[]>>,
+  Expect<Equal<Parameters<M["observe"]>[1], readonly Message[]>>,
   Expect<Equal<ReturnType<M["observe"]>, Promise<boolean>>>,
   Expect<Equal<ReturnType<M["inject"]>, Promise<string>>>,
   Expect<Equal<ReturnType<M["explain"]>, Promise<Explanation>>>,
@@ -121,6 +122,9 @@ void incomplete;
 
 export async function everything(): Promise<void> {
   await init();
+  // The README's esbuild recipe: the file loader's URL of the .wasm, passed to init().
+  const url: string = wasmUrl;
+  await init(url);
   const endpoint: LlmEndpoint = { baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.1", timeoutMs: 60_000, maxRetries: 2, headers: { "x-app": "demo" } };
   const fn: LlmFunction = async ({ system, prompt, signal }: LlmFunctionRequest) => {
     const aborted: boolean = signal.aborted;
@@ -205,6 +209,11 @@ export async function everything(): Promise<void> {
     const t: string = e.threadId;
     const at: number | null = e.dueAt;
     void [t, at, e.pending];
+  });
+  memory.on("debug", (e) => {
+    const code: "NOT_QUEUED" | "EPHEMERAL_STORAGE" = e.code;
+    if (e.reason === "no-answer") console.log(e.message, e.threadId);
+    void code;
   });
   // @ts-expect-error unknown event names are rejected
   memory.on("updated", () => {});
