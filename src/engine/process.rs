@@ -118,11 +118,15 @@ impl Engine {
                     report.first_error.get_or_insert(Error::Closed);
                     break;
                 }
-                Ok(()) => {
-                    self.update_queue(&mut |q| {
-                        q.succeed(&entry.thread_id, &version, now);
-                    })
-                    .await?;
+                Ok(processed) => {
+                    let settled = self
+                        .update_queue(&mut |q| {
+                            q.succeed(&entry.thread_id, &version, now);
+                        })
+                        .await;
+                    // After the queue forgot the entry, so a listener reading status() sees it done.
+                    self.emit(Event::Processed(processed));
+                    settled?;
                     report.processed.push(entry.thread_id.clone());
                 }
                 Err(error) => {
@@ -153,9 +157,9 @@ impl Engine {
         Ok(report)
     }
 
-    /// Extracts one entry and commits the result. Memory is untouched unless everything up
-    /// to a valid delta succeeded.
-    async fn process_entry(&self, entry: &Entry) -> Result<()> {
+    /// Extracts one entry and commits the result; returns the `processed` event to emit once
+    /// the queue is settled. Memory is untouched unless everything up to a valid delta succeeded.
+    async fn process_entry(&self, entry: &Entry) -> Result<ProcessedEvent> {
         // The prompt shows the newest memory, including other instances' changes.
         let current = self.refresh().await?;
         let request = build_request(&current, &entry.messages, &self.config().prompt);
@@ -180,15 +184,13 @@ impl Engine {
             Ok(())
         })
         .await?;
-        let revision = self.revision();
-        self.emit(Event::Processed(ProcessedEvent {
+        Ok(ProcessedEvent {
             thread_id: thread,
             changed: report.is_some_and(|r| !r.is_empty()),
-            revision,
+            revision: self.revision(),
             skipped: delta.skipped,
             usage,
             usage_reported,
-        }));
-        Ok(())
+        })
     }
 }

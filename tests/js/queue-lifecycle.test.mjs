@@ -179,3 +179,18 @@ test("close() keeps the entry a cancelled call was working on: the next instance
   assert.deepEqual((await b.get()).facts.map((f) => f.content), ["Keeps bees"]);
   await b.close();
 });
+
+test("a processed event comes once the queue has let go of the entry: status() in the listener shows it done", async () => {
+  llm.reset();
+  llm.script.push(factsReply("Keeps bees"), factsReply("Keeps bees"));
+  const memory = await openMemory({ agent: freshAgent("processed"), storage: "memory", debounceMs: 60_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
+  const seen = [];
+  memory.on("processed", (e) => seen.push([e.threadId, e.changed, memory.status().pending]));
+  memory.observe("a", JSON.parse(conv));
+  await memory.flush();
+  // The same fact again: nothing changes, so no update event re-reads anything after it.
+  memory.observe("b", JSON.parse(conv));
+  await memory.flush();
+  assert.deepEqual(seen, [["a", true, []], ["b", false, []]]);
+  await memory.close();
+});
