@@ -3,26 +3,14 @@
 // SDK's `ChatCompletionMessageParam[]` and LangChain's `BaseMessage[]` for observe(),
 // inject() and explain() (and still rejects what is no message); and at run time LangChain
 // message objects and OpenAI-shaped messages are remembered as they are.
-import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { consumerProject, ROOT } from "../helpers/pack.mjs";
+import { consumerProject } from "../helpers/pack.mjs";
+import { NODE_TYPES, tsc as compile } from "../helpers/typescript.mjs";
 import { runChild } from "../helpers/pipeline.mjs";
 
-/** Runs tsc --strict (skipLibCheck: false) on `source` as `file` in `dir`; returns its output, throws with it on errors. */
-function tsc(dir, file, source) {
-  writeFileSync(join(dir, file), source);
-  const config = `tsconfig.${file}.json`;
-  const compilerOptions = { strict: true, noEmit: true, skipLibCheck: false, target: "es2022", module: "nodenext", moduleResolution: "nodenext", lib: ["es2022", "dom"], typeRoots: [join(ROOT, "node_modules/@types")], types: ["node"] };
-  writeFileSync(join(dir, config), JSON.stringify({ compilerOptions, files: [file] }));
-  try {
-    return execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", config], { cwd: dir, encoding: "utf8" });
-  } catch (e) {
-    throw new Error(`tsc ${file} failed:\n${e.stdout}${e.stderr}`);
-  }
-}
+/** tsc --strict (skipLibCheck: false) on `source` as `file` in `dir`. */
+const tsc = (dir, file, source) => compile(dir, [file], { lib: ["es2022", "dom"], ...NODE_TYPES }, { [file]: source });
 
 /** A consumer passing `type` arrays (declared by `declarations`) to every method that takes messages. */
 const consumer = (imports, declarations, names) => `${imports}

@@ -1,12 +1,14 @@
 // The published types, from the packed tarball: `tsc --strict` on consumers of every public
 // API (Node + browser + AI SDK; a Worker against @cloudflare/workers-types), and no `any` in
 // the public declaration files.
-import { execFileSync } from "node:child_process";
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { freshProject, ROOT } from "../helpers/pack.mjs";
+import { tsc as compile } from "../helpers/typescript.mjs";
+
+const tsc = (files, compilerOptions) => compile(project, files, compilerOptions);
 
 let project;
 before(() => {
@@ -23,19 +25,6 @@ before(() => {
      }`,
   );
 });
-
-/** Runs tsc with `compilerOptions` on `files`; returns its output, throws with it on errors. */
-function tsc(files, compilerOptions) {
-  const file = files[0];
-  const config = `tsconfig.${file}.json`;
-  const options = { strict: true, noEmit: true, skipLibCheck: false, target: "es2022", module: "nodenext", moduleResolution: "nodenext", ...compilerOptions };
-  writeFileSync(join(project, config), JSON.stringify({ compilerOptions: options, files }, null, 2));
-  try {
-    return execFileSync(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), "-p", config], { cwd: project, encoding: "utf8" });
-  } catch (e) {
-    throw new Error(`tsc ${file} failed:\n${e.stdout}${e.stderr}`);
-  }
-}
 
 test("tsc --strict: a Node/browser consumer of every API, the file store and the AI SDK middleware", { timeout: 120_000 }, () => {
   tsc(["consumer.ts", "json-schema.d.ts"], { lib: ["es2022", "dom", "dom.iterable"], types: ["node"] });
