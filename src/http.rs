@@ -157,6 +157,9 @@ impl Connection {
 pub struct Secrets(Vec<String>);
 
 impl Secrets {
+    /// No secrets.
+    pub const NONE: Secrets = Secrets(Vec::new());
+
     /// The secrets among `values` (6 characters or more), without duplicates.
     pub fn new<'a>(values: impl IntoIterator<Item = &'a str>) -> Secrets {
         let mut out: Vec<String> = Vec::new();

@@ -4,7 +4,6 @@ use super::{Engine, ErrorEvent, Event, ProcessedEvent, UpdateReason};
 use crate::apply::{apply_delta, ApplyContext};
 use crate::error::{Error, Result};
 use crate::llm::Usage;
-use crate::parse::parse_reply;
 use crate::prompt::build_request;
 use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
 use crate::time::iso_from_millis;
@@ -172,7 +171,7 @@ impl Engine {
                 (Usage { prompt_tokens: prompt_tokens as u64, completion_tokens: counter.count(&reply.text) as u64 }, false)
             }
         };
-        let delta = parse_reply(&reply.text)?;
+        let delta = crate::llm::parse_delta(&reply.text, self.parts().llm.secrets())?;
         let cfg = self.config().apply;
         let ids = self.parts().ids.clone();
         let now_iso = iso_from_millis(self.now());

@@ -8,7 +8,10 @@ pub mod config;
 pub mod protocol;
 pub mod retry;
 
-use crate::error::Result;
+use crate::delta::Delta;
+use crate::error::{Error, Result};
+use crate::http::Secrets;
+use crate::parse::parse_reply;
 use crate::sync::LocalFuture;
 
 pub use config::{LlmConfig, Provider};
@@ -61,4 +64,52 @@ pub trait Llm {
     /// nothing keeps the process alive; those calls and any later ones fail with `CLOSED`.
     /// The default does nothing (the call in flight, if any, runs to its end).
     fn cancel(&self) {}
+
+    /// What must never leave the configuration through a reply: the API key and header
+    /// values the transport sends. The engine masks them in every message quoting the reply
+    /// and keeps them out of the document. None by default (a JS function has no key of
+    /// ours).
+    fn secrets(&self) -> &Secrets {
+        &NO_SECRETS
+    }
+}
+
+static NO_SECRETS: Secrets = Secrets::NONE;
+
+/// The delta in a reply ([`parse_reply`]), with `secrets` masked in the error when there is
+/// none: the error quotes the reply, and masking the reply before quoting it means no
+/// excerpt can cut a secret in half.
+pub fn parse_delta(text: &str, secrets: &Secrets) -> Result<Delta> {
+    match parse_reply(text) {
+        Err(e) if secrets.found_in(text) => Err(match parse_reply(&secrets.mask(text)) {
+            Err(masked) => masked,
+            Ok(_) => Error::LlmBadOutput(secrets.mask(&e.message())),
+        }),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_quoting_a_secret_is_masked_in_the_bad_output_error_even_where_the_excerpt_is_cut() {
+        let key = "sk-proj-0123456789abcdefghijklmnop";
+        let secrets = Secrets::new([key]);
+        // Not a delta; the key starts at character 190, so an excerpt cut at 200 characters
+        // from the unmasked reply would keep its first 10 characters.
+        let reply = format!("{} {key} is not a valid key, so I cannot help.", "Sorry, ".repeat(27));
+        let plain = parse_reply(&reply).unwrap_err();
+        assert!(plain.message().contains("sk-proj-01"), "the unmasked excerpt cuts the key: {}", plain.message());
+        let e = parse_delta(&reply, &secrets).unwrap_err();
+        assert_eq!(e.code(), "LLM_BAD_OUTPUT");
+        assert!(!e.message().contains("sk-proj-01") && e.message().contains("***"), "{}", e.message());
+        // A broken delta quoting the key: the JSON error is quoted masked too.
+        let broken = format!(r#"{{"newFacts": [{{"content": "uses {key}", "confidence": 0.9,]}}"#);
+        let e = parse_delta(&broken, &secrets).unwrap_err();
+        assert!(!e.message().contains("sk-proj"), "{}", e.message());
+        // Without secrets it is parse_reply.
+        assert_eq!(parse_delta(&reply, &Secrets::NONE).unwrap_err(), plain);
+    }
 }

@@ -6,6 +6,7 @@ use super::convert::{prop, set, to_json};
 use super::error::llm_function_error;
 use super::http::{HttpClient, WholeBody};
 use crate::error::{Error, Result};
+use crate::http::Secrets;
 use crate::llm::protocol::{build_http_request, downgrade, extract_reply, Shape};
 use crate::llm::{Llm, LlmConfig, LlmReply, LlmRequest, Usage};
 use crate::message::content_text;
@@ -50,6 +51,10 @@ impl Llm for FetchLlm {
 
     fn cancel(&self) {
         self.http.cancel();
+    }
+
+    fn secrets(&self) -> &Secrets {
+        self.http.secrets()
     }
 }
 

@@ -288,3 +288,25 @@ test("processed carries the provider's token usage when the reply has one, else 
   assert.ok(estimated.promptTokens > 100 && estimated.completionTokens > 5, JSON.stringify(estimated));
   await memory.close();
 });
+
+test("a 200 reply that is no delta but quotes the key and a header value: LLM_BAD_OUTPUT, its error event and the flush() rejection are masked", async () => {
+  llm.reset();
+  const headerKey = "azure-key-in-reply-0123456789";
+  const { memory, events } = await open({ headers: { "api-key": headerKey }, maxRetries: 0 });
+  // The key starts where a 200-character excerpt of the unmasked reply would cut it.
+  const reply = `${"Sorry, ".repeat(27)} ${KEY} and ${headerKey} are not valid, so I cannot help.`;
+  llm.script.push({ content: reply });
+  memory.observe("t", turn("hello", "hi"));
+  const rejection = await memory.flush().then(
+    () => null,
+    (e) => e,
+  );
+  assert.equal(rejection?.code, "LLM_BAD_OUTPUT");
+  const leaks = (text) => text.includes(KEY.slice(0, 10)) || text.includes(headerKey.slice(0, 10));
+  assert.ok(!leaks(rejection.message) && rejection.message.includes("***"), rejection.message);
+  assert.ok(!leaks(String(rejection.stack)));
+  const [ev] = events.of("error");
+  assert.equal(ev.code, "LLM_BAD_OUTPUT");
+  assert.ok(!leaks(JSON.stringify(ev)) && !leaks(ev.error.message), ev.message);
+  await memory.close();
+});
