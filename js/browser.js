@@ -4,6 +4,7 @@
 import wbgInit, { UserMemory } from "./wasm/user_memory.js";
 
 export * from "./wasm/user_memory.js";
+export { DELTA_SCHEMA } from "./delta-schema.js";
 
 let ready;
 

@@ -1,6 +1,21 @@
 export * from "./wasm/user_memory.js";
 
 /**
+ * The JSON schema of the memory delta the extraction answers with, in OpenAI's strict
+ * dialect (every property required, optional ones nullable, `$defs` for the shared parts).
+ * `jsonMode: "schema"` sends it for you; with a JS-function LLM pass it to your SDK, e.g.
+ * `response_format: { type: "json_schema", json_schema: { name: "memory_delta", strict: true, schema: DELTA_SCHEMA } }`
+ * or the AI SDK's `generateObject({ schema: jsonSchema(DELTA_SCHEMA), … })`. Read-only.
+ */
+export const DELTA_SCHEMA: {
+  readonly type: "object";
+  readonly properties: Readonly<Record<"newFacts" | "factsToRemove" | "factsToReinforce" | "user" | "history", unknown>>;
+  readonly required: readonly string[];
+  readonly additionalProperties: false;
+  readonly $defs: Readonly<Record<string, unknown>>;
+};
+
+/**
  * Loads the WebAssembly module. Browsers fetch it on first use (`UserMemory.open()` calls
  * this for you); in Node.js and Workers it is loaded at import time and this is a no-op.
  * Pass the URL of the `.wasm` (e.g. from `import wasmUrl from "user-memory/wasm"` with a

@@ -9,6 +9,7 @@ globalThis.crypto ??= webcrypto;
 initSync({ module: readFileSync(new URL("./wasm/user_memory_bg.wasm", import.meta.url)) });
 
 export * from "./wasm/user_memory.js";
+export { DELTA_SCHEMA } from "./delta-schema.js";
 
 /** Already initialised in Node; kept so the same code runs in every runtime. */
 export async function init() {}

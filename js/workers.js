@@ -6,6 +6,7 @@ import { initSync } from "./wasm/user_memory.js";
 initSync({ module: wasmModule });
 
 export * from "./wasm/user_memory.js";
+export { DELTA_SCHEMA } from "./delta-schema.js";
 
 /** Already initialised in Workers; kept so the same code runs in every runtime. */
 export async function init() {}

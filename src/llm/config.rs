@@ -29,11 +29,33 @@ pub struct LlmConfig {
     /// Sampling temperature: 0 unless given; `temperature: null` leaves it out of the
     /// request (`None`), for models that refuse the parameter.
     pub temperature: Option<f64>,
-    /// `max_tokens` of the reply (Anthropic requires one; default 4096).
+    /// The reply's token budget (`max_tokens`), default [`DEFAULT_MAX_TOKENS`]; `None`
+    /// (`maxTokens: null`, OpenAI-compatible only) leaves it to the endpoint.
     pub max_tokens: Option<u64>,
-    /// Ask OpenAI-compatible servers for a JSON object (`response_format`), default false.
-    pub json_mode: bool,
+    /// How the reply is constrained (`jsonMode`), default [`OutputMode::Schema`].
+    pub output: OutputMode,
+    /// Stream the reply (`stream`, default true).
+    pub stream: bool,
 }
+
+/// What the request asks the model's output to be (`llm.jsonMode`). When the endpoint
+/// refuses one, the transport goes down to the next (schema → JSON → text) and stays there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OutputMode {
+    /// Free text (`jsonMode: false`).
+    Text,
+    /// Any JSON object (`jsonMode: true`: OpenAI's `response_format: { type: "json_object" }`;
+    /// Anthropic has none, so it is text there).
+    Json,
+    /// The delta's JSON schema (`jsonMode: "schema"`): OpenAI's `response_format` with
+    /// `json_schema` (strict), Anthropic's forced tool call.
+    Schema,
+}
+
+/// `maxTokens` when none is given: the largest delta of the reply corpus
+/// (`tests/fixtures/replies/`, a full six-section update in Chinese) is 381 tokens, the
+/// median 95; a cut-off reply is retried once with 4× the budget.
+pub const DEFAULT_MAX_TOKENS: u64 = 1024;
 
 impl std::fmt::Debug for LlmConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,7 +71,7 @@ impl std::fmt::Debug for LlmConfig {
 pub use crate::http::DEFAULT_TIMEOUT_MS;
 
 /// The keys of `llm` besides the [`Connection::KEYS`].
-const OWN_KEYS: &[&str] = &["provider", "model", "temperature", "maxTokens", "jsonMode"];
+const OWN_KEYS: &[&str] = &["provider", "model", "temperature", "maxTokens", "jsonMode", "stream"];
 
 impl LlmConfig {
     /// What must never appear in an error message, in storage or in the document: the API
@@ -90,13 +112,31 @@ impl LlmConfig {
             Some(Value::Null) => None,
             _ => Some(opt_f64(obj, "llm.temperature", "temperature")?.unwrap_or(0.0)),
         };
+        let max_tokens = match obj.get("maxTokens") {
+            Some(Value::Null) if provider == Provider::Anthropic => {
+                return Err(Error::invalid("`llm.maxTokens` cannot be null with provider \"anthropic\" (its API requires max_tokens)"))
+            }
+            Some(Value::Null) => None,
+            _ => match opt_uint(obj, "llm.maxTokens", "maxTokens")?.unwrap_or(DEFAULT_MAX_TOKENS) {
+                0 => return Err(Error::invalid("`llm.maxTokens` must be at least 1 (or null to leave it out)")),
+                n => Some(n),
+            },
+        };
+        let output = match obj.get("jsonMode") {
+            None | Some(Value::Null) => OutputMode::Schema,
+            Some(Value::Bool(true)) => OutputMode::Json,
+            Some(Value::Bool(false)) => OutputMode::Text,
+            Some(Value::String(s)) if s == "schema" => OutputMode::Schema,
+            Some(_) => return Err(Error::invalid("`llm.jsonMode` must be \"schema\" (the default), true (any JSON object) or false")),
+        };
         Ok(LlmConfig {
             provider,
             conn,
             model,
             temperature,
-            max_tokens: opt_uint(obj, "llm.maxTokens", "maxTokens")?,
-            json_mode: opt_bool(obj, "llm.jsonMode", "jsonMode")?.unwrap_or(false),
+            max_tokens,
+            output,
+            stream: opt_bool(obj, "llm.stream", "stream")?.unwrap_or(true),
         })
     }
 }
@@ -136,7 +176,27 @@ mod tests {
         let e = LlmConfig::from_value(&json!({"model": "m", "timeout": 5})).unwrap_err();
         assert_eq!(
             e.message(),
-            "unknown option `llm.timeout` (known: provider, model, temperature, maxTokens, jsonMode, baseUrl, apiKey, headers, timeoutMs, maxRetries, maxResponseBytes)"
+            "unknown option `llm.timeout` (known: provider, model, temperature, maxTokens, jsonMode, stream, baseUrl, apiKey, headers, timeoutMs, maxRetries, maxResponseBytes)"
         );
+    }
+
+    #[test]
+    fn max_tokens_json_mode_and_stream_defaults_and_validation() {
+        let c = |v| LlmConfig::from_value(&v);
+        let d = c(json!({"model": "m"})).unwrap();
+        assert_eq!((d.max_tokens, d.output, d.stream), (Some(DEFAULT_MAX_TOKENS), OutputMode::Schema, true));
+        let e = c(json!({"model": "m", "maxTokens": null, "jsonMode": true, "stream": false})).unwrap();
+        assert_eq!((e.max_tokens, e.output, e.stream), (None, OutputMode::Json, false));
+        assert_eq!(c(json!({"model": "m", "jsonMode": false})).unwrap().output, OutputMode::Text);
+        assert_eq!(c(json!({"model": "m", "jsonMode": "schema", "maxTokens": 300})).unwrap().max_tokens, Some(300));
+        for (bad, named) in [
+            (json!({"model": "m", "maxTokens": 0}), "llm.maxTokens"),
+            (json!({"model": "m", "provider": "anthropic", "maxTokens": null}), "llm.maxTokens"),
+            (json!({"model": "m", "jsonMode": "json_schema"}), "llm.jsonMode"),
+            (json!({"model": "m", "stream": "yes"}), "llm.stream"),
+        ] {
+            let e = c(bad).unwrap_err();
+            assert!(e.code() == "INVALID_INPUT" && e.message().contains(named), "{}", e.message());
+        }
     }
 }

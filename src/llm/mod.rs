@@ -7,6 +7,8 @@
 pub mod config;
 pub mod protocol;
 pub mod retry;
+pub mod schema;
+pub mod stream;
 
 use crate::delta::Delta;
 use crate::error::{Error, Result};
@@ -14,7 +16,7 @@ use crate::http::Secrets;
 use crate::parse::parse_reply;
 use crate::sync::LocalFuture;
 
-pub use config::{LlmConfig, Provider};
+pub use config::{LlmConfig, OutputMode, Provider};
 
 /// One extraction call: a system prompt (the instructions) and a user prompt (the current
 /// memory and the conversation).

@@ -32,7 +32,8 @@ pub const MAX_CANDIDATES: usize = 64;
 /// The keys that make an object the delta.
 pub const DELTA_KEYS: [&str; 4] = ["user", "history", "newFacts", "factsToRemove"];
 
-const KNOWN_CATEGORIES: [&str; 6] = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
+/// The fact categories the prompt names; others are kept as given.
+pub const KNOWN_CATEGORIES: [&str; 6] = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
 const EXCERPT_CHARS: usize = 200;
 
 /// Finds the delta in a model reply (SPEC §6, §11 Parsing).

@@ -41,6 +41,12 @@ pub(crate) trait BodySink {
     /// Takes the next chunk; `true` once the sink has what it needs: reading stops there
     /// and the rest of the response is cancelled (the server stops generating).
     fn push(&mut self, chunk: &Uint8Array) -> bool;
+
+    /// An error the server reported inside a 2xx body (a stream's error event): the try
+    /// fails with `LLM_NETWORK` and is retried like a broken connection.
+    fn reported_error(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The whole body, kept as JS chunks until it is complete and decoded (UTF-8, invalid
@@ -322,6 +328,10 @@ impl HttpClient {
             }
         }
         if ok {
+            if let Some(e) = sink.reported_error() {
+                let message = format!("the {}'s stream ended with an error: {e}", self.conn.name.label);
+                return Err(Error::LlmNetwork(self.secrets.mask(&message)).into());
+            }
             return Ok(());
         }
         let body = self.secrets.mask(&error_body.text());

@@ -4,14 +4,15 @@
 use super::cancel::Cancel;
 use super::convert::{prop, set, to_json};
 use super::error::llm_function_error;
-use super::http::{HttpClient, WholeBody};
+use super::http::{BodySink, HttpClient, WholeBody};
 use crate::error::{Error, Result};
 use crate::http::Secrets;
-use crate::llm::protocol::{build_http_request, downgrade, extract_reply, Shape};
-use crate::llm::{Llm, LlmConfig, LlmReply, LlmRequest, Usage};
+use crate::llm::protocol::{build_http_request, downgrade, extract_reply, judge, Shape, Verdict};
+use crate::llm::stream::StreamDecoder;
+use crate::llm::{Llm, LlmConfig, LlmReply, LlmRequest, Provider, Usage};
 use crate::message::content_text;
 use crate::sync::LocalFuture;
-use js_sys::{Function, Object};
+use js_sys::{Function, Object, Uint8Array};
 use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -30,20 +31,84 @@ impl FetchLlm {
     }
 }
 
+/// Where a reply's body goes: the event decoder when the endpoint streams, else the whole
+/// body (an endpoint that answers a stream request with plain JSON).
+struct ReplySink {
+    provider: Provider,
+    events: Option<StreamDecoder>,
+    whole: WholeBody,
+}
+
+impl BodySink for ReplySink {
+    fn start(&mut self, content_type: &str) {
+        self.events = content_type.contains("text/event-stream").then(|| StreamDecoder::new(self.provider));
+        self.whole.start(content_type);
+    }
+
+    fn push(&mut self, chunk: &Uint8Array) -> bool {
+        match &mut self.events {
+            Some(events) => events.feed(&chunk.to_vec()),
+            None => self.whole.push(chunk),
+        }
+    }
+
+    fn reported_error(&self) -> Option<&str> {
+        self.events.as_ref().and_then(StreamDecoder::error)
+    }
+}
+
+/// Adds up what the tries of one call used; `None` once one of them did not say.
+fn add_usage(total: Option<Option<Usage>>, more: Option<Usage>) -> Option<Option<Usage>> {
+    Some(match (total, more) {
+        (None, u) => u,
+        (Some(Some(a)), Some(b)) => {
+            Some(Usage { prompt_tokens: a.prompt_tokens + b.prompt_tokens, completion_tokens: a.completion_tokens + b.completion_tokens })
+        }
+        _ => None,
+    })
+}
+
 impl Llm for FetchLlm {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         Box::pin(async move {
+            let provider = self.cfg.provider;
+            let secrets = self.http.secrets();
+            let mut budget = self.cfg.max_tokens;
+            // The first budget, once the cut-off reply is being retried with a larger one.
+            let mut retried = None;
+            let mut usage = None;
             loop {
                 let shape = self.shape.get();
-                let http = build_http_request(&self.cfg, request, shape);
-                let mut body = WholeBody::default();
-                match self.http.post(&http, false, &mut body).await {
-                    Ok(()) => return extract_reply(self.cfg.provider, &body.text(), self.http.secrets()),
-                    Err(f) => match f.error.status().and_then(|status| downgrade(shape, status, &f.body)) {
+                let http = build_http_request(&self.cfg, request, shape, budget);
+                let mut sink = ReplySink { provider, events: None, whole: WholeBody::default() };
+                if let Err(f) = self.http.post(&http, shape.stream, &mut sink).await {
+                    match f.error.status().and_then(|status| downgrade(provider, shape, status, &f.body)) {
                         // Refused a part of the request: leave it out from now on.
-                        Some(lower) => self.shape.set(lower),
+                        Some(lower) => {
+                            self.shape.set(lower);
+                            continue;
+                        }
                         None => return Err(f.error),
-                    },
+                    }
+                }
+                let completion = match sink.events {
+                    Some(events) => events.finish(|text| secrets.mask(text))?,
+                    None => {
+                        if shape.stream {
+                            // Asked to stream, answered whole: no need to ask again.
+                            self.shape.set(Shape { stream: false, ..shape });
+                        }
+                        extract_reply(provider, &sink.whole.text(), secrets)?
+                    }
+                };
+                usage = add_usage(usage, completion.usage);
+                match judge(provider, &completion, budget, retried) {
+                    Verdict::Accept => return Ok(LlmReply { text: completion.text, usage: usage.flatten() }),
+                    Verdict::Retry(more) => {
+                        retried = budget;
+                        budget = Some(more);
+                    }
+                    Verdict::Fail(e) => return Err(e),
                 }
             }
         })

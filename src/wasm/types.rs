@@ -115,7 +115,7 @@ export interface LlmEndpoint {
   apiKey?: string;
   model: string;
   headers?: Record<string, string>;
-  /** Abort one HTTP request after this many ms (each retry gets its own); `0` means no timeout; at most about 24 days (2^31 − 1 ms, what `setTimeout` takes). Default 60 000. */
+  /** Abort one HTTP request after this many ms without an answer (streamed: without new data; each retry gets its own); `0` means no timeout; at most about 24 days (2^31 − 1 ms, what `setTimeout` takes). Default 60 000. */
   timeoutMs?: number;
   /**
    * Retries within one attempt on 429, 5xx, timeouts and network errors, waiting 0.5 s, 1 s,
@@ -130,10 +130,30 @@ export interface LlmEndpoint {
   maxResponseBytes?: number;
   /** Default 0; `null` leaves it out of the request (for models that refuse it). */
   temperature?: number | null;
-  /** Reply budget; default 4096 for Anthropic, unset for OpenAI. */
-  maxTokens?: number;
-  /** Send `response_format: { type: "json_object" }`. Default false. */
-  jsonMode?: boolean;
+  /**
+   * Reply budget (`max_tokens`), default 1024 (the largest delta of the reply corpus is 381
+   * tokens). A reply cut off by it (`finish_reason: "length"`, `stop_reason: "max_tokens"`)
+   * before its delta is complete is asked for once more with 4× the budget (at most 8192),
+   * then fails with `LLM_BAD_OUTPUT` naming the cause. `null` leaves it to the endpoint
+   * (OpenAI-compatible only). Reasoning models spend it on thinking too: give them more.
+   */
+  maxTokens?: number | null;
+  /**
+   * How the reply is constrained. `"schema"` (default): the delta's JSON schema
+   * (`DELTA_SCHEMA`) as OpenAI's strict `response_format` or Anthropic's forced tool call;
+   * `true`: any JSON object (`response_format: { type: "json_object" }`, OpenAI-compatible
+   * only); `false`: nothing. An endpoint that refuses one (HTTP 400/422 naming it) gets the
+   * next, schema → JSON → text, remembered for the instance.
+   */
+  jsonMode?: "schema" | boolean;
+  /**
+   * Stream the reply (server-sent events), default true: headers arrive at once (Node's
+   * fetch gives up after 300 s without them), `timeoutMs` counts from the last data
+   * received, and reading stops as soon as the delta is complete. An endpoint answering
+   * with plain JSON, or refusing the parameter, is read whole and asked without streaming
+   * from then on.
+   */
+  stream?: boolean;
 }
 
 /**

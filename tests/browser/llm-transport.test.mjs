@@ -118,3 +118,26 @@ test("Chromium: the same page extracts normally when the endpoint answers direct
   assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
   await page.close();
 });
+
+test("Chromium: a streamed reply (server-sent events over CORS) is read as it arrives and reading stops once the delta is complete", async () => {
+  llm.requests.length = 0;
+  const page = await openPage({ stream: true });
+  const tail = Array.from({ length: 3000 }, () => "\n ");
+  llm.script.push({ ...factsReply("Lives in Lisbon"), tail, pieceDelayMs: 1, usage: { prompt_tokens: 10, completion_tokens: 20 } });
+  const r = await extract(page, "I live in Lisbon");
+  assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
+  const post = llm.requests.find((q) => q.method === "POST");
+  assert.equal(post.body.stream, true);
+  for (let i = 0; i < 100 && !post.clientClosed; i++) await new Promise((res) => setTimeout(res, 10));
+  assert.ok(post.clientClosed && post.piecesSent < 100, `${post.piecesSent} pieces sent`);
+  await page.close();
+});
+
+test("Chromium: a 20 MB reply stops at llm.maxResponseBytes", async () => {
+  const page = await openPage({ stream: false, maxRetries: 0 });
+  llm.script.push({ content: "a".repeat(20 * 1024 * 1024), stream: false });
+  const r = await extract(page, "I live in Lisbon");
+  assert.equal(r.code, "LLM_BAD_OUTPUT");
+  assert.match(r.message, /llm\.maxResponseBytes/);
+  await page.close();
+});

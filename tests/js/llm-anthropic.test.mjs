@@ -32,7 +32,7 @@ test("anthropic happy path: POST /v1/messages with x-api-key, anthropic-version,
   assert.equal(req.headers["anthropic-beta"], "tools-2024");
   assert.equal(req.headers.authorization, undefined, "no bearer header for Anthropic");
   assert.equal(req.body.model, "claude-test");
-  assert.equal(req.body.max_tokens, 4096);
+  assert.equal(req.body.max_tokens, 1024);
   assert.equal(typeof req.body.system, "string");
   assert.match(req.body.system, /newFacts/);
   assert.equal(req.body.messages.length, 1);

@@ -120,17 +120,28 @@ async function heapGrowth(step, llmOptions = {}) {
 const MB = 1024 * 1024;
 
 test("a 50 MB reply is refused at llm.maxResponseBytes (4 MiB) and the wasm heap grows by far less than the body", async () => {
-  const [error, growth] = await heapGrowth({ content: "a".repeat(50 * MB) });
+  // (stream: false: answered as one JSON body, although the request asks for a stream.)
+  const [error, growth] = await heapGrowth({ content: "a".repeat(50 * MB), stream: false });
   assert.equal(error?.code, "LLM_BAD_OUTPUT");
   assert.match(error.message, /llm\.maxResponseBytes \(4194304 bytes\)/);
-  assert.ok(growth < 16 * MB, `wasm heap grew by ${(growth / MB).toFixed(1)} MB (the issue measured 250 MB before the cap)`);
+  assert.ok(growth < 4 * MB, `wasm heap grew by ${(growth / MB).toFixed(1)} MB (the issue measured 250 MB before the cap)`);
+});
+
+test("a streamed 50 MB reply stops at the cap too, and the server sees the client leave", async () => {
+  const [error, growth] = await heapGrowth({ content: "", pieces: Array.from({ length: 50 }, () => "a".repeat(MB)) });
+  assert.equal(error?.code, "LLM_BAD_OUTPUT");
+  assert.match(error.message, /llm\.maxResponseBytes/);
+  for (let i = 0; i < 100 && !llm.requests[0].clientClosed; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(llm.requests[0].clientClosed, "the client hung up");
+  assert.ok(llm.requests[0].piecesSent < 20, `${llm.requests[0].piecesSent} of 50 pieces sent`);
+  assert.ok(growth < 16 * MB, `wasm heap grew by ${(growth / MB).toFixed(1)} MB`);
 });
 
 test("a gzip bomb (about 50 KB on the wire, 50 MB decoded) stops at the cap too: decoded bytes are counted", async () => {
-  const [error, growth] = await heapGrowth({ content: "a".repeat(50 * MB), gzip: true });
+  const [error, growth] = await heapGrowth({ content: "a".repeat(50 * MB), gzip: true, stream: false });
   assert.equal(error?.code, "LLM_BAD_OUTPUT");
   assert.match(error.message, /maxResponseBytes/);
-  assert.ok(growth < 16 * MB, `wasm heap grew by ${(growth / MB).toFixed(1)} MB`);
+  assert.ok(growth < 4 * MB, `wasm heap grew by ${(growth / MB).toFixed(1)} MB`);
 });
 
 test("a 50 MB error page is read only as far as the error message needs (64 KiB): LLM_HTTP 500 with its start", async () => {
@@ -144,7 +155,7 @@ test("a 50 MB error page is read only as far as the error message needs (64 KiB)
 });
 
 test("llm.maxResponseBytes is configurable: a reply over it is LLM_BAD_OUTPUT, one under it applies", async () => {
-  const { memory } = await open({ maxResponseBytes: 2048 });
+  const { memory } = await open({ maxResponseBytes: 2048, stream: false });
   llm.script.push(factsReply("x".repeat(3000)), factsReply("Lives in Lisbon"));
   memory.observe("t", turn("hello", "hi"));
   await assert.rejects(memory.flush(), (e) => e.code === "LLM_BAD_OUTPUT" && /llm\.maxResponseBytes \(2048 bytes\)/.test(e.message));
@@ -157,7 +168,7 @@ test("llm.maxResponseBytes is configurable: a reply over it is LLM_BAD_OUTPUT, o
 });
 
 test("jsonMode: a 400 that names response_format drops it for this and every later request of the instance", async () => {
-  const { memory, events } = await open({ jsonMode: true });
+  const { memory, events } = await open({ jsonMode: true, stream: false });
   llm.script.push(
     { status: 400, body: { error: "'response_format.type' must be 'json_schema' or 'text'" } },
     factsReply("Lives in Lisbon"),

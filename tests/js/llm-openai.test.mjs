@@ -39,7 +39,9 @@ test("happy path: POST /v1/chat/completions with bearer key, model, extra header
   assert.equal(req.headers["x-trace"], "abc");
   assert.equal(req.headers["http-referer"], "https://example.test");
   assert.equal(req.body.model, "gpt-test");
-  assert.equal(req.body.stream, false);
+  assert.equal(req.body.stream, true, "streamed by default");
+  assert.equal(req.body.max_tokens, 1024, "the default budget");
+  assert.equal(req.body.response_format.type, "json_schema", "structured output by default");
   assert.equal(req.body.messages.length, 2);
   assert.equal(req.body.messages[0].role, "system");
   assert.match(req.body.messages[0].content, /newFacts/, "the instructions describe the delta");
