@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh machine (called by the npm scripts; safe to run again).
 #   --rust     rustup wasm32 target, rustfmt, clippy + wasm-bindgen-cli at Cargo.lock's version + npm packages
-#   --all      the above + the packaging tests' consumer projects + Debian's chromium and
-#              chromium-driver (browser tests), postgresql and redis-server (the server store
-#              tests start their own instances; see tests/helpers/servers.mjs)
+#   --all      the above + the packaging tests' consumer projects + the browsers of the browser
+#              tests (Chromium, Firefox, WebKitGTK: installed ones are used, missing ones come
+#              from Debian packages where apt exists), postgresql and redis-server (the server
+#              store tests start their own instances; see tests/helpers/servers.mjs)
 # Each step is skipped when already done, so a warm run takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,22 +65,37 @@ if [ "$mode" = "--all" ]; then
   done
 fi
 
-# 5. Debian packages for the browser tests (headless Chromium and its driver) and the server
-#    store tests (Postgres and Redis: only the programs are needed; the tests start their own
-#    servers on free ports, so services the packages may start are stopped again).
+# 5. Debian packages for the browser tests and the server store tests. Browsers: an installed
+#    Chrome/Chromium, Firefox and WebKitGTK are used as they are (scripts/browsers.mjs finds
+#    them: CHROME_PATH, FIREFOX_PATH, PATH, common locations); only what is missing is
+#    installed. Postgres and Redis: only the programs are needed; the tests start their own
+#    servers on free ports, so services the packages may start are stopped again. Without
+#    apt-get (not Debian-like) nothing is installed, and the tests of a missing browser engine
+#    are skipped, loudly.
 if [ "$mode" = "--all" ]; then
-  want=()
-  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then want+=(chromium chromium-driver); fi
+  read -r -a want <<< "$(node scripts/browsers.mjs packages)"
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then want+=(postgresql); fi
   if ! command -v redis-server >/dev/null; then want+=(redis-server); fi
   if [ "${#want[@]}" -gt 0 ]; then
-    say "installing Debian ${want[*]} (about a minute)"
-    sudo_cmd=""
-    if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${want[@]}" >/dev/null
-    for service in postgresql redis-server; do
-      if [[ " ${want[*]} " == *" $service "* ]] && command -v service >/dev/null; then $sudo_cmd service "$service" stop >/dev/null 2>&1 || true; fi
-    done
+    if command -v apt-get >/dev/null && [ -f /etc/debian_version ]; then
+      say "installing Debian ${want[*]} (about a minute)"
+      sudo_cmd=""
+      if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+      $sudo_cmd apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${want[@]}" >/dev/null
+      for service in postgresql redis-server; do
+        if [[ " ${want[*]} " == *" $service "* ]] && command -v service >/dev/null; then $sudo_cmd service "$service" stop >/dev/null 2>&1 || true; fi
+      done
+    else
+      say "!!! not a Debian-like system (no apt-get): cannot install ${want[*]}"
+      say "!!! install Chrome or Chromium (or set CHROME_PATH), Firefox (FIREFOX_PATH) and, on Linux,"
+      say "!!! WebKitGTK's WebKitWebDriver, broadwayd and PyGObject with WebKit2 4.1 yourself;"
+      say "!!! until then the browser tests of the missing engines are SKIPPED."
+    fi
+  fi
+  if [ ! -f node_modules/.browsers-reported ] || [ "${#want[@]}" -gt 0 ]; then
+    say "browsers for the tests:"
+    node scripts/browsers.mjs
+    touch node_modules/.browsers-reported
   fi
 fi

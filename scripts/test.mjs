@@ -8,13 +8,16 @@ import { existsSync, readdirSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
+import { findBrowsers } from "./browsers.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // scripts/setup.sh installs wasm-bindgen-cli into cargo's bin folder, which need not be on
 // PATH (a system cargo, a fresh shell): look there too.
 process.env.PATH = `${process.env.CARGO_HOME ?? join(homedir(), ".cargo")}/bin${delimiter}${process.env.PATH ?? ""}`;
 const node = process.execPath;
-const wasmEnv = { CHROMEDRIVER: "/usr/bin/chromedriver", WASM_BINDGEN_TEST_TIMEOUT: "120" };
+// The wasm browser tests run in Chromium through chromedriver, wherever it is installed.
+const chromedriver = findBrowsers().chromium.driver;
+const wasmEnv = { ...(chromedriver ? { CHROMEDRIVER: chromedriver } : {}), WASM_BINDGEN_TEST_TIMEOUT: "120" };
 
 function jsTests(dir) {
   const d = join(root, dir);
@@ -25,9 +28,11 @@ function jsTests(dir) {
     .map((f) => join(dir, f));
 }
 
+/** The tests/wasm_*.rs targets; the browser ones (wasm_browser*) only where chromedriver is. */
 function wasmTests() {
   return readdirSync(join(root, "tests"))
     .filter((f) => /^wasm_.*\.rs$/.test(f))
+    .filter((f) => chromedriver || !f.startsWith("wasm_browser"))
     .sort()
     .flatMap((f) => ["--test", f.replace(/\.rs$/, "")]);
 }
@@ -45,10 +50,12 @@ const STEPS = {
   // (and wasm doctests would "pass" without running).
   wasm: ["wasm tests in Node and headless Chromium (wasm-bindgen-test-runner)", "cargo", ["test", "--target", "wasm32-unknown-unknown", ...wasmTests()], wasmEnv],
   js: ["JS tests of the built package (node:test)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/js")], {}],
-  browser: ["browser tests (Playwright + Debian Chromium)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/browser")], {}],
+  browser: ["browser tests in Chromium, Firefox and WebKit (tests/helpers/engines.mjs)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/browser")], {}],
   packaging: ["packaging smoke tests from the packed tarball", node, ["--test", "--test-concurrency=1", ...jsTests("tests/packaging")], {}],
   servers: ["server stores on real Postgres, Redis, SQLite (Node 22/24, Bun) and workerd; CLI; MCP server", node, ["--test", "--test-concurrency=1", ...jsTests("tests/servers")], {}],
 };
+
+if (!chromedriver) console.error("\n!!! no chromedriver found (set CHROMEDRIVER): the wasm tests run in Node only, the browser ones are SKIPPED\n");
 
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(STEPS);

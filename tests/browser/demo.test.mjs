@@ -5,13 +5,13 @@
 //
 // Screenshots of the main states go to tests/artifacts/demo/. With UPDATE_DEMO_SCREENSHOT=1
 // the first test also rewrites docs/demo.png (the README's picture).
-import { test, before, after } from "node:test";
+import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServer } from "../../scripts/serve.mjs";
-import { launchBrowser } from "../helpers/browser.mjs";
-import { startLlmServer } from "../helpers/llm-server.mjs";
+import { chromiumTest as test, launchBrowser } from "../helpers/browser.mjs";
+import { demoLlm, MIA } from "../helpers/demo-llm.mjs";
 import { ROOT } from "../helpers/pack.mjs";
 
 const ARTIFACTS = join(ROOT, "tests/artifacts/demo");
@@ -20,54 +20,13 @@ const MODEL = "scripted-model";
 const T = 30_000; // generous waits: the page may be slow on a busy machine
 mkdirSync(ARTIFACTS, { recursive: true });
 
-// ---- the scripted LLM: extraction calls get deltas, chat calls get text ------------------
-
-const script = { chats: [], extractions: [] };
+const { script, extractionRequests, chatRequests, systemOf } = demoLlm;
 let llm;
 let demo; // configured
 let bare; // no endpoint
 
-function isExtraction(r) {
-  const msgs = r.body?.messages ?? [];
-  return msgs.some((m) => typeof m.content === "string" && m.content.includes("<current_memory>"));
-}
-const extractionRequests = (from = 0) => llm.requests.slice(from).filter(isExtraction);
-const chatRequests = (from = 0) => llm.requests.slice(from).filter((r) => r.url.endsWith("/chat/completions") && !isExtraction(r));
-const systemOf = (r) => r.body.messages.find((m) => m.role === "system")?.content ?? "";
-
-function sse(text) {
-  const pieces = text.match(/[\s\S]{1,9}/g) ?? [];
-  return pieces.map((c) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: c } }] })}\n\n`).join("") + "data: [DONE]\n\n";
-}
-
-function answer(record) {
-  if (isExtraction(record)) return script.extractions.shift() ?? { json: { newFacts: [], factsToRemove: [] } };
-  const next = script.chats.shift() ?? "OK.";
-  if (next.step) return next.step; // a raw llm-server step: an error status, a hang …
-  const { text, stream = true } = typeof next === "string" ? { text: next } : next;
-  return record.body?.stream && stream ? { headers: { "content-type": "text/event-stream" }, body: sse(text) } : { content: text };
-}
-
-const MIA = {
-  json: {
-    user: {
-      workContext: { summary: "Mia is a backend engineer at Acme, writing Go microservices on Kubernetes.", shouldUpdate: true },
-      personalContext: { summary: "Prefers short answers with code examples; learning Rust in the evenings.", shouldUpdate: true },
-      topOfMind: { summary: "Choosing a language for a new command-line tool.", shouldUpdate: true },
-    },
-    history: { recentMonths: { summary: "Moved the billing service to Go and started learning Rust.", shouldUpdate: true } },
-    newFacts: [
-      { content: "Works as a backend engineer at Acme", category: "context", confidence: 0.95 },
-      { content: "Writes Go microservices on Kubernetes", category: "knowledge", confidence: 0.9 },
-      { content: "Is learning Rust in the evenings", category: "goal", confidence: 0.85 },
-      { content: "Prefers short answers with code examples", category: "preference", confidence: 0.9 },
-    ],
-    factsToRemove: [],
-  },
-};
-
 before(async () => {
-  llm = await startLlmServer({ fallback: answer });
+  llm = await demoLlm.start();
   demo = await startServer({ port: 0, env: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL } });
   bare = await startServer({ port: 0, env: {} });
 });

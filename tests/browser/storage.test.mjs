@@ -1,5 +1,6 @@
-// Browser storage in real (headless) Chromium, through the built package: reloads, two and
-// three pages of one origin at once, a leader page closing, full localStorage, opaque
+// Browser storage through the built package, in each engine (Chromium, Firefox, WebKit; see
+// tests/helpers/engines.mjs): reloads and browser restarts, two and three pages of one origin
+// at once, a leader page closing, corrupt data and its recovery, full localStorage, opaque
 // origins. Each test runs for IndexedDB and for localStorage where it applies.
 //
 // Pages come from tests/browser/pages/ (index.html keeps one instance in `window.memory`);
@@ -8,9 +9,9 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { dirname, join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, before, beforeEach, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { launchBrowser } from "../helpers/browser.mjs";
+import { ENGINES, launch, skipReason } from "../helpers/engines.mjs";
 import { staticHandler } from "../helpers/static-server.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -65,25 +66,38 @@ before(async () => {
     url: `http://127.0.0.1:${http.address().port}`,
     close: () => new Promise((resolve) => { http.closeAllConnections(); http.close(resolve); }),
   };
-  browser = await launchBrowser();
 });
 
 after(async () => {
-  await browser?.close();
   await server?.close();
 });
 
-/** A new tab on the test page, ready to use. */
+/** A new window on the test page, ready to use. */
 async function newPage() {
-  const page = await browser.context.newPage();
-  page.on("pageerror", (e) => console.error("page error:", e));
-  await page.goto(`${server.url}/`);
-  await page.waitForFunction(() => window.ready === true);
+  const page = await browser.newPage(`${server.url}/`);
+  await page.waitFor(() => window.ready === true);
   return page;
+}
+
+/** Reloads `page` and waits for the test page to be ready again. */
+async function reload(page) {
+  await page.reload();
+  await page.waitFor(() => window.ready === true);
 }
 
 const open = (page, options) => page.evaluate((o) => window.openMemory(o), options);
 const storedFacts = (page) => page.evaluate(() => window.storedFacts());
+
+for (const engine of ENGINES) describe(engine, { skip: skipReason(engine) }, () => {
+before(async () => {
+  browser = await launch(engine);
+  console.log(`# ${engine}: ${browser.version}`);
+});
+after(() => browser?.close());
+// Each engine runs the same tests with the same facts: count extractions per test.
+beforeEach(() => {
+  llmRequests.length = 0;
+});
 
 for (const storage of BACKENDS) {
   describe(storage, () => {
@@ -92,10 +106,50 @@ for (const storage of BACKENDS) {
       const page = await newPage();
       await open(page, { agent, storage });
       await page.evaluate(() => window.memory.addFact({ content: "Writes Go microservices" }));
-      await page.reload();
-      await page.waitForFunction(() => window.ready === true);
+      await reload(page);
       await open(page, { agent, storage });
       assert.deepEqual(await storedFacts(page), ["Writes Go microservices"]);
+      await page.close();
+    });
+
+    test("memory and a queued entry survive a browser restart", async () => {
+      const agent = freshAgent("restart");
+      const fact = `Survives restarts (${storage})`;
+      let page = await newPage();
+      await open(page, { agent, storage, debounceMs: 600_000 });
+      await page.evaluate(() => window.memory.addFact({ content: "Kept across restarts" }));
+      assert.equal(await page.evaluate((f) => window.memory.observe("t-restart", window.conversation(f)), fact), true);
+      // The browser quits without close(): as a user quitting it would.
+      await browser.restart();
+      page = await newPage();
+      await open(page, { agent, storage, debounceMs: 50 });
+      await page.waitFor((f) => window.sawUpdate("extraction", f), fact);
+      assert.deepEqual(await storedFacts(page), [fact, "Kept across restarts"].sort());
+      assert.equal(extractionsOf(fact), 1);
+      await page.close();
+    });
+
+    test("corrupt stored memory is CORRUPT_MEMORY, is left as it is, and recovers through inspect() and reset()", async () => {
+      const agent = freshAgent("corrupt");
+      const page = await newPage();
+      await open(page, { agent, storage });
+      await page.evaluate(() => window.memory.addFact({ content: "Before the damage" }));
+      await page.evaluate(() => window.memory.close());
+      const raw = '{"facts": [truncated';
+      await page.evaluate(([agent, storage, raw]) => window.corruptDocument(agent, storage, raw), [agent, storage, raw]);
+      for (let i = 0; i < 2; i++) {
+        const code = await page.evaluate((o) => window.codeOf(() => window.openMemory(o)), { agent, storage });
+        assert.equal(code, "CORRUPT_MEMORY", `open() #${i + 1}`);
+      }
+      const seen = await page.evaluate((o) => window.UserMemory.inspect(o), { agent, storage });
+      assert.equal(seen.document, raw, "inspect() returns the stored text unchanged: nothing overwrote it");
+      await page.evaluate((o) => window.UserMemory.reset(o), { agent, storage });
+      await open(page, { agent, storage });
+      assert.deepEqual(await storedFacts(page), [], "after reset() memory starts empty");
+      await page.evaluate(() => window.memory.addFact({ content: "After the reset" }));
+      await reload(page);
+      await open(page, { agent, storage });
+      assert.deepEqual(await storedFacts(page), ["After the reset"]);
       await page.close();
     });
 
@@ -109,11 +163,10 @@ for (const storage of BACKENDS) {
       assert.deepEqual(await page.evaluate(() => window.memory.status().pending), ["t-reload"]);
       assert.equal(extractionsOf(fact), 0, "nothing was processed before the reload");
 
-      await page.reload();
-      await page.waitForFunction(() => window.ready === true);
+      await reload(page);
       // The resumed entry is due at once with the new, short debounce: no flush() needed.
       await open(page, { agent, storage, debounceMs: 50 });
-      await page.waitForFunction((f) => window.sawUpdate("extraction", f), fact);
+      await page.waitFor((f) => window.sawUpdate("extraction", f), fact);
       assert.deepEqual(await storedFacts(page), [fact]);
       assert.equal(extractionsOf(fact), 1);
       assert.deepEqual(await page.evaluate(() => window.memory.status().pending), []);
@@ -165,7 +218,7 @@ for (const storage of BACKENDS) {
         a.evaluate(() => window.memory.addFact({ content: "Lives in Chengdu" })),
         b.evaluate(() => window.memory.addFact({ content: "Prefers dark mode" })),
       ]);
-      await c.waitForFunction(() => window.sawUpdate("remote", "Lives in Chengdu") && window.sawUpdate("remote", "Prefers dark mode"));
+      await c.waitFor(() => window.sawUpdate("remote", "Lives in Chengdu") && window.sawUpdate("remote", "Prefers dark mode"));
       // Its cached memory (what inject() uses) has both, without a get() or a reload.
       const block = await c.evaluate(() => window.memory.inject([]));
       assert.match(block, /Lives in Chengdu/);
@@ -292,9 +345,9 @@ test("localstorage filled to its quota gives STORAGE_QUOTA and the old document 
 });
 
 test("in an opaque origin (sandboxed iframe) both backends reject open() with STORAGE_UNAVAILABLE", async () => {
-  const page = await browser.context.newPage();
-  await page.goto(`${server.url}/opaque.html`);
-  const results = await page.waitForFunction(() => window.results).then((h) => h.jsonValue());
+  const page = await browser.newPage(`${server.url}/opaque.html`);
+  const results = await page.waitFor(() => window.results);
   assert.deepEqual(results, { indexeddb: "STORAGE_UNAVAILABLE", localstorage: "STORAGE_UNAVAILABLE" });
   await page.close();
+});
 });

@@ -7,10 +7,9 @@
 // .wasm the glue points at by themselves: their app is the plain `import { UserMemory }`.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { freshProject } from "../helpers/pack.mjs";
-import { launchBrowser } from "../helpers/browser.mjs";
+import { chromiumTest as test, launchBrowser } from "../helpers/browser.mjs";
 import { startStaticServer } from "../helpers/static-server.mjs";
 
 /** The app; `explicitInit` for bundlers that need the .wasm's URL handed to `init()`. */

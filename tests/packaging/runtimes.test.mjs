@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { freshProject, packOnce, ROOT } from "../helpers/pack.mjs";
-import { launchBrowser } from "../helpers/browser.mjs";
+import { chromiumTest, launchBrowser } from "../helpers/browser.mjs";
 import { startStaticServer } from "../helpers/static-server.mjs";
 
 test("npm pack gives user-memory-<version>.tgz with the wasm, the entries and the types", () => {
@@ -101,7 +101,7 @@ test("workerd: a Worker bundled from the package answers a request on 127.0.0.1"
   }
 });
 
-test("Chromium: a page importing the browser entry opens memory and exports it; a failed wasm load is retried, not remembered", async () => {
+chromiumTest("Chromium: a page importing the browser entry opens memory and exports it; a failed wasm load is retried, not remembered", async () => {
   const dir = freshProject();
   writeFileSync(
     join(dir, "index.html"),
