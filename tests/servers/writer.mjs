@@ -1,0 +1,53 @@
+// A separate process using one memory on a store named as the CLI names them (a folder or a
+// store URL, pkg/store-url.js), for tests/servers/processes.test.mjs:
+//
+//   node writer.mjs <store> <agent> add <label> <count>     add <count> facts, print {"added": n}
+//   node writer.mjs <store> <agent> loop <label>            add facts until killed, printing "committed <i>" after each
+//   node writer.mjs <store> <agent> retry <label> <count>   add <count> facts 25 ms apart, retrying each failure; print {"failures": [codes]}
+//   node writer.mjs <store> <agent> flush <llmBaseUrl>      open, flush() what is queued, print the report
+//   node writer.mjs <store> <agent> observe <thread> <text> observe one turn (autoProcess off) and close
+import { UserMemory } from "user-memory";
+import { openStore } from "../../pkg/store-url.js";
+
+const [spec, agent, mode, ...args] = process.argv.slice(2);
+const store = await openStore(/^[a-z]+:/.test(spec) ? { url: spec } : { dir: spec });
+const llm = mode === "flush" ? { baseUrl: args[0], apiKey: "sk-test-key", model: "m", maxRetries: 0 } : async () => "{}";
+const memory = await UserMemory.open({ agent, storage: store.storage, llm, autoProcess: false });
+
+if (mode === "add") {
+  const [label, count] = args;
+  for (let i = 0; i < Number(count); i++) await memory.addFact({ content: `fact ${label} ${i}` });
+  console.log(JSON.stringify({ added: Number(count) }));
+} else if (mode === "loop") {
+  for (let i = 0; ; i++) {
+    await memory.addFact({ content: `fact ${args[0]} ${i}` });
+    process.stdout.write(`committed ${i}\n`);
+  }
+} else if (mode === "retry") {
+  const [label, count] = args;
+  const failures = [];
+  for (let i = 0; i < Number(count); i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    for (;;) {
+      try {
+        await memory.addFact({ content: `fact ${label} ${i}` });
+        break;
+      } catch (e) {
+        failures.push(e.code);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+  console.log(JSON.stringify({ failures }));
+} else if (mode === "flush") {
+  const report = await memory.flush();
+  console.log(JSON.stringify(report));
+} else if (mode === "observe") {
+  const [thread, text] = args;
+  await memory.observe(thread, [
+    { role: "user", content: text },
+    { role: "assistant", content: "Noted." },
+  ]);
+}
+await memory.close();
+await store.close();
