@@ -1,14 +1,15 @@
-// The fetch transport in real (headless) Chromium, through the built package: a page on one
-// origin calls a scripted LLM server on another (CORS), which answers with redirects. In a
-// browser `redirect: "manual"` hands back an opaque redirect whose target cannot be read,
-// so no redirect is followed there at all — and the host it points to receives nothing,
-// not even a CORS preflight.
+// The fetch transport in every browser engine (Chromium, Firefox, WebKit;
+// tests/helpers/engines.mjs), through the built package: a page on one origin calls a
+// scripted LLM server on another (CORS), which answers with redirects, streams, or a huge
+// body. In a browser `redirect: "manual"` hands back an opaque redirect whose target cannot
+// be read, so no redirect is followed there at all — and the host it points to receives
+// nothing, not even a CORS preflight.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { dirname, join } from "node:path";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { launchBrowser } from "../helpers/browser.mjs";
+import { ENGINES, launch, skipReason } from "../helpers/engines.mjs";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
 import { staticHandler } from "../helpers/static-server.mjs";
 
@@ -17,7 +18,6 @@ const KEY = "sk-browser-test-0123456789";
 let pages;
 let llm;
 let other;
-let browser;
 let agents = 0;
 
 before(async () => {
@@ -38,22 +38,18 @@ before(async () => {
   };
   llm = await startLlmServer({ cors: true });
   other = await startLlmServer({ cors: true, fallback: () => factsReply("Planted by the other host") });
-  browser = await launchBrowser();
 });
 
 after(async () => {
-  await browser?.close();
   await pages?.close();
   await llm?.close();
   await other?.close();
 });
 
-/** Opens memory in a fresh page against the scripted server; returns the page. */
-async function openPage(llmOptions = {}) {
-  const page = await browser.context.newPage();
-  page.on("pageerror", (e) => console.error("page error:", e));
-  await page.goto(`${pages.url}/`);
-  await page.waitForFunction(() => window.ready === true);
+/** Opens memory in a fresh page of `browser` against the scripted server; returns the page. */
+async function openPage(browser, llmOptions = {}) {
+  const page = await browser.newPage(`${pages.url}/`);
+  await page.waitFor(() => window.ready === true);
   const llmOpts = { baseUrl: llm.baseUrl, apiKey: KEY, headers: { "api-key": KEY }, model: "m", maxRetries: 2, ...llmOptions };
   await page.evaluate(([agent, llm]) => window.openMemory({ agent, storage: "memory", debounceMs: 600_000, llm }), [`b-${agents++}`, llmOpts]);
   return page;
@@ -74,70 +70,80 @@ const extract = (page, text) =>
     }
   }, text);
 
-for (const [status, provider] of [
-  [307, "openai"],
-  [302, "openai"],
-  [307, "anthropic"],
-]) {
-  test(`Chromium, ${provider}: a ${status} to another origin is not followed; that origin receives nothing, not even a preflight`, async () => {
-    llm.requests.length = 0;
-    other.requests.length = 0;
-    const page = await openPage({ provider });
-    const path = provider === "anthropic" ? "/v1/messages" : "/v1/chat/completions";
-    llm.script.push({ status, headers: { location: `${other.origin}${path}` } });
-    const r = await extract(page, "I live in Lisbon");
-    assert.equal(r.code, "LLM_NETWORK", JSON.stringify(r));
-    assert.match(r.message, /redirect, which was not followed/);
-    assert.match(r.message, /llm\.baseUrl/);
-    assert.ok(!r.message.includes(KEY));
-    assert.deepEqual(r.facts, []);
-    const posts = llm.requests.filter((q) => q.method === "POST");
-    assert.equal(posts.length, 1, "a refused redirect is not retried");
-    assert.equal(posts[0].headers.authorization ?? posts[0].headers["x-api-key"], provider === "anthropic" ? KEY : `Bearer ${KEY}`);
-    assert.deepEqual(other.requests.map((q) => q.method), [], "the other origin received no request");
-    await page.close();
+for (const engine of ENGINES) {
+  describe(engine, { skip: skipReason(engine) }, () => {
+    let browser;
+    before(async () => {
+      browser = await launch(engine);
+    });
+    after(() => browser?.close());
+
+    for (const [status, provider] of [
+      [307, "openai"],
+      [302, "openai"],
+      [307, "anthropic"],
+    ]) {
+      test(`${provider}: a ${status} to another origin is not followed; that origin receives nothing, not even a preflight`, async () => {
+        llm.requests.length = 0;
+        other.requests.length = 0;
+        const page = await openPage(browser, { provider });
+        const path = provider === "anthropic" ? "/v1/messages" : "/v1/chat/completions";
+        llm.script.push({ status, headers: { location: `${other.origin}${path}` } });
+        const r = await extract(page, "I live in Lisbon");
+        assert.equal(r.code, "LLM_NETWORK", JSON.stringify(r));
+        assert.match(r.message, /redirect, which was not followed/);
+        assert.match(r.message, /llm\.baseUrl/);
+        assert.ok(!r.message.includes(KEY));
+        assert.deepEqual(r.facts, []);
+        const posts = llm.requests.filter((q) => q.method === "POST");
+        assert.equal(posts.length, 1, "a refused redirect is not retried");
+        assert.equal(posts[0].headers.authorization ?? posts[0].headers["x-api-key"], provider === "anthropic" ? KEY : `Bearer ${KEY}`);
+        assert.deepEqual(other.requests.map((q) => q.method), [], "the other origin received no request");
+        await page.close();
+      });
+    }
+
+    test("a same-origin 307 is not followed either (the browser hides its target); the message says so", async () => {
+      llm.requests.length = 0;
+      const page = await openPage(browser);
+      llm.script.push({ status: 307, headers: { location: "/v1/chat/completions/" } }, factsReply("Lives in Lisbon"));
+      const r = await extract(page, "I live in Lisbon");
+      assert.equal(r.code, "LLM_NETWORK");
+      assert.match(r.message, /does not show where it leads/);
+      assert.equal(llm.requests.filter((q) => q.method === "POST").length, 1);
+      llm.script.length = 0;
+      await page.close();
+    });
+
+    test("the same page extracts normally when the endpoint answers directly (CORS, no redirect)", async () => {
+      const page = await openPage(browser);
+      llm.script.push(factsReply("Lives in Lisbon"));
+      const r = await extract(page, "I live in Lisbon");
+      assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
+      await page.close();
+    });
+
+    test("a streamed reply (server-sent events over CORS) is read as it arrives and reading stops once the delta is complete", async () => {
+      llm.requests.length = 0;
+      const page = await openPage(browser, { stream: true });
+      const tail = Array.from({ length: 3000 }, () => "\n ");
+      llm.script.push({ ...factsReply("Lives in Lisbon"), tail, pieceDelayMs: 1, usage: { prompt_tokens: 10, completion_tokens: 20 } });
+      const r = await extract(page, "I live in Lisbon");
+      assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
+      const post = llm.requests.find((q) => q.method === "POST");
+      assert.equal(post.body.stream, true);
+      for (let i = 0; i < 100 && !post.clientClosed; i++) await new Promise((res) => setTimeout(res, 10));
+      assert.ok(post.clientClosed && post.piecesSent < 100, `${post.piecesSent} pieces sent`);
+      await page.close();
+    });
+
+    test("a 20 MB reply stops at llm.maxResponseBytes", async () => {
+      const page = await openPage(browser, { stream: false, maxRetries: 0 });
+      llm.script.push({ content: "a".repeat(20 * 1024 * 1024), stream: false });
+      const r = await extract(page, "I live in Lisbon");
+      assert.equal(r.code, "LLM_BAD_OUTPUT");
+      assert.match(r.message, /llm\.maxResponseBytes/);
+      await page.close();
+    });
   });
 }
-
-test("Chromium: a same-origin 307 is not followed either (the browser hides its target); the message says so", async () => {
-  llm.requests.length = 0;
-  const page = await openPage();
-  llm.script.push({ status: 307, headers: { location: "/v1/chat/completions/" } }, factsReply("Lives in Lisbon"));
-  const r = await extract(page, "I live in Lisbon");
-  assert.equal(r.code, "LLM_NETWORK");
-  assert.match(r.message, /does not show where it leads/);
-  assert.equal(llm.requests.filter((q) => q.method === "POST").length, 1);
-  llm.script.length = 0;
-  await page.close();
-});
-
-test("Chromium: the same page extracts normally when the endpoint answers directly (CORS, no redirect)", async () => {
-  const page = await openPage();
-  llm.script.push(factsReply("Lives in Lisbon"));
-  const r = await extract(page, "I live in Lisbon");
-  assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
-  await page.close();
-});
-
-test("Chromium: a streamed reply (server-sent events over CORS) is read as it arrives and reading stops once the delta is complete", async () => {
-  llm.requests.length = 0;
-  const page = await openPage({ stream: true });
-  const tail = Array.from({ length: 3000 }, () => "\n ");
-  llm.script.push({ ...factsReply("Lives in Lisbon"), tail, pieceDelayMs: 1, usage: { prompt_tokens: 10, completion_tokens: 20 } });
-  const r = await extract(page, "I live in Lisbon");
-  assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
-  const post = llm.requests.find((q) => q.method === "POST");
-  assert.equal(post.body.stream, true);
-  for (let i = 0; i < 100 && !post.clientClosed; i++) await new Promise((res) => setTimeout(res, 10));
-  assert.ok(post.clientClosed && post.piecesSent < 100, `${post.piecesSent} pieces sent`);
-  await page.close();
-});
-
-test("Chromium: a 20 MB reply stops at llm.maxResponseBytes", async () => {
-  const page = await openPage({ stream: false, maxRetries: 0 });
-  llm.script.push({ content: "a".repeat(20 * 1024 * 1024), stream: false });
-  const r = await extract(page, "I live in Lisbon");
-  assert.equal(r.code, "LLM_BAD_OUTPUT");
-  assert.match(r.message, /llm\.maxResponseBytes/);
-  await page.close();
-});
