@@ -7,6 +7,7 @@
 use super::convert::{from_json, messages, set, to_json};
 use super::error::{to_js, IntoJsResult};
 use super::options;
+use super::persist::{self, Persistence};
 use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
 use super::stores::{open_backend, open_store};
 use super::tabs::Tabs;
@@ -40,6 +41,10 @@ pub struct UserMemory {
     events: Rc<JsEvents>,
     /// Cross-tab session of the browser backends (tabs.rs); closed by `close()`.
     tabs: Option<Tabs>,
+    /// Whether `persist: true` was given.
+    persist: bool,
+    /// What the browser says about its storage (persist.rs); `status()` reports it.
+    persistence: Rc<Cell<Persistence>>,
 }
 
 #[wasm_bindgen]
@@ -361,7 +366,10 @@ impl UserMemory {
             pending.str(t);
         }
         pending.finish();
-        o.opt_u64("nextDueAt", s.next_due_at).bool("processing", s.processing).u64("revision", self.engine.revision());
+        o.opt_u64("nextDueAt", s.next_due_at)
+            .bool("processing", s.processing)
+            .u64("revision", self.engine.revision())
+            .str("persistence", self.persistence.get().as_str());
         o.finish();
         from_json(&out)
     }
@@ -424,14 +432,21 @@ impl UserMemory {
     pub fn configure(&self, #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] changes: JsValue) -> std::result::Result<(), JsValue> {
         let _entered = Entered::new().js()?;
         options::check_finite(&changes, "options").js()?;
+        if !super::convert::prop(&changes, "persist").is_undefined() {
+            return Err(to_js(&Error::invalid("`persist` is chosen at open(); it cannot change on an open instance")));
+        }
         let v = to_json(&changes, "the options").js()?;
         self.engine.configure(&v).js()
     }
 
-    /// The options in force (without `llm`, `storage` and `countTokens`).
+    /// The options in force (without `llm`, `storage` and `countTokens`), with `persist`
+    /// and the storage's `persistence`.
     #[wasm_bindgen(unchecked_return_type = "ResolvedOptions")]
     pub fn options(&self) -> JsValue {
-        from_json(&self.engine.options().to_json())
+        let out = from_json(&self.engine.options().to_json());
+        set(&out, "persist", &JsValue::from_bool(self.persist));
+        set(&out, "persistence", &JsValue::from_str(self.persistence.get().as_str()));
+        out
     }
 
     /// Empties every section and removes every fact.
@@ -485,6 +500,7 @@ impl UserMemory {
     async fn open_inner(options: JsValue) -> Result<UserMemory> {
         let opts = options::read(&options)?;
         let backend = open_backend(&opts.storage, &opts.config.agent).await?;
+        let persistence = persist::start(backend.browser, opts.persist).await;
         let store = backend.store;
         let counter: Rc<dyn TokenCounter> = match opts.count_tokens {
             Some(f) => Rc::new(JsCounter { f, running: Cell::new(false) }),
@@ -511,7 +527,7 @@ impl UserMemory {
         if let Some(tabs) = &backend.tabs {
             tabs.connect(engine.downgrade());
         }
-        Ok(UserMemory { engine, events, tabs: backend.tabs })
+        Ok(UserMemory { engine, events, tabs: backend.tabs, persist: opts.persist, persistence })
     }
 
     async fn storage_for(options: &JsValue) -> Result<(Rc<dyn crate::storage::Store>, String)> {

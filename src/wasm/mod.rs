@@ -14,6 +14,7 @@ mod leader;
 mod llm;
 mod local;
 mod options;
+mod persist;
 mod platform;
 mod stores;
 mod tabs;

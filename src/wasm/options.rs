@@ -19,6 +19,8 @@ pub(crate) struct Options {
     pub(crate) lease_ms: u64,
     pub(crate) storage: JsValue,
     pub(crate) count_tokens: Option<Function>,
+    /// `persist: true`: ask the browser to keep its storage (`navigator.storage.persist()`).
+    pub(crate) persist: bool,
 }
 
 /// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
@@ -54,11 +56,19 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
     let mut llm = JsValue::UNDEFINED;
     let mut storage = JsValue::UNDEFINED;
     let mut count_tokens = None;
+    let mut persist = false;
     for key in keys(options, "the options")? {
         let value = prop(options, &key);
         match key.as_str() {
             "llm" => llm = value,
             "storage" => storage = value,
+            "persist" => {
+                persist = match value.as_bool() {
+                    Some(b) => b,
+                    None if value.is_undefined() || value.is_null() => false,
+                    None => return Err(Error::invalid("`persist` must be true or false")),
+                }
+            }
             "countTokens" => {
                 if value.is_undefined() || value.is_null() {
                     continue;
@@ -91,5 +101,5 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
             "`llm` is required: { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt, signal }) => string",
         ));
     };
-    Ok(Options { config, llm, lease_ms, storage, count_tokens })
+    Ok(Options { config, llm, lease_ms, storage, count_tokens, persist })
 }

@@ -21,6 +21,9 @@ pub(crate) struct Backend {
     /// For IndexedDB and localStorage: the instance's cross-tab session (commit
     /// notifications, the localStorage leader). `close()` must close it.
     pub(crate) tabs: Option<Tabs>,
+    /// Whether this is the browser's own storage (IndexedDB, localStorage), which the browser
+    /// may evict and `navigator.storage.persist()` protects.
+    pub(crate) browser: bool,
 }
 
 /// Opens the store for `agent` named by the `storage` option (for one-off use: `inspect`,
@@ -41,14 +44,14 @@ pub(crate) async fn open_backend(storage: &JsValue, agent: &str) -> Result<Backe
     }
     if storage.is_object() {
         let kv = JsKvStore::new(storage.clone())?;
-        return Ok(Backend { store: Rc::new(VersionedKv::new(Rc::new(kv), agent)), tabs: None });
+        return Ok(Backend { store: Rc::new(VersionedKv::new(Rc::new(kv), agent)), tabs: None, browser: false });
     }
     Err(Error::invalid("`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object"))
 }
 
 async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
     match kind {
-        "memory" => Ok(Backend { store: Rc::new(VersionedKv::new(shared_memory_kv(), agent)), tabs: None }),
+        "memory" => Ok(Backend { store: Rc::new(VersionedKv::new(shared_memory_kv(), agent)), tabs: None, browser: false }),
         "indexeddb" => {
             if !has_global("indexedDB") {
                 return Err(Error::StorageUnavailable(
@@ -57,7 +60,7 @@ async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
             }
             let store = super::idb::open(agent).await?;
             let (store, tabs) = Tabs::start("indexeddb", agent, store, None);
-            Ok(Backend { store, tabs })
+            Ok(Backend { store, tabs, browser: true })
         }
         "localstorage" => {
             if !has_global("localStorage") {
@@ -67,7 +70,7 @@ async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
             }
             let (store, leader) = super::local::open(agent)?;
             let (store, tabs) = Tabs::start("localstorage", agent, store, leader);
-            Ok(Backend { store, tabs })
+            Ok(Backend { store, tabs, browser: true })
         }
         other => Err(Error::invalid(format!(
             "`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object, found \"{other}\""

@@ -198,6 +198,11 @@ export interface UserMemoryOptions {
   agent?: string;
   /** Default `"indexeddb"` where it exists, else `"memory"`. */
   storage?: "indexeddb" | "localstorage" | "memory" | StorageAdapter;
+  /**
+   * `true`: ask the browser to keep IndexedDB/localStorage (`navigator.storage.persist()`),
+   * without waiting for the answer (Firefox asks the user). Default false.
+   */
+  persist?: boolean;
   llm: LlmEndpoint | LlmFunction;
   /** Quiet time after the last `observe()` before extraction. Default 30 000. */
   debounceMs?: number;
@@ -232,7 +237,7 @@ export interface UserMemoryOptions {
 }
 
 /** Options that `configure()` can change on an open instance. */
-export type RuntimeOptions = Partial<Omit<UserMemoryOptions, "agent" | "llm" | "storage" | "countTokens">>;
+export type RuntimeOptions = Partial<Omit<UserMemoryOptions, "agent" | "llm" | "storage" | "persist" | "countTokens">>;
 
 /** The options in force, as `options()` returns them. */
 export interface ResolvedOptions {
@@ -251,7 +256,16 @@ export interface ResolvedOptions {
   enabled: boolean;
   autoProcess: boolean;
   prompt: { instructions: string | null; append: string | null };
+  persist: boolean;
+  persistence: Persistence;
 }
+
+/**
+ * Whether the browser keeps this origin's storage: `"persistent"` (until the user deletes it),
+ * `"best-effort"` (it may be evicted: under storage pressure, or by Safari after 7 days without
+ * a visit), `"unknown"` (no `navigator.storage` here, or storage that is not the browser's).
+ */
+export type Persistence = "persistent" | "best-effort" | "unknown";
 
 /** Where to find stored memory, for `UserMemory.inspect()` and `UserMemory.reset()`. */
 export interface StorageOptions {
@@ -321,6 +335,8 @@ export interface QueueStatus {
   nextDueAt: number | null;
   processing: boolean;
   revision: number;
+  /** The browser storage's persistence; it changes when the browser answers `persist: true`. */
+  persistence: Persistence;
 }
 
 /** Stable error codes. */

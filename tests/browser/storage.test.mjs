@@ -344,6 +344,68 @@ test("localstorage filled to its quota gives STORAGE_QUOTA and the old document 
   await follower.close();
 });
 
+test("status() and options() report the browser's own answer on persistence; persist: true asks once, and open() never waits for it", async () => {
+  const page = await newPage();
+  // What the browser itself says, asked without the library.
+  const truth = () =>
+    navigator.storage?.persisted ? navigator.storage.persisted().then((p) => (p ? "persistent" : "best-effort")) : "unknown";
+  const report = () => ({ persist: window.memory.options().persist, options: window.memory.options().persistence, status: window.memory.status().persistence });
+  for (const storage of BACKENDS) {
+    await open(page, { agent: freshAgent("persistence"), storage });
+    const expected = await page.evaluate(truth);
+    assert.deepEqual(await page.evaluate(report), { persist: false, options: expected, status: expected }, storage);
+    await page.evaluate(() => window.memory.close());
+  }
+  assert.equal(await page.evaluate(() => window.persistCalls), 0, "persist() is not called unless asked for");
+  // Memory that is not the browser's storage has no browser persistence.
+  await open(page, { agent: freshAgent("persistence"), storage: "memory", persist: true });
+  assert.deepEqual(await page.evaluate(report), { persist: true, options: "unknown", status: "unknown" });
+  assert.equal(await page.evaluate(() => window.persistCalls), 0, "not for storage: \"memory\"");
+  await page.evaluate(() => window.memory.close());
+
+  // persist: true: open() resolves even where the browser asks the user first (Firefox keeps
+  // the promise pending until then); the browser's storage manager was asked once.
+  await open(page, { agent: freshAgent("persistence"), storage: "indexeddb", persist: true });
+  const asked = await page.evaluate(() => window.persistCalls);
+  assert.equal(asked, (await page.evaluate(truth)) === "unknown" ? 0 : 1, "asked once where navigator.storage exists");
+  assert.equal(await page.evaluate(() => window.memory.options().persist), true);
+  assert.equal(await page.evaluate(() => window.memory.status().persistence), await page.evaluate(truth));
+  await page.evaluate(() => window.memory.close());
+
+  assert.equal(await page.evaluate(() => window.codeOf(() => window.openMemory({ persist: "yes" }))), "INVALID_INPUT");
+  await open(page, { agent: freshAgent("persistence"), storage: "indexeddb" });
+  assert.equal(await page.evaluate(() => window.codeOf(() => window.memory.configure({ persist: true }))), "INVALID_INPUT");
+  await page.evaluate(() => window.memory.close());
+  await page.close();
+});
+
+test("where the browser grants persistent storage, persist: true makes it persistent and status() follows", { skip: engine === "webkit" && "WebKitGTK has no navigator.storage" }, async () => {
+  const granting = await launch(engine, { grantPersistentStorage: true });
+  try {
+    const page = await granting.newPage(`${server.url}/`);
+    await page.waitFor(() => window.ready === true);
+    const persisted = () => navigator.storage.persisted();
+    // Firefox: persistent only once asked; Chromium: the permission alone makes it persistent.
+    const before = (await page.evaluate(persisted)) ? "persistent" : "best-effort";
+    await open(page, { agent: freshAgent("granted"), storage: "indexeddb" });
+    assert.equal(await page.evaluate(() => window.memory.status().persistence), before);
+    await page.evaluate(() => window.memory.close());
+    await open(page, { agent: freshAgent("granted"), storage: "localstorage", persist: true });
+    await page.waitFor(() => window.memory.status().persistence === "persistent");
+    assert.equal(await page.evaluate(persisted), true, "the browser agrees");
+    assert.equal(await page.evaluate(() => window.persistCalls), before === "persistent" ? 0 : 1, "asked only when not yet persistent");
+    await page.evaluate(() => window.memory.close());
+    // The origin stays persistent: a later instance reports it without asking.
+    await page.reload();
+    await page.waitFor(() => window.ready === true);
+    await open(page, { agent: freshAgent("granted"), storage: "indexeddb" });
+    assert.equal(await page.evaluate(() => window.memory.status().persistence), "persistent");
+    assert.equal(await page.evaluate(() => window.persistCalls), 0);
+  } finally {
+    await granting.close();
+  }
+});
+
 test("in an opaque origin (sandboxed iframe) both backends reject open() with STORAGE_UNAVAILABLE", async () => {
   const page = await browser.newPage(`${server.url}/opaque.html`);
   const results = await page.waitFor(() => window.results);

@@ -64,12 +64,17 @@ async function poll(page, fn, arg, { timeout = DEFAULT_WAIT_MS } = {}) {
 
 // ───────────────────────── Chromium: playwright-core ─────────────────────────
 
-async function chromiumDriver(profile) {
+async function chromiumDriver(profile, { grantPersistentStorage }) {
   const { chromium } = await import("playwright-core");
   const executablePath = findBrowsers().chromium.binary;
   const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: CHROMIUM_ARGS });
   // A persistent context opens with one page: hand that one out first.
-  let unused = context.pages()[0];
+  let unused = context.pages()[0] ?? (await context.newPage());
+  if (grantPersistentStorage) {
+    // Chromium ties persistence to this permission: granted, every origin is persistent.
+    const cdp = await context.newCDPSession(unused);
+    await cdp.send("Browser.grantPermissions", { permissions: ["durableStorage"] });
+  }
   const wrap = (p) => ({
     goto: (url) => p.goto(url).then(() => {}),
     reload: () => p.reload().then(() => {}),
@@ -211,7 +216,9 @@ async function webkitServices() {
   };
 }
 
-async function webkitDriver(profile) {
+async function webkitDriver(profile, { grantPersistentStorage }) {
+  // WebKitGTK has no navigator.storage: nothing to grant.
+  if (grantPersistentStorage) throw new Error("WebKitGTK has no navigator.storage; there is no persistent storage to grant");
   const { Builder } = await import("selenium-webdriver");
   const w = findBrowsers().webkit;
   const services = await webkitServices();
@@ -319,7 +326,9 @@ async function webkitDriver(profile) {
 const DRIVERS = { chromium: chromiumDriver, firefox: firefoxDriver, webkit: webkitDriver };
 
 /**
- * Starts `engine` with a fresh profile directory (or `options.profile`). `restart()` closes
+ * Starts `engine` with a fresh profile directory (or `options.profile`). With
+ * `options.grantPersistentStorage` the browser grants `navigator.storage.persist()` without a
+ * prompt (Chromium, Firefox). `restart()` closes
  * the browser and starts it again on the same profile; `kill()` SIGKILLs every process of the
  * browser at once (a crash or power loss, as far as the browser can tell), then starts it
  * again; `close()` removes the profile it made.
