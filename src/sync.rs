@@ -12,6 +12,37 @@ use std::task::{Context, Poll, Waker};
 /// A boxed, non-`Send` future; what the platform traits return so they stay object-safe.
 pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
+/// Which of two raced futures finished first.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Either<A, B> {
+    /// The first one, with its output.
+    Left(A),
+    /// The second one, with its output.
+    Right(B),
+}
+
+/// Runs `a` and `b` together until one finishes; the other is dropped unfinished (`a` is
+/// polled first, so it wins a tie).
+pub async fn race<A: Future + Unpin, B: Future + Unpin>(a: A, b: B) -> Either<A::Output, B::Output> {
+    Race { a, b }.await
+}
+
+struct Race<A, B> {
+    a: A,
+    b: B,
+}
+
+impl<A: Future + Unpin, B: Future + Unpin> Future for Race<A, B> {
+    type Output = Either<A::Output, B::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(v) = Pin::new(&mut self.a).poll(cx) {
+            return Poll::Ready(Either::Left(v));
+        }
+        Pin::new(&mut self.b).poll(cx).map(Either::Right)
+    }
+}
+
 /// A first-come-first-served async mutex without data, for serialising critical sections
 /// that span `.await`s (a storage read-modify-write, one processing batch at a time).
 #[derive(Clone, Default)]

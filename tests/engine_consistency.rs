@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use std::cell::Cell;
 use std::rc::Rc;
-use user_memory::engine::{Event, UpdateReason};
+use user_memory::engine::{Event, UpdateReason, FLUSH_POLL_MS};
 use user_memory::error::{Error, Result};
 use user_memory::storage::{Commit, KvCapabilities, KvStore, MemoryKv, Slot, Store, Versioned, VersionedKv};
 use user_memory::sync::LocalFuture;
@@ -343,16 +343,19 @@ fn flush_waits_for_an_entry_another_instance_is_processing() {
         let e = a.engine.clone();
         async move { e.flush().await }
     });
-    // Let the pool run a while (the fake clock moves 0.5 s per poll of the flush).
-    pool.run_until(async {
-        for _ in 0..40 {
-            YieldOnce(false).await;
-        }
-    });
+    // Five minutes pass (more than twice B's lease): B renews its claim while its model
+    // works, and A's flush keeps waiting (polling every 0.5 s).
+    for _ in 0..600 {
+        clock.advance(500);
+        pool.run_until_stalled();
+    }
     assert!(flushed.borrow().is_none(), "flush() has not resolved while B still holds t1: {:?}", flushed.borrow());
-    assert!(clock.now() < T0 + 30_000 + 120_000, "and B's claim has not expired");
+    assert_eq!(a.llm.calls(), 0, "and A did not take t1 over");
     release.send(reply_with_facts(&["Climbs"])).unwrap();
-    pool.run();
+    run_in(
+        &mut pool,
+        std::future::poll_fn(|_| if flushed.borrow().is_some() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }),
+    );
     let report = flushed.borrow_mut().take().unwrap().expect("flush resolves once B is done");
     assert!(report.processed.is_empty(), "A did not process t1 itself");
     assert_eq!(b_run.borrow_mut().take().unwrap().unwrap().processed, vec!["t1"]);
@@ -371,17 +374,21 @@ fn flush_takes_over_an_entry_whose_claimant_died() {
     let (gated, _never) = GatedLlm::new();
     let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").llm(gated.clone()).open()).unwrap();
     clock.advance(30_000);
-    let _b_run = spawn(&pool, {
+    let b_run = {
+        use futures::task::LocalSpawnExt;
         let e = b.engine.clone();
-        async move { e.process_due().await }
-    });
+        pool.spawner().spawn_local_with_handle(async move { e.process_due().await }).unwrap()
+    };
     pool.run_until_stalled();
     assert_eq!(gated.calls.get(), 1);
-    // B "dies" holding the claim. A's flush waits until the claim expires, then does it.
+    // B "dies" holding the claim (its task, renewals included, is gone). A's flush waits
+    // until the claim expires, then does it.
+    drop(b_run);
     a.llm.push(reply_with_facts(&["Climbs"]));
-    let report = pool.run_until(a.engine.flush()).unwrap();
+    let report = run_in(&mut pool, a.engine.flush()).unwrap();
     assert_eq!(report.processed, vec!["t1"]);
     assert!(clock.now() >= T0 + 30_000 + 120_000, "not before B's claim ran out");
+    assert!(clock.now() <= T0 + 30_000 + 120_000 + FLUSH_POLL_MS, "and at the first poll after it");
     assert_eq!(pool.run_until(a.engine.get()).unwrap().facts[0].content, "Climbs");
 }
 
@@ -405,4 +412,37 @@ fn a_second_close_resolves_only_after_the_first_ones_queue_write() {
         let (r, ()) = futures::future::join(first, second).await;
         r.unwrap();
     });
+}
+
+/// An instance whose renewal comes too late (its event loop was blocked, its tab frozen)
+/// finds the entry taken over: it drops its extraction and commits nothing, so the entry is
+/// applied once, by the instance that took it over.
+#[test]
+fn an_instance_that_lost_its_claim_commits_nothing() {
+    let kv = Rc::new(MemoryKv::new());
+    let clock = FakeClock::at(T0);
+    let mut pool = futures::executor::LocalPool::new();
+    let a = pool.run_until(RigBuilder::shared(&kv, &clock).instance("A").open()).unwrap();
+    pool.run_until(a.engine.observe("t1", &turn("I climb", "cool")).unwrap().unwrap()).unwrap();
+    let (gated, release) = GatedLlm::new();
+    let b = pool.run_until(RigBuilder::shared(&kv, &clock).instance("B").llm(gated.clone()).open()).unwrap();
+    clock.advance(30_000);
+    let b_run = spawn(&pool, {
+        let e = b.engine.clone();
+        async move { e.process_due().await }
+    });
+    pool.run_until_stalled();
+    assert_eq!(gated.calls.get(), 1, "B is extracting t1");
+    // B's timers do not run for longer than its lease; A, awake, takes t1 over meanwhile.
+    clock.0.set(clock.now() + 130_000);
+    a.llm.push(reply_with_facts(&["Climbs (from A)"]));
+    assert_eq!(pool.run_until(a.engine.process_due()).unwrap().processed, vec!["t1"]);
+    // B wakes: its renewal finds t1 gone, so it stops waiting for its model.
+    clock.advance(0);
+    pool.run_until_stalled();
+    let report = b_run.borrow_mut().take().expect("B's batch ended").unwrap();
+    assert!(report.processed.is_empty() && report.failed.is_empty(), "{report:?}");
+    assert!(release.send(reply_with_facts(&["Climbs (from B)"])).is_err(), "B dropped its extraction");
+    let facts: Vec<String> = pool.run_until(b.engine.get()).unwrap().facts.into_iter().map(|f| f.content).collect();
+    assert_eq!(facts, vec!["Climbs (from A)".to_string()]);
 }

@@ -278,6 +278,27 @@ fn release_frees_my_claims_at_once_and_leaves_others() {
 }
 
 #[test]
+fn renew_extends_only_a_claim_the_instance_still_holds() {
+    let mut q = QueueFile::default();
+    obs(&mut q, "t1", "a", T0, "v1");
+    obs(&mut q, "t2", "b", T0, "v2");
+    obs(&mut q, "t3", "c", T0, "v3");
+    q.claim(&ids(&["t1", "t3"]), ME, T0, 15 * S);
+    q.claim(&ids(&["t2"]), OTHER, T0, 15 * S);
+    // Also after it ran out, as long as nobody took it.
+    assert!(q.renew("t1", ME, T0 + 20 * S, 15 * S));
+    assert_eq!(q.entry("t1").unwrap().claim, Some(Claim { owner: ME.into(), until: T0 + 35 * S }));
+    assert!(!q.renew("t2", ME, T0 + 5 * S, 15 * S), "another instance's claim");
+    assert_eq!(q.entry("t2").unwrap().claim.as_ref().unwrap().until, T0 + 15 * S, "left as it was");
+    q.release(ME);
+    assert!(!q.renew("t3", ME, T0 + 5 * S, 15 * S), "released (or re-created after someone else processed it)");
+    assert!(!q.renew("gone", ME, T0 + 5 * S, 15 * S));
+    // An expired claim taken by another instance is lost for good.
+    q.claim(&ids(&["t1"]), OTHER, T0 + 40 * S, 15 * S);
+    assert!(!q.renew("t1", ME, T0 + 41 * S, 15 * S));
+}
+
+#[test]
 fn observe_while_claimed_keeps_the_claim_and_first_at() {
     let mut q = QueueFile::default();
     obs(&mut q, "t1", "a", T0, "v1");

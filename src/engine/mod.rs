@@ -43,6 +43,12 @@ use std::rc::Rc;
 /// entries.
 pub const FLUSH_POLL_MS: Millis = 500;
 
+/// How long a claim on a queue entry lasts unless renewed. An attempt renews it every third
+/// of this while it runs, however long its LLM call takes, so a claim left by an instance
+/// that died (a killed process, a closed tab) runs out within this time and another
+/// instance takes the entry over.
+pub const CLAIM_LEASE_MS: u64 = 15_000;
+
 /// Arms the one queue timer. The platform calls [`Engine::process_due`] when it fires.
 pub trait Scheduler {
     /// Fire at `at` (epoch ms; now if in the past), replacing any earlier arming; `None`
@@ -95,7 +101,8 @@ pub struct Parts {
     pub events: Rc<dyn EventSink>,
     /// Unique id of this instance (claims in the shared queue).
     pub instance_id: String,
-    /// How long a claim on a queue entry lasts: longer than one attempt can take.
+    /// How long a claim on a queue entry lasts unless renewed ([`CLAIM_LEASE_MS`] in the
+    /// package); renewed every third of it while an attempt runs.
     pub lease_ms: u64,
 }
 

@@ -1,11 +1,14 @@
-//! Processing queued threads: claim → prompt → LLM → parse → apply → commit → settle.
+//! Processing queued threads: claim → prompt → LLM → parse → apply → commit → settle, the
+//! claim renewed while the attempt runs.
 
 use super::{Engine, ErrorEvent, Event, ProcessedEvent, UpdateReason};
 use crate::apply::{apply_delta, ApplyContext};
+use crate::delta::Delta;
 use crate::error::{Error, Result};
 use crate::llm::Usage;
 use crate::prompt::build_request;
 use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
+use crate::sync::{race, Either};
 use crate::time::iso_from_millis;
 
 /// Which entries a run takes.
@@ -15,6 +18,13 @@ pub(super) enum Mode {
     Due,
     /// Every entry not claimed elsewhere (`flush()`).
     Flush,
+}
+
+/// A parsed reply, waiting to be committed.
+struct Extraction {
+    delta: Delta,
+    usage: Usage,
+    usage_reported: bool,
 }
 
 /// What a processing run did.
@@ -108,7 +118,7 @@ impl Engine {
                     None => continue,
                 }
             }
-            let outcome = self.process_entry(&entry).await;
+            let outcome = self.attempt(&entry).await;
             let now = self.now();
             match outcome {
                 // Cancelled by close(): not a failure of the entry (no attempt counted, no
@@ -117,7 +127,10 @@ impl Engine {
                     report.first_error.get_or_insert(Error::Closed);
                     break;
                 }
-                Ok(processed) => {
+                // Another instance holds the entry now (this one could not renew its claim
+                // in time): it is that instance's to settle.
+                Ok(None) => continue,
+                Ok(Some(processed)) => {
                     let settled = self
                         .update_queue(&mut |q| {
                             q.succeed(&entry.thread_id, &version, now);
@@ -156,9 +169,52 @@ impl Engine {
         Ok(report)
     }
 
-    /// Extracts one entry and commits the result; returns the `processed` event to emit once
-    /// the queue is settled. Memory is untouched unless everything up to a valid delta succeeded.
-    async fn process_entry(&self, entry: &Entry) -> Result<ProcessedEvent> {
+    /// One attempt at an entry this instance has claimed: the extraction, while the claim is
+    /// renewed every third of the lease, then — once the claim is confirmed for another full
+    /// lease — the commit; returns the `processed` event to emit once the queue is settled.
+    /// `Ok(None)` when the claim was lost (another instance took the
+    /// entry over after a renewal came too late): the extraction is dropped unfinished and
+    /// nothing is committed, so two instances never both apply one entry.
+    ///
+    /// Memory is untouched unless everything up to a valid delta succeeded.
+    async fn attempt(&self, entry: &Entry) -> Result<Option<ProcessedEvent>> {
+        let thread = &entry.thread_id;
+        let extracted = match race(Box::pin(self.extract(entry)), Box::pin(self.keep_claim(thread))).await {
+            Either::Left(extracted) => extracted?,
+            Either::Right(()) => return Ok(None),
+        };
+        // The commit runs under a claim good for a whole lease from now (it takes
+        // milliseconds; storage that hangs longer than the lease is the one way another
+        // instance could start on the entry meanwhile).
+        if !self.renew_claim(thread).await? {
+            return Ok(None);
+        }
+        self.commit_extraction(entry, extracted).await.map(Some)
+    }
+
+    /// Renews this instance's claim on `thread` for a lease from now; `false` if it is no
+    /// longer this instance's.
+    async fn renew_claim(&self, thread: &str) -> Result<bool> {
+        let (me, lease, now) = (self.parts().instance_id.clone(), self.parts().lease_ms, self.now());
+        let mut held = false;
+        self.update_queue(&mut |q| held = q.renew(thread, &me, now, lease)).await?;
+        Ok(held)
+    }
+
+    /// Renews the claim on `thread` every third of the lease; returns once it was lost. A
+    /// renewal that fails (storage) is tried again at the next tick; if the claim ran out
+    /// meanwhile and another instance took it, the next renewal finds out.
+    async fn keep_claim(&self, thread: &str) {
+        loop {
+            self.parts().clock.sleep(self.parts().lease_ms / 3).await;
+            if let Ok(false) = self.renew_claim(thread).await {
+                return;
+            }
+        }
+    }
+
+    /// Prompt → LLM → parse for one entry.
+    async fn extract(&self, entry: &Entry) -> Result<Extraction> {
         // The prompt shows the newest memory, including other instances' changes.
         let current = self.refresh().await?;
         let request = build_request(&current, &entry.messages, &self.config().prompt);
@@ -171,7 +227,12 @@ impl Engine {
                 (Usage { prompt_tokens: prompt_tokens as u64, completion_tokens: counter.count(&reply.text) as u64 }, false)
             }
         };
-        let delta = crate::llm::parse_delta(&reply.text, self.parts().llm.secrets())?;
+        Ok(Extraction { delta: crate::llm::parse_delta(&reply.text, self.parts().llm.secrets())?, usage, usage_reported })
+    }
+
+    /// Applies an extraction's delta in one commit; returns its `processed` event.
+    async fn commit_extraction(&self, entry: &Entry, extracted: Extraction) -> Result<ProcessedEvent> {
+        let Extraction { delta, usage, usage_reported } = extracted;
         let cfg = self.config().apply;
         let ids = self.parts().ids.clone();
         let now_iso = iso_from_millis(self.now());

@@ -29,28 +29,6 @@ pub fn delay_ms(retry: u32, retry_after_ms: Option<u64>) -> u64 {
     }
 }
 
-/// The longest one attempt can take: every try running into `timeout_ms`, plus the longest
-/// possible wait before each retry (a `Retry-After` at the cap). A queue claim must outlast
-/// this, or another instance could take the entry over while the attempt is still running.
-pub fn attempt_budget_ms(timeout_ms: u64, max_retries: u32) -> u64 {
-    let tries = u64::from(max_retries) + 1;
-    timeout_ms.saturating_mul(tries).saturating_add(MAX_DELAY_MS.saturating_mul(u64::from(max_retries)))
-}
-
-/// How long a queue claim lasts when a request may take forever (`timeoutMs: 0`, or an LLM
-/// function, which has no timeout of ours): ten minutes.
-pub const UNBOUNDED_LEASE_MS: u64 = 600_000;
-
-/// How long a queue claim on an entry lasts for an attempt against an endpoint with this
-/// `timeout_ms` (0 = none) and `max_retries`: the [`attempt_budget_ms`] with a minute to
-/// spare, or [`UNBOUNDED_LEASE_MS`] without a timeout.
-pub fn lease_ms(timeout_ms: u64, max_retries: u32) -> u64 {
-    if timeout_ms == 0 {
-        return UNBOUNDED_LEASE_MS;
-    }
-    attempt_budget_ms(timeout_ms, max_retries).saturating_add(60_000)
-}
-
 /// Parses a `Retry-After` header: delta-seconds (`"3"`, `"1.5"`) or an HTTP date
 /// (`"Wed, 21 Oct 2015 07:28:00 GMT"`, relative to `now`). `None` if unreadable.
 pub fn parse_retry_after(value: &str, now: Millis) -> Option<u64> {
@@ -116,21 +94,10 @@ mod tests {
     }
 
     #[test]
-    fn the_attempt_budget_covers_every_timeout_and_capped_retry_after_waits() {
-        assert_eq!(attempt_budget_ms(60_000, 2), 3 * 60_000 + 2 * 60_000);
-        assert_eq!(attempt_budget_ms(1_000, 0), 1_000);
-        // Each wait can be a Retry-After at the cap, whatever the exponential step.
+    fn a_retry_after_wait_is_capped_whatever_the_step() {
         for r in 0..5 {
             assert!(delay_ms(r, Some(u64::MAX)) <= MAX_DELAY_MS);
         }
-        assert_eq!(attempt_budget_ms(u64::MAX, 10), u64::MAX);
-    }
-
-    #[test]
-    fn claims_outlast_an_attempt_and_no_timeout_gets_the_long_lease() {
-        assert_eq!(lease_ms(60_000, 2), attempt_budget_ms(60_000, 2) + 60_000);
-        assert_eq!(lease_ms(0, 2), UNBOUNDED_LEASE_MS);
-        assert_eq!(lease_ms(u64::MAX, 10), u64::MAX);
     }
 
     #[test]

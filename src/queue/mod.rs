@@ -356,6 +356,21 @@ impl QueueFile {
         out
     }
 
+    /// Extends `me`'s claim on `thread_id` to `now + lease_ms`, if `me` still holds it (also
+    /// when it has run out and nobody took it). `false` when the entry is gone, unclaimed
+    /// (released, or re-created after another instance processed it) or claimed by another
+    /// instance: the attempt holding it must then stop.
+    pub fn renew(&mut self, thread_id: &str, me: &str, now: Millis, lease_ms: u64) -> bool {
+        let Some(e) = self.entries.iter_mut().find(|e| e.thread_id == thread_id) else { return false };
+        match &mut e.claim {
+            Some(c) if c.owner == me => {
+                c.until = now.saturating_add(lease_ms);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Records a successful run of `version`: the entry is removed, or, if newer messages
     /// arrived meanwhile, kept unclaimed with `first_at = now`.
     ///

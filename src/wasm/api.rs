@@ -520,7 +520,7 @@ impl UserMemory {
             scheduler: scheduler.clone(),
             events: events.clone(),
             instance_id,
-            lease_ms: opts.lease_ms,
+            lease_ms: crate::engine::CLAIM_LEASE_MS,
         })
         .await?;
         scheduler.set_target(engine.downgrade());

@@ -6,7 +6,6 @@ use super::llm::{FetchLlm, JsFunctionLlm};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::json::{Map, Value};
-use crate::llm::retry::{lease_ms, UNBOUNDED_LEASE_MS};
 use crate::llm::{Llm, LlmConfig};
 use js_sys::Function;
 use std::rc::Rc;
@@ -16,7 +15,6 @@ use wasm_bindgen::{JsCast, JsValue};
 pub(crate) struct Options {
     pub(crate) config: Config,
     pub(crate) llm: Rc<dyn Llm>,
-    pub(crate) lease_ms: u64,
     pub(crate) storage: JsValue,
     pub(crate) count_tokens: Option<Function>,
     /// `persist: true`: ask the browser to keep its storage (`navigator.storage.persist()`).
@@ -86,20 +84,15 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
         }
     }
     let config = Config::from_value(&Value::Object(json))?;
-    let (llm, lease_ms): (Rc<dyn Llm>, u64) = if let Some(f) = llm.dyn_ref::<Function>() {
-        // A user function has no timeout of ours: give a claim ten minutes.
-        (Rc::new(JsFunctionLlm::new(f.clone())), UNBOUNDED_LEASE_MS)
+    let llm: Rc<dyn Llm> = if let Some(f) = llm.dyn_ref::<Function>() {
+        Rc::new(JsFunctionLlm::new(f.clone()))
     } else if llm.is_object() {
         check_finite(&llm, "llm")?;
-        let cfg = LlmConfig::from_value(&to_json(&llm, "`llm`")?)?;
-        // A claim must outlast one attempt: every try timing out plus the waits between
-        // (each up to a capped Retry-After), with a minute to spare.
-        let lease = lease_ms(cfg.conn.timeout_ms, cfg.conn.max_retries);
-        (Rc::new(FetchLlm::new(cfg)), lease)
+        Rc::new(FetchLlm::new(LlmConfig::from_value(&to_json(&llm, "`llm`")?)?))
     } else {
         return Err(Error::invalid(
             "`llm` is required: { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt, signal }) => string",
         ));
     };
-    Ok(Options { config, llm, lease_ms, storage, count_tokens, persist })
+    Ok(Options { config, llm, storage, count_tokens, persist })
 }

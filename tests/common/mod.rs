@@ -27,30 +27,91 @@ use user_memory::tokens::Estimate;
 /// 2026-03-14T10:30:00Z
 pub const T0: Millis = 1_773_484_200_000;
 
+/// Time moved by hand: `advance()` moves it (and wakes the sleeps it ends), and [`run`]
+/// moves it to the end of the earliest sleep whenever nothing else can run, as if the
+/// process had been idle until then. A sleep therefore never spins: a task sleeping while
+/// another waits for a gated LLM leaves the executor stalled until the test acts.
 #[derive(Default)]
-pub struct FakeClock(pub Cell<Millis>);
+pub struct FakeClock(pub Rc<Cell<Millis>>);
+
+/// Unfinished sleeps of every fake clock: (the clock's time, deadline, waker, id).
+type Sleeps = Vec<(Rc<Cell<Millis>>, Millis, std::task::Waker, u64)>;
+
+thread_local! {
+    static SLEEPS: RefCell<Sleeps> = RefCell::default();
+    static SLEEP_IDS: Cell<u64> = const { Cell::new(0) };
+}
 
 impl FakeClock {
     pub fn at(t: Millis) -> Rc<FakeClock> {
-        Rc::new(FakeClock(Cell::new(t)))
+        Rc::new(FakeClock(Rc::new(Cell::new(t))))
     }
     pub fn advance(&self, ms: Millis) {
         self.0.set(self.0.get() + ms);
+        wake_ended_sleeps();
     }
     pub fn now(&self) -> Millis {
         self.0.get()
     }
 }
 
-/// `sleep` advances the fake time and yields once, so other tasks run meanwhile.
+fn wake_ended_sleeps() {
+    let ended: Vec<std::task::Waker> = SLEEPS.with(|s| {
+        let mut s = s.borrow_mut();
+        let (done, left): (Vec<_>, Vec<_>) = s.drain(..).partition(|(now, until, _, _)| now.get() >= *until);
+        *s = left;
+        done.into_iter().map(|(_, _, w, _)| w).collect()
+    });
+    ended.into_iter().for_each(std::task::Waker::wake);
+}
+
+/// Moves the clock of the earliest unfinished sleep to its end; `false` if there is none.
+pub fn skip_to_next_sleep() -> bool {
+    let next = SLEEPS.with(|s| s.borrow().iter().min_by_key(|(_, until, _, _)| *until).map(|(now, until, _, _)| (now.clone(), *until)));
+    let Some((now, until)) = next else { return false };
+    now.set(now.get().max(until));
+    wake_ended_sleeps();
+    true
+}
+
+struct FakeSleep {
+    now: Rc<Cell<Millis>>,
+    until: Millis,
+    id: u64,
+}
+
+impl std::future::Future for FakeSleep {
+    type Output = ();
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.now.get() >= self.until {
+            return std::task::Poll::Ready(());
+        }
+        SLEEPS.with(|s| {
+            let mut s = s.borrow_mut();
+            s.retain(|(_, _, _, id)| *id != self.id);
+            s.push((self.now.clone(), self.until, cx.waker().clone(), self.id));
+        });
+        std::task::Poll::Pending
+    }
+}
+
+impl Drop for FakeSleep {
+    fn drop(&mut self) {
+        let _ = SLEEPS.try_with(|s| s.borrow_mut().retain(|(_, _, _, id)| *id != self.id));
+    }
+}
+
 impl Clock for FakeClock {
     fn now_ms(&self) -> Millis {
         self.0.get()
     }
 
     fn sleep(&self, ms: Millis) -> LocalFuture<'static, ()> {
-        self.advance(ms);
-        Box::pin(YieldOnce(false))
+        let id = SLEEP_IDS.with(|c| {
+            c.set(c.get() + 1);
+            c.get()
+        });
+        Box::pin(FakeSleep { now: self.0.clone(), until: self.0.get().saturating_add(ms), id })
     }
 }
 
@@ -249,8 +310,47 @@ pub fn reply_with_facts(facts: &[&str]) -> Result<String> {
     Ok(serde_json::json!({"newFacts": facts, "factsToRemove": []}).to_string())
 }
 
-/// Runs a future on a single-threaded executor (everything here is ready at once or
-/// driven by other tasks of the same pool).
+/// Runs a future to completion on this thread. When it cannot make progress, the fake
+/// clocks skip to the end of the earliest sleep (see [`FakeClock`]); with no sleep left
+/// either, it is stuck for good and the test fails instead of hanging.
 pub fn run<F: std::future::Future>(f: F) -> F::Output {
-    futures::executor::block_on(f)
+    drive(None, f)
+}
+
+/// [`run`] for a future that needs the tasks of `pool` to make progress too.
+pub fn run_in<F: std::future::Future>(pool: &mut futures::executor::LocalPool, f: F) -> F::Output {
+    drive(Some(pool), f)
+}
+
+fn drive<F: std::future::Future>(mut pool: Option<&mut futures::executor::LocalPool>, f: F) -> F::Output {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll, Wake};
+    struct Flag(AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let flag = std::sync::Arc::new(Flag(AtomicBool::new(true)));
+    let waker = std::task::Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        flag.0.store(false, Ordering::SeqCst);
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        if let Some(pool) = pool.as_deref_mut() {
+            pool.run_until_stalled();
+            // What the pool did may have let `f` finish without waking it (a shared slot).
+            flag.0.store(false, Ordering::SeqCst);
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+        // Everything is stalled unless something woke `f`: time passes.
+        if !flag.0.load(Ordering::SeqCst) && !skip_to_next_sleep() {
+            panic!("the future can never finish: nothing wakes it and no fake sleep is pending");
+        }
+    }
 }
