@@ -1,5 +1,5 @@
 // The storage adapter contract (tests/helpers/store-contract.mjs) against every adapter, each on
-// its real backend: the file store, Postgres and Redis (node-redis and ioredis) started by
+// its real backend: the file store, Postgres and Redis (node-redis 4, 5 and 6, and ioredis) started by
 // tests/helpers/servers.mjs, SQLite under Node 22, Node 24 and Bun (child processes: Node 20 has
 // no node:sqlite), and the Durable Object and D1 stores inside workerd (miniflare).
 import { execFile } from "node:child_process";
@@ -10,6 +10,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
 import { createClient } from "redis";
+import { createClient as createClientV4 } from "redis-v4";
+import { createClient as createClientV5 } from "redis-v5";
 import Redis from "ioredis";
 import { fileStore } from "user-memory/node";
 import { postgresStore } from "user-memory/postgres";
@@ -85,7 +87,17 @@ function redisBackend(connect) {
   };
 }
 
-suite("redis store (node-redis)", redisBackend((url) => createClient({ url }).connect()));
+suite("redis store (node-redis 6)", redisBackend((url) => createClient({ url }).connect()));
+suite("redis store (node-redis 5)", redisBackend((url) => createClientV5({ url }).connect()));
+suite(
+  "redis store (node-redis 4)",
+  // v4's connect() resolves to nothing, not to the client
+  redisBackend(async (url) => {
+    const c = createClientV4({ url });
+    await c.connect();
+    return c;
+  }),
+);
 suite(
   "redis store (ioredis)",
   redisBackend(async (url) => {
