@@ -5,6 +5,7 @@
 //   GET  /contract?backend=do|d1&case=<name>   → [{ name, ok, message }]
 //   POST /memory?user=<id>  { add: "fact" }      → the document after adding it
 //   GET  /memory?user=<id>                        → the document
+//   GET  /too-big                                 → the codes of a value over D1's 2 MB limit
 import { DurableObject } from "cloudflare:workers";
 import { UserMemory } from "../../pkg/workers.js";
 import { d1Store, durableObjectStore } from "../../pkg/durable-object-store.js";
@@ -37,6 +38,21 @@ export default {
         },
       };
       return Response.json(await runContract(backend, [name]));
+    }
+    if (url.pathname === "/too-big") {
+      // A value over D1's 2 MB limit, through the store and through UserMemory.
+      const store = d1Store(env.DB, { table: "too_big" });
+      const direct = await store.set("k", "x".repeat(3_000_000)).then(() => null, (e) => e.code);
+      const memory = await UserMemory.open({ agent: "big", storage: d1Store(env.DB), autoProcess: false, llm: noLlm });
+      try {
+        await memory.addFact({ content: "Kept before the big import" });
+        const doc = await memory.export();
+        doc.facts.push({ content: "y".repeat(3_000_000) });
+        const viaLibrary = await memory.import(doc).then(() => null, (e) => e.code);
+        return Response.json({ direct, viaLibrary, kept: (await memory.get()).facts.map((f) => f.content) });
+      } finally {
+        await memory.close();
+      }
     }
     if (url.pathname === "/memory") {
       const memory = await UserMemory.open({ agent: url.searchParams.get("user"), storage: d1Store(env.DB), autoProcess: false, llm: noLlm });
