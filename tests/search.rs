@@ -6,25 +6,14 @@
 #[macro_use]
 mod common;
 
+use common::fact;
 use user_memory::config::Config;
-use user_memory::document::{Document, Fact};
+use user_memory::document::Document;
 use user_memory::inject::explain;
 use user_memory::message::ChatMessage;
 use user_memory::relevance::FactIndex;
 use user_memory::search::{search, SearchOptions};
 use user_memory::tokens::Estimate;
-
-fn fact(id: &str, content: &str, confidence: f64) -> Fact {
-    Fact {
-        id: id.into(),
-        content: content.into(),
-        category: "context".into(),
-        confidence,
-        created_at: "2026-01-01T00:00:00Z".into(),
-        source: "manual".into(),
-        extra: Default::default(),
-    }
-}
 
 fn doc() -> Document {
     Document {
@@ -46,7 +35,10 @@ fn doc() -> Document {
 fn run(doc: &Document, query: &str, opts: SearchOptions) -> Vec<(String, f64)> {
     let mut index = FactIndex::new();
     index.sync(&doc.facts);
-    search(doc, &index, query, &opts, &Config::default().inject).into_iter().map(|h| (doc.facts[h.position].id.clone(), h.score)).collect()
+    search(doc, &index, None, query, &opts, &Config::default().inject)
+        .into_iter()
+        .map(|h| (doc.facts[h.position].id.clone(), h.score))
+        .collect()
 }
 
 #[test]
@@ -68,7 +60,7 @@ fn search_ranks_exactly_as_explain_does_for_the_same_text() {
     index.sync(&d.facts);
     let cfg = Config::default().inject;
     let query = "Redis 缓存 and the game's save files in JSON";
-    let hits = search(&d, &index, query, &SearchOptions { limit: 100, min_score: 0.0 }, &cfg);
+    let hits = search(&d, &index, None, query, &SearchOptions { limit: 100, min_score: 0.0 }, &cfg);
     let e = explain(&d, &index, &[ChatMessage::user(query)], &cfg, &Estimate);
     let explained: Vec<_> = e.facts.iter().filter(|f| f.similarity > 0.0 && f.tokens > 0).map(|f| (f.id.clone(), f.score)).collect();
     let searched: Vec<_> = hits.iter().map(|h| (d.facts[h.position].id.clone(), h.score)).collect();
@@ -117,13 +109,13 @@ fn options_are_validated_and_name_what_is_wrong() {
 fn the_engine_searches_its_current_memory() {
     futures::executor::block_on(async {
         let rig = common::RigBuilder::new().open().await.unwrap();
-        assert!(rig.engine.search("rabbit", &SearchOptions::default()).is_empty());
+        assert!(rig.engine.search("rabbit", &SearchOptions::default()).await.is_empty());
         let f = rig.engine.add_fact(&json!({"content": "Has a rabbit called Tangyuan"})).await.unwrap();
         rig.engine.add_fact(&json!({"content": "Works on Kafka consumers"})).await.unwrap();
-        let hits = rig.engine.search("what does my rabbit eat", &SearchOptions::default());
+        let hits = rig.engine.search("what does my rabbit eat", &SearchOptions::default()).await;
         assert_eq!(hits.len(), 1);
-        assert_eq!(rig.engine.cached().facts[hits[0].position].id, f.id);
+        assert_eq!(hits[0].1.id, f.id);
         rig.engine.remove_fact(&f.id).await.unwrap();
-        assert!(rig.engine.search("what does my rabbit eat", &SearchOptions::default()).is_empty());
+        assert!(rig.engine.search("what does my rabbit eat", &SearchOptions::default()).await.is_empty());
     });
 }

@@ -505,3 +505,62 @@ async fn a_commit_by_one_instance_reaches_another_as_a_remote_update() {
         JsFuture::from(reader.close()).await.unwrap();
     }
 }
+
+/// The fact vectors of `embed` are a slot of their own in both browser backends: written in
+/// the background, read by a second instance (a reload) without embedding again, shown by
+/// `inspect()`, deleted by `reset()`, and the document stays `memory.json`.
+#[wasm_bindgen_test]
+async fn fact_vectors_are_stored_beside_the_document_in_both_backends() {
+    for backend in BACKENDS {
+        let agent = format!("api-vectors-{backend}");
+        JsFuture::from(UserMemory::reset(options(&agent, Some(backend)))).await.unwrap();
+        // A toy model counting its calls: "dog" and "cello" dimensions plus a constant one.
+        let calls = js("globalThis.__embedCalls = { facts: 0 }").await;
+        let embed = js(r#"(texts, { purpose }) => {
+                if (purpose === "facts") globalThis.__embedCalls.facts += texts.length;
+                return texts.map((t) => [t.includes("dog") || t.includes("pet") ? 1 : 0, t.includes("cello") ? 1 : 0, 0.3]);
+            }"#)
+        .await;
+        let opts = || {
+            let o = options(&agent, Some(backend));
+            set(&o, "embed", embed.clone());
+            o
+        };
+        let m = open(opts()).await;
+        JsFuture::from(m.add_fact(fact("Has a dog called Rex"))).await.unwrap();
+        JsFuture::from(m.add_fact(fact("Plays the cello"))).await.unwrap();
+        let count = |stored: &str| {
+            let v = js_sys::JSON::parse(stored).unwrap_or(JsValue::NULL);
+            if v.is_null() {
+                0
+            } else {
+                Object::keys(get(&v, "vectors").unchecked_ref::<Object>()).length()
+            }
+        };
+        let mut stored = String::new();
+        for _ in 0..500 {
+            let raw = JsFuture::from(UserMemory::inspect(options(&agent, Some(backend)))).await.unwrap();
+            stored = get(&raw, "vectors").as_string().unwrap_or_default();
+            if !stored.is_empty() && count(&stored) == 2 {
+                break;
+            }
+            sleep(10).await;
+        }
+        assert!(stored.contains(r#""model":"function""#) && count(&stored) == 2, "{backend}: {stored}");
+        let doc = get(&JsFuture::from(UserMemory::inspect(options(&agent, Some(backend)))).await.unwrap(), "document").as_string().unwrap();
+        assert!(!doc.contains("vectors"), "{backend}: the document is untouched");
+        JsFuture::from(m.close()).await.unwrap();
+
+        let again = open(opts()).await;
+        let explanation =
+            JsFuture::from(again.explain(Array::of1(&js(r#"({ role: "user", content: "my pet" })"#).await).into())).await.unwrap();
+        let first = Array::from(&get(&explanation, "facts")).get(0);
+        assert_eq!(get(&first, "content").as_string().as_deref(), Some("Has a dog called Rex"), "{backend}");
+        assert_eq!(get(&first, "dense").as_f64(), Some(1.0), "{backend}: the stored vectors were used");
+        assert_eq!(get(&calls, "facts").as_f64(), Some(2.0), "{backend}: nothing embedded twice");
+        JsFuture::from(again.close()).await.unwrap();
+        JsFuture::from(UserMemory::reset(options(&agent, Some(backend)))).await.unwrap();
+        let raw = JsFuture::from(UserMemory::inspect(options(&agent, Some(backend)))).await.unwrap();
+        assert!(get(&raw, "vectors").is_null(), "{backend}: reset deletes the vectors");
+    }
+}

@@ -12,15 +12,17 @@
 //! claims do the work.
 
 mod edits;
+mod embedding;
 mod events;
 mod process;
 mod store_ops;
 
+pub use embedding::{Spawner, FILL_RETRY_BASE_MS, FILL_RETRY_MAX_MS, QUERY_RETRY_BASE_MS, QUERY_RETRY_MAX_MS};
 pub use events::{DebugEvent, ErrorEvent, Event, ProcessedEvent, QueuedEvent, UpdateEvent, UpdateReason};
 pub use process::RunReport;
 
 use crate::config::Config;
-use crate::document::Document;
+use crate::document::{Document, Fact};
 use crate::error::{Error, Result};
 use crate::filter;
 use crate::ids::IdSource;
@@ -32,7 +34,7 @@ use crate::queue::QueueFile;
 use crate::relevance::FactIndex;
 use crate::search::{self, SearchHit, SearchOptions};
 use crate::storage::Store;
-use crate::sync::AsyncLock;
+use crate::sync::{AsyncLock, LocalFuture};
 use crate::time::{Clock, Millis};
 use crate::tokens::TokenCounter;
 use std::cell::{Cell, RefCell};
@@ -139,6 +141,10 @@ struct Inner {
     /// The live options (`configure()` swaps them); `parts.config` is what `open` got.
     config: RefCell<Rc<Config>>,
     state: RefCell<State>,
+    /// The embedding model and the fact vectors (apart from `state`, see `embedding.rs`).
+    embed: RefCell<embedding::EmbedState>,
+    /// A selection is counting tokens right now (the counter may be a user callback).
+    ranking: Cell<bool>,
     store_lock: AsyncLock,
     process_lock: AsyncLock,
 }
@@ -207,6 +213,8 @@ impl Engine {
                     closed: false,
                     processing: false,
                 }),
+                embed: RefCell::default(),
+                ranking: Cell::new(false),
                 store_lock: AsyncLock::new(),
                 process_lock: AsyncLock::new(),
             }),
@@ -355,25 +363,61 @@ impl Engine {
         (st.doc.clone(), st.index.clone())
     }
 
-    /// The `<memory>` block for the next model call (from the cached document).
-    pub fn inject(&self, messages: &[InputMessage]) -> String {
-        let kept = filter::filter_messages(messages);
-        let (doc, index) = self.snapshot();
-        inject::inject(&doc, &index, &kept, &self.config().inject, &*self.parts().counter)
+    /// The `<memory>` block for the next model call (from the cached document). With an
+    /// embedding model the recent turns are embedded first (see `embedding.rs`); without one,
+    /// or when that fails, the ranking is lexical.
+    pub fn inject(&self, messages: &[InputMessage]) -> impl Future<Output = String> + 'static {
+        let ranked = self.rank(messages, false);
+        async move { ranked.await.0.block }
     }
 
-    /// Per-fact scores and the reasons for the selection, with the document they refer to.
-    pub fn explain(&self, messages: &[InputMessage]) -> (Explanation, Rc<Document>) {
+    /// Per-fact scores (lexical, dense, fused) and the reasons for the selection, with the
+    /// document they refer to.
+    pub fn explain(&self, messages: &[InputMessage]) -> impl Future<Output = (Explanation, Rc<Document>)> + 'static {
+        self.rank(messages, true)
+    }
+
+    /// The selection of [`Engine::inject`], with the per-fact report when `full`.
+    ///
+    /// A selection asked for while another one counts tokens (by a `countTokens` that calls
+    /// `inject()`) counts with the built-in estimate: it runs later than its caller, so the
+    /// counter's own guard against recursion would not see it.
+    fn rank(&self, messages: &[InputMessage], full: bool) -> LocalFuture<'static, (Explanation, Rc<Document>)> {
+        let me = self.clone();
         let kept = filter::filter_messages(messages);
-        let (doc, index) = self.snapshot();
-        (inject::explain(&doc, &index, &kept, &self.config().inject, &*self.parts().counter), doc)
+        let nested = self.inner.ranking.get();
+        Box::pin(async move {
+            let cfg = me.config();
+            let q = me.query_vectors(&inject::query_text(&kept, cfg.inject.recent_turns)).await;
+            // (No await from here on: the query's fact vectors belong to this document.)
+            let (doc, index) = me.snapshot();
+            let dense = q.as_ref().map(|q| q.dense());
+            let counter: &dyn TokenCounter = if nested { &crate::tokens::Estimate } else { &*me.parts().counter };
+            let was = me.inner.ranking.replace(true);
+            let x = if full {
+                inject::explain_hybrid(&doc, &index, dense.as_ref(), &kept, &cfg.inject, counter)
+            } else {
+                Explanation {
+                    block: inject::inject_hybrid(&doc, &index, dense.as_ref(), &kept, &cfg.inject, counter),
+                    ..Explanation::default()
+                }
+            };
+            me.inner.ranking.set(was);
+            (x, doc)
+        })
     }
 
     /// The facts matching `query`, ranked as `inject()` ranks (see [`crate::search`]), from
-    /// the cached document.
-    pub fn search(&self, query: &str, opts: &SearchOptions) -> Vec<SearchHit> {
-        let st = self.inner.state.borrow();
-        search::search(&st.doc, &st.index, query, opts, &self.config().inject)
+    /// the cached document, with the hit's fact.
+    pub fn search(&self, query: &str, opts: &SearchOptions) -> impl Future<Output = Vec<(SearchHit, Fact)>> + 'static {
+        let (me, query, opts) = (self.clone(), query.to_string(), *opts);
+        async move {
+            let q = me.query_vectors(&query).await;
+            let (doc, index) = me.snapshot();
+            let dense = q.as_ref().map(|q| q.dense());
+            let hits = search::search(&doc, &index, dense.as_ref(), &query, &opts, &me.config().inject);
+            hits.into_iter().map(|h| (h.clone(), doc.facts[h.position].clone())).collect()
+        }
     }
 
     /// The cached document (no storage read).
@@ -425,24 +469,28 @@ impl Engine {
     ///
     /// Linear in the facts, and copies `doc` only when it replaces the cache.
     fn adopt(&self, doc: &Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
-        let mut st = self.inner.state.borrow_mut();
-        if reason == UpdateReason::Remote && revision == st.revision && *doc == *st.doc {
-            return None;
-        }
-        let mut ev = UpdateEvent::diff(reason, &st.doc, doc, revision);
-        ev.thread_id = thread_id.map(str::to_string);
-        // No `inject()` holds the index now (they finish before any commit can run), so it
-        // is updated in place; were one running, a new index would be built instead.
-        match Rc::get_mut(&mut st.index) {
-            Some(index) => index.sync(&doc.facts),
-            None => {
-                let mut index = FactIndex::with_params(st.index.params());
-                index.sync(&doc.facts);
-                st.index = Rc::new(index);
+        let ev = {
+            let mut st = self.inner.state.borrow_mut();
+            if reason == UpdateReason::Remote && revision == st.revision && *doc == *st.doc {
+                return None;
             }
-        }
-        st.doc = Rc::new(doc.clone());
-        st.revision = revision;
+            let mut ev = UpdateEvent::diff(reason, &st.doc, doc, revision);
+            ev.thread_id = thread_id.map(str::to_string);
+            // No `inject()` holds the index now (they finish before any commit can run), so it
+            // is updated in place; were one running, a new index would be built instead.
+            match Rc::get_mut(&mut st.index) {
+                Some(index) => index.sync(&doc.facts),
+                None => {
+                    let mut index = FactIndex::with_params(st.index.params());
+                    index.sync(&doc.facts);
+                    st.index = Rc::new(index);
+                }
+            }
+            st.doc = Rc::new(doc.clone());
+            st.revision = revision;
+            ev
+        };
+        self.document_changed();
         Some(ev)
     }
 
@@ -525,6 +573,7 @@ impl Engine {
         // A call in flight (or waiting to retry) ends now with `CLOSED`; its entry stays
         // queued, unclaimed, without counting an attempt.
         self.parts().llm.cancel();
+        self.cancel_embedder();
         let me = self.parts().instance_id.clone();
         let result = self.update_queue(&mut |q| q.release(&me)).await;
         self.parts().scheduler.arm(None);

@@ -1,6 +1,6 @@
 //! LLM connection settings (`llm: { baseUrl, apiKey, model, … }`), validated.
 
-use crate::config::{opt_bool, opt_f64, opt_str, opt_uint};
+use crate::config::{check_known_keys, opt_bool, opt_f64, opt_str, opt_uint};
 use crate::error::{Error, Result};
 use crate::http::{Connection, EndpointName, Secrets};
 use crate::json::Value;
@@ -85,16 +85,7 @@ impl LlmConfig {
         let obj = v.as_object().ok_or_else(|| {
             Error::invalid(format!("`llm` must be an object {{ baseUrl, model, … }} or a function, found {}", v.type_name()))
         })?;
-        let known = || OWN_KEYS.iter().chain(Connection::KEYS.iter());
-        if let Some(k) = obj.keys().find(|k| !known().any(|n| n == k)) {
-            let mut msg = format!("unknown option `llm.{k}` (known:");
-            for (i, name) in known().enumerate() {
-                msg.push_str(if i == 0 { " " } else { ", " });
-                msg.push_str(name);
-            }
-            msg.push(')');
-            return Err(Error::invalid(msg));
-        }
+        check_known_keys("llm", obj, &[OWN_KEYS, &Connection::KEYS])?;
         let provider = match opt_str(obj, "llm.provider", "provider")?.as_deref() {
             None | Some("openai") => Provider::OpenAi,
             Some("anthropic") => Provider::Anthropic,

@@ -1,7 +1,7 @@
 //! The storage seam (SPEC §3, §11 StorageAdapter).
 //!
-//! Storage holds two **slots** per agent: the memory document and the pending update
-//! queue. Each slot is a versioned string: every successful commit advances its revision by
+//! Storage holds three **slots** per agent: the memory document, the pending update queue
+//! and the fact vectors of the embedding model (when one is configured). Each slot is a versioned string: every successful commit advances its revision by
 //! one, and a commit names the revision it was based on, so a write based on stale data is
 //! refused instead of overwriting someone else's ([`Commit::Conflict`]). The caller then
 //! re-reads and replays its change.
@@ -24,22 +24,41 @@ use crate::error::Result;
 use crate::sync::LocalFuture;
 use std::future::ready;
 
-/// The two things stored per agent.
+/// The things stored per agent, each with its own revision (a vector write never
+/// conflicts with a document commit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Slot {
     /// The memory document (JSON of [`crate::Document`]).
     Document,
     /// The pending update queue (JSON of [`crate::queue::QueueFile`]).
     Queue,
+    /// The fact vectors of the embedding model (JSON of [`crate::vectors::VectorSet`]):
+    /// beside the document, not inside it, so exports stay DeerFlow's `memory.json`.
+    Vectors,
 }
 
 impl Slot {
-    /// The slot's name in keys: `"doc"` or `"queue"`.
+    /// Every slot, in the order of [`Slot::index`]: for code that handles each slot
+    /// (cleanup, reset, notifications, per-slot arrays).
+    pub const ALL: [Slot; 3] = [Slot::Document, Slot::Queue, Slot::Vectors];
+
+    /// The slot's name in keys: `"doc"`, `"queue"` or `"vectors"`.
     pub fn name(self) -> &'static str {
         match self {
             Slot::Document => "doc",
             Slot::Queue => "queue",
+            Slot::Vectors => "vectors",
         }
+    }
+
+    /// The slot named `name` (see [`Slot::name`]).
+    pub fn from_name(name: &str) -> Option<Slot> {
+        Slot::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The slot's position in [`Slot::ALL`] (for per-slot arrays).
+    pub fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -61,7 +80,7 @@ pub enum Commit {
     Conflict,
 }
 
-/// Durable, revisioned storage of the two slots of one agent.
+/// Durable, revisioned storage of the slots of one agent.
 pub trait Store {
     /// Reads a slot; `None` if it was never written. Unreadable stored data is
     /// `CORRUPT_MEMORY`, never `None`.

@@ -198,8 +198,10 @@ impl Store for VersionedKv {
 
     fn cleanup(&self) -> LocalFuture<'_, Result<()>> {
         Box::pin(async move {
-            self.cleanup_slot(Slot::Document).await?;
-            self.cleanup_slot(Slot::Queue).await
+            for slot in Slot::ALL {
+                self.cleanup_slot(slot).await?;
+            }
+            Ok(())
         })
     }
 

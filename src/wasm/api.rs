@@ -5,6 +5,7 @@
 //! method while another is still running on the same instance.
 
 use super::convert::{from_json, messages, set, to_json};
+use super::embed::{read_embed, LocalSpawner};
 use super::error::{to_js, IntoJsResult};
 use super::options;
 use super::persist::{self, Persistence};
@@ -38,6 +39,8 @@ use wasm_bindgen_futures::future_to_promise;
 #[wasm_bindgen]
 pub struct UserMemory {
     engine: Engine,
+    /// What `options()` shows of the embedding model (JSON; `null` without one).
+    embed: std::cell::RefCell<String>,
     events: Rc<JsEvents>,
     /// Cross-tab session of the browser backends (tabs.rs); closed by `close()`.
     tabs: Option<Tabs>,
@@ -106,6 +109,8 @@ enum Call {
     UpdateSection(Engine, JsValue, JsValue),
     Clear(Engine),
     Search(Engine, JsValue, JsValue),
+    Inject(LocalFuture<'static, String>),
+    Explain(LocalFuture<'static, (Explanation, Rc<Document>)>),
     Close(Engine, Rc<JsEvents>, Option<Tabs>),
     Inspect(JsValue),
     Reset(JsValue),
@@ -156,8 +161,12 @@ impl Call {
                 let query = string_arg(&query, "the search query")?;
                 options::check_finite(&opts, "search options")?;
                 let opts = SearchOptions::from_value(&to_json(&opts, "the search options")?)?;
-                let hits = e.search(&query, &opts);
-                Ok(hits_js(&e.cached(), &hits))
+                Ok(hits_js(&e.search(&query, &opts).await))
+            }
+            Call::Inject(block) => Ok(JsValue::from_str(&block.await)),
+            Call::Explain(explanation) => {
+                let (x, doc) = explanation.await;
+                Ok(explanation_js(&doc, &x))
             }
             Call::Close(e, events, tabs) => {
                 let r = e.close().await;
@@ -170,11 +179,13 @@ impl Call {
             }
             Call::Inspect(options) => {
                 let (store, _) = UserMemory::storage_for(&options).await?;
-                let doc = store.load(Slot::Document).await;
-                let queue = store.load(Slot::Queue).await;
                 let out = js_sys::Object::new();
-                for (key, r) in [("document", doc), ("queue", queue)] {
-                    let v = match r {
+                for slot in Slot::ALL {
+                    let key = match slot {
+                        Slot::Document => "document",
+                        other => other.name(),
+                    };
+                    let v = match store.load(slot).await {
                         Ok(Some(v)) => JsValue::from_str(&v.value),
                         Ok(None) => JsValue::NULL,
                         Err(e) => {
@@ -188,8 +199,9 @@ impl Call {
             }
             Call::Reset(options) => {
                 let (store, _) = UserMemory::storage_for(&options).await?;
-                store.discard(Slot::Document).await?;
-                store.discard(Slot::Queue).await?;
+                for slot in Slot::ALL {
+                    store.discard(slot).await?;
+                }
                 Ok(JsValue::UNDEFINED)
             }
         }
@@ -222,18 +234,25 @@ fn report_js(r: &RunReport) -> JsValue {
 /// Scores and similarities cross with 6 decimals.
 const SCORE_DECIMALS: u32 = 6;
 
-fn hits_js(doc: &Document, hits: &[SearchHit]) -> JsValue {
+/// A similarity that may be absent (`null`).
+fn opt_fixed(o: &mut ObjectWriter, key: &str, x: Option<f64>) {
+    match x {
+        Some(x) => {
+            o.fixed(key, x, SCORE_DECIMALS);
+        }
+        None => o.key(key).push_str("null"),
+    }
+}
+
+fn hits_js(hits: &[(SearchHit, crate::Fact)]) -> JsValue {
     let mut out = String::new();
     let mut a = ArrayWriter::new(&mut out);
-    for h in hits {
-        let Some(fact) = doc.facts.get(h.position) else { continue };
+    for (h, fact) in hits {
         let mut x = ObjectWriter::new(a.item());
         fact.write_json(x.key("fact"));
-        x.fixed("lexical", h.lexical, SCORE_DECIMALS).fixed("similarity", h.similarity, SCORE_DECIMALS).fixed(
-            "score",
-            h.score,
-            SCORE_DECIMALS,
-        );
+        x.fixed("lexical", h.lexical, SCORE_DECIMALS);
+        opt_fixed(&mut x, "dense", h.dense);
+        x.fixed("similarity", h.similarity, SCORE_DECIMALS).fixed("score", h.score, SCORE_DECIMALS);
         x.finish();
     }
     a.finish();
@@ -252,7 +271,9 @@ fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
         x.str("id", &f.id)
             .opt_str("content", fact.map(|x| x.content.as_str()))
             .opt_str("category", fact.map(|x| x.category.as_str()))
-            .fixed("similarity", f.similarity, SCORE_DECIMALS)
+            .fixed("lexical", f.lexical, SCORE_DECIMALS);
+        opt_fixed(&mut x, "dense", f.dense);
+        x.fixed("similarity", f.similarity, SCORE_DECIMALS)
             .fixed("confidence", f.confidence, SCORE_DECIMALS)
             .fixed("score", f.score, SCORE_DECIMALS)
             .u64("tokens", f.tokens as u64)
@@ -307,7 +328,7 @@ impl UserMemory {
     pub fn inject(&self, messages_: JsValue) -> Promise {
         let entered = Entered::new();
         match entered.as_ref().map_err(Error::clone).and_then(|_| messages(&messages_)) {
-            Ok(m) => Promise::resolve(&JsValue::from_str(&self.engine.inject(&m))),
+            Ok(m) => Call::Inject(Box::pin(self.engine.inject(&m))).promise(),
             Err(e) => Promise::reject(&to_js(&e)),
         }
     }
@@ -317,10 +338,7 @@ impl UserMemory {
     pub fn explain(&self, messages_: JsValue) -> Promise {
         let entered = Entered::new();
         match entered.as_ref().map_err(Error::clone).and_then(|_| messages(&messages_)) {
-            Ok(m) => {
-                let (e, doc) = self.engine.explain(&m);
-                Promise::resolve(&explanation_js(&doc, &e))
-            }
+            Ok(m) => Call::Explain(Box::pin(self.engine.explain(&m))).promise(),
             Err(e) => Promise::reject(&to_js(&e)),
         }
     }
@@ -431,12 +449,24 @@ impl UserMemory {
     /// and `storage` cannot change. Throws `INVALID_INPUT`.
     pub fn configure(&self, #[wasm_bindgen(unchecked_param_type = "RuntimeOptions")] changes: JsValue) -> std::result::Result<(), JsValue> {
         let _entered = Entered::new().js()?;
+        let embed = match changes.is_object() && js_sys::Reflect::has(&changes, &"embed".into()).unwrap_or(false) {
+            true => Some(read_embed(&super::convert::prop(&changes, "embed")).js()?),
+            false => None,
+        };
         options::check_finite(&changes, "options").js()?;
         if !super::convert::prop(&changes, "persist").is_undefined() {
             return Err(to_js(&Error::invalid("`persist` is chosen at open(); it cannot change on an open instance")));
         }
-        let v = to_json(&changes, "the options").js()?;
-        self.engine.configure(&v).js()
+        let mut v = to_json(&changes, "the options").js()?;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("embed");
+        }
+        self.engine.configure(&v).js()?;
+        if let Some(e) = embed {
+            self.engine.set_embedder(e.embedder, Rc::new(LocalSpawner));
+            *self.embed.borrow_mut() = e.resolved;
+        }
+        Ok(())
     }
 
     /// The options in force (without `llm`, `storage` and `countTokens`), with `persist`
@@ -446,6 +476,7 @@ impl UserMemory {
         let out = from_json(&self.engine.options().to_json());
         set(&out, "persist", &JsValue::from_bool(self.persist));
         set(&out, "persistence", &JsValue::from_str(self.persistence.get().as_str()));
+        set(&out, "embed", &from_json(&self.embed.borrow()));
         out
     }
 
@@ -482,13 +513,13 @@ impl UserMemory {
     }
 
     /// Reads what is stored for an agent without validating it, for recovery from
-    /// `CORRUPT_MEMORY`: `{ document, queue }` as raw strings (or `null`).
+    /// `CORRUPT_MEMORY`: `{ document, queue, vectors }` as raw strings (or `null`).
     #[wasm_bindgen(unchecked_return_type = "Promise<StoredData>")]
     pub fn inspect(#[wasm_bindgen(unchecked_param_type = "StorageOptions")] options: JsValue) -> Promise {
         Call::Inspect(options).promise()
     }
 
-    /// Deletes everything stored for an agent (memory and queue): the explicit reset after
+    /// Deletes everything stored for an agent (memory, queue and fact vectors): the explicit reset after
     /// `CORRUPT_MEMORY`, once whatever was readable has been exported with `inspect()`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn reset(#[wasm_bindgen(unchecked_param_type = "StorageOptions")] options: JsValue) -> Promise {
@@ -527,7 +558,13 @@ impl UserMemory {
         if let Some(tabs) = &backend.tabs {
             tabs.connect(engine.downgrade());
         }
-        Ok(UserMemory { engine, events, tabs: backend.tabs, persist: opts.persist, persistence })
+        if opts.embed.embedder.is_some() {
+            engine.set_embedder(opts.embed.embedder, Rc::new(LocalSpawner));
+            // The stored vectors, so the first inject() can use them (a failure to read them
+            // is reported by the background fill, which reads them again).
+            let _ = engine.refresh_vectors().await;
+        }
+        Ok(UserMemory { engine, events, tabs: backend.tabs, persist: opts.persist, persistence, embed: opts.embed.resolved.into() })
     }
 
     async fn storage_for(options: &JsValue) -> Result<(Rc<dyn crate::storage::Store>, String)> {

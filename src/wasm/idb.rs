@@ -1,8 +1,8 @@
 //! The IndexedDB backend (SPEC §3) on raw `web-sys`.
 //!
-//! Database `user-memory`, object store `slots`: both slots of every agent, under the key
-//! `"{agent}/{slot}"` (`slot` is `doc` or `queue`, so the key splits unambiguously at its
-//! last `/`), each a record `{rev, value}`.
+//! Database `user-memory`, object store `slots`: the slots of every agent, under the key
+//! `"{agent}/{slot}"` (`slot` is `doc`, `queue` or `vectors`, so the key splits unambiguously
+//! at its last `/`), each a record `{rev, value}`.
 //!
 //! A commit is **one `readwrite` transaction**: it issues the `get` of the record, and the
 //! `get`'s success callback (still inside the transaction, nothing foreign awaited) compares

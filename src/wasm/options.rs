@@ -1,7 +1,8 @@
 //! Reading the `open()` options object: JSON-like options go to [`Config`]; `llm`,
-//! `storage` and `countTokens` may be functions or objects and are taken apart here.
+//! `storage`, `embed` and `countTokens` may be functions or objects and are taken apart here.
 
 use super::convert::{is_array, keys, prop, to_json};
+use super::embed::{read_embed, EmbedOption};
 use super::llm::{FetchLlm, JsFunctionLlm};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -19,6 +20,8 @@ pub(crate) struct Options {
     pub(crate) count_tokens: Option<Function>,
     /// `persist: true`: ask the browser to keep its storage (`navigator.storage.persist()`).
     pub(crate) persist: bool,
+    /// The embedding model, if any.
+    pub(crate) embed: EmbedOption,
 }
 
 /// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
@@ -55,6 +58,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
     let mut storage = JsValue::UNDEFINED;
     let mut count_tokens = None;
     let mut persist = false;
+    let mut embed = JsValue::UNDEFINED;
     for key in keys(options, "the options")? {
         let value = prop(options, &key);
         match key.as_str() {
@@ -67,6 +71,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
                     None => return Err(Error::invalid("`persist` must be true or false")),
                 }
             }
+            "embed" => embed = value,
             "countTokens" => {
                 if value.is_undefined() || value.is_null() {
                     continue;
@@ -84,6 +89,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
         }
     }
     let config = Config::from_value(&Value::Object(json))?;
+    let embed = read_embed(&embed)?;
     let llm: Rc<dyn Llm> = if let Some(f) = llm.dyn_ref::<Function>() {
         Rc::new(JsFunctionLlm::new(f.clone()))
     } else if llm.is_object() {
@@ -94,5 +100,5 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
             "`llm` is required: { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt, signal }) => string",
         ));
     };
-    Ok(Options { config, llm, storage, count_tokens, persist })
+    Ok(Options { config, llm, storage, count_tokens, persist, embed })
 }

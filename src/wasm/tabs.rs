@@ -4,7 +4,8 @@
 //! `BroadcastChannel` `"user-memory"`. Every other instance with the same agent and storage
 //! (other tabs, workers, or other instances of the same page) re-reads: the document with
 //! [`Engine::refresh`] (which emits `update` with reason `remote`), the queue with
-//! [`Engine::refresh_queue`] (which re-arms the timer). Without `BroadcastChannel` (workerd)
+//! [`Engine::refresh_queue`] (which re-arms the timer), the fact vectors with
+//! [`Engine::refresh_vectors`]. Without `BroadcastChannel` (workerd)
 //! there are no notifications; instances still see each other's changes at their next read.
 //!
 //! A [`Tabs`] session also owns the localStorage [`LeaderStore`], so `close()` gives up the
@@ -31,8 +32,8 @@ struct Listener {
     agent: String,
     kind: &'static str,
     engine: RefCell<Option<WeakEngine>>,
-    busy: [Cell<bool>; 2],
-    dirty: [Cell<bool>; 2],
+    busy: [Cell<bool>; Slot::ALL.len()],
+    dirty: [Cell<bool>; Slot::ALL.len()],
 }
 
 impl Listener {
@@ -42,11 +43,8 @@ impl Listener {
         {
             return;
         }
-        let i = match prop(data, "slot").as_string().as_deref() {
-            Some("doc") => 0,
-            Some("queue") => 1,
-            _ => return,
-        };
+        let Some(slot) = prop(data, "slot").as_string().as_deref().and_then(Slot::from_name) else { return };
+        let i = slot.index();
         self.dirty[i].set(true);
         self.kick(i);
     }
@@ -66,7 +64,11 @@ impl Listener {
                     break;
                 }
                 // A failed re-read (e.g. storage gone) is retried at the next notification.
-                let _ = if i == 0 { engine.refresh().await.map(|_| ()) } else { engine.refresh_queue().await };
+                let _ = match Slot::ALL[i] {
+                    Slot::Document => engine.refresh().await.map(|_| ()),
+                    Slot::Queue => engine.refresh_queue().await,
+                    Slot::Vectors => engine.refresh_vectors().await,
+                };
             }
             me.busy[i].set(false);
         }));
@@ -151,7 +153,7 @@ impl Tabs {
     /// announced while it opened.
     pub(crate) fn connect(&self, engine: WeakEngine) {
         *self.0.listener.engine.borrow_mut() = Some(engine);
-        for i in 0..2 {
+        for i in 0..Slot::ALL.len() {
             if self.0.listener.dirty[i].get() {
                 self.0.listener.kick(i);
             }

@@ -179,6 +179,65 @@ export interface LlmFunctionRequest {
   signal: AbortSignal;
 }
 
+/** An OpenAI-compatible embeddings endpoint (OpenAI, Ollama's `/v1`, vLLM, LM Studio …): `POST {baseUrl}/embeddings`. */
+export interface EmbedEndpoint {
+  /** API root; default `https://api.openai.com/v1`. */
+  baseUrl?: string;
+  apiKey?: string;
+  model: string;
+  headers?: Record<string, string>;
+  /** Requested vector size (`dimensions` of the OpenAI API); vectors of another size are computed again. */
+  dimensions?: number;
+  /** Fact texts per request (1–2048). Default 32. */
+  batchSize?: number;
+  /** Timeout of a batch of facts (background). Default 60 000; `0` means none. */
+  timeoutMs?: number;
+  /** Timeout of the query embedding before `inject()` (one try, no retry; on the chat's critical path). Default 2000. */
+  queryTimeoutMs?: number;
+  /** Retries of a batch of facts on 429, 5xx, timeouts and network errors. Default 2. */
+  maxRetries?: number;
+  /** Longest response read. Default 4 MiB. */
+  maxResponseBytes?: number;
+}
+
+/** Vectors, one per text, in order: `number[][]`, `Float32Array[]` … */
+export type EmbedVectors = ArrayLike<number>[];
+
+/** What an `EmbedFunction` is called with besides the texts. */
+export interface EmbedFunctionOptions {
+  /** Aborted on the timeout and by `close()`. */
+  signal: AbortSignal;
+  /** `"query"`: the recent turns before `inject()` (answer fast); `"facts"`: a batch of facts, in the background. */
+  purpose: "query" | "facts";
+}
+
+/** Any embedding model as a function: transformers.js, Workers AI, an SDK. A throw or a rejection is `EMBED_FAILED`. */
+export type EmbedFunction = (texts: string[], options: EmbedFunctionOptions) => EmbedVectors | Promise<EmbedVectors>;
+
+/** An `EmbedFunction` with settings. */
+export interface EmbedFunctionConfig {
+  function: EmbedFunction;
+  /** Names the vectors: change it when the function's model changes, and stored vectors are computed again. Default `"function"`. */
+  model?: string;
+  /** Default 32. */
+  batchSize?: number;
+  /** Default 60 000. */
+  timeoutMs?: number;
+  /** Default 2000. */
+  queryTimeoutMs?: number;
+}
+
+/** The embedding model as `options()` shows it (never the key or header values). */
+export interface ResolvedEmbed {
+  /** The endpoint; `null` for an `EmbedFunction`. */
+  baseUrl: string | null;
+  model: string;
+  dimensions: number | null;
+  batchSize: number;
+  timeoutMs: number;
+  queryTimeoutMs: number;
+}
+
 /** A string key-value store: files, Durable Object storage, KV, anything. */
 export interface StorageAdapter {
   get(key: string): Promise<string | null | undefined> | string | null | undefined;
@@ -234,6 +293,8 @@ export interface UserMemoryOptions {
   autoProcess?: boolean;
   /** Replace (`instructions`) or extend (`append`) the extraction prompt. */
   prompt?: { instructions?: string; append?: string };
+  /** An embedding model fused with the lexical ranking (README: Semantic recall). `false`/`null`: none (the default). */
+  embed?: EmbedEndpoint | EmbedFunction | EmbedFunctionConfig | false | null;
 }
 
 /** Options that `configure()` can change on an open instance. */
@@ -258,6 +319,7 @@ export interface ResolvedOptions {
   prompt: { instructions: string | null; append: string | null };
   persist: boolean;
   persistence: Persistence;
+  embed: ResolvedEmbed | null;
 }
 
 /**
@@ -277,8 +339,11 @@ export interface StorageOptions {
 export interface StoredData {
   document: string | null;
   queue: string | null;
+  /** The fact vectors of the embedding model (`embed`), or `null`. */
+  vectors: string | null;
   documentError?: UserMemoryError;
   queueError?: UserMemoryError;
+  vectorsError?: UserMemoryError;
 }
 
 /** Why one fact was or was not injected. */
@@ -286,7 +351,11 @@ export interface FactExplanation {
   id: string;
   content: string;
   category: FactCategory;
-  /** Relevance to the recent turns (see README: similarity). */
+  /** Lexical similarity to the recent turns in [0, 1]: BM25 over CJK-aware terms, divided by the best match. */
+  lexical: number;
+  /** Embedding similarity in [0, 1] (the cosine, min-max normalised over the facts); `null` without `embed`, when the query could not be embedded, or while the fact has no vector yet. */
+  dense: number | null;
+  /** The similarity the score uses: `lexical`, or `(lexical + dense) / 2` when `dense` is known. */
   similarity: number;
   confidence: number;
   /** `similarityWeight × similarity + confidenceWeight × confidence`. */
@@ -317,7 +386,9 @@ export interface SearchResult {
   fact: Fact;
   /** Lexical similarity in [0, 1]: BM25 over CJK-aware terms, divided by the best match of this query. */
   lexical: number;
-  /** The similarity the score uses, in [0, 1]. */
+  /** Embedding similarity in [0, 1]; `null` without `embed`, when the query could not be embedded, or while the fact has no vector yet. */
+  dense: number | null;
+  /** The similarity the score uses: `lexical`, or `(lexical + dense) / 2` when `dense` is known. */
   similarity: number;
   /** `similarityWeight × similarity + confidenceWeight × confidence`. */
   score: number;
@@ -343,7 +414,7 @@ export interface QueueStatus {
 export type ErrorCode =
   | "INVALID_INPUT" | "STORAGE_QUOTA" | "STORAGE_UNAVAILABLE" | "STORAGE_FAILED" | "CORRUPT_MEMORY"
   | "LLM_HTTP" | "LLM_TIMEOUT" | "LLM_NETWORK" | "LLM_FAILED" | "LLM_BAD_OUTPUT"
-  | "CONFLICT" | "NOT_FOUND" | "CLOSED" | "ABANDONED";
+  | "CONFLICT" | "NOT_FOUND" | "CLOSED" | "ABANDONED" | "EMBED_FAILED";
 
 /** Every error thrown or reported is an `Error` with `name: "UserMemoryError"` and a stable `code`. */
 export interface UserMemoryError extends Error {

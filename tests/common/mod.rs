@@ -354,3 +354,16 @@ fn drive<F: std::future::Future>(mut pool: Option<&mut futures::executor::LocalP
         }
     }
 }
+
+/// A fact created on 2026-01-01 by hand, category `context`.
+pub fn fact(id: &str, content: &str, confidence: f64) -> user_memory::document::Fact {
+    user_memory::document::Fact {
+        id: id.into(),
+        content: content.into(),
+        category: "context".into(),
+        confidence,
+        created_at: "2026-01-01T00:00:00Z".into(),
+        source: "manual".into(),
+        extra: Default::default(),
+    }
+}

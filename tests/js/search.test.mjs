@@ -30,7 +30,9 @@ test("search returns the matching facts, best first, with the scores inject() ra
     "only the two rabbit facts match; the confident city fact is not a match",
   );
   for (const h of hits) {
-    assert.deepEqual(Object.keys(h), ["fact", "lexical", "similarity", "score"]);
+    assert.deepEqual(Object.keys(h), ["fact", "lexical", "dense", "similarity", "score"]);
+    assert.equal(h.dense, null, "no embedding model");
+    assert.equal(h.similarity, h.lexical);
     assert.ok(h.similarity > 0 && h.similarity <= 1);
     assert.ok(Math.abs(h.score - (0.6 * h.similarity + 0.4 * h.fact.confidence)) < 1e-5, JSON.stringify(h));
   }

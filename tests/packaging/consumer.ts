@@ -29,6 +29,9 @@ import {
   type UpdateEvent,
   type UserMemoryError,
   type UserMemoryOptions,
+  type EmbedEndpoint,
+  type EmbedFunction,
+  type ResolvedEmbed,
 } from "user-memory";
 import wasmUrl from "user-memory/wasm";
 import { fileName, FileStore, fileStore, type FileStoreOptions } from "user-memory/node";
@@ -149,6 +152,7 @@ export async function everything(): Promise<void> {
     enabled: true,
     autoProcess: true,
     prompt: { append: "Remember the user's favourite editor." },
+    embed: { function: async (texts, { signal, purpose }) => texts.map(() => (signal.aborted || purpose === "query" ? [1, 0] : new Float32Array([0, 1]))), model: "toy", queryTimeoutMs: 500 },
   };
   // @ts-expect-error llm is required
   await UserMemory.open({ agent: "x" });
@@ -168,6 +172,8 @@ export async function everything(): Promise<void> {
   const why: Explanation = await memory.explain(messages);
   for (const f of why.facts) {
     const parts: [string, number, number, number, number, boolean, string] = [f.id, f.similarity, f.confidence, f.score, f.tokens, f.included, f.reason];
+    const halves: [number, number | null] = [f.lexical, f.dense];
+    void halves;
     void parts;
   }
   const searchOptions: SearchOptions = { limit: 5, minScore: 0.3 };
@@ -177,6 +183,15 @@ export async function everything(): Promise<void> {
   }
   // @ts-expect-error search options are checked
   await memory.search("editor", { top: 3 });
+  const http: EmbedEndpoint = { baseUrl: "http://127.0.0.1:11434/v1", model: "nomic-embed-text", dimensions: 256, batchSize: 16, queryTimeoutMs: 1500 };
+  const fnEmbed: EmbedFunction = async (texts) => texts.map(() => [0.1, 0.2]);
+  memory.configure({ embed: http });
+  memory.configure({ embed: fnEmbed });
+  memory.configure({ embed: false });
+  const resolved: ResolvedEmbed | null = memory.options().embed;
+  void resolved;
+  // @ts-expect-error embed options are checked
+  memory.configure({ embed: { baseUrl: "http://x", dims: 3 } });
   const report: RunReport = await memory.flush();
   const due: number | null = memory.nextDueAt();
   const { pending, nextDueAt, processing, revision }: QueueStatus = memory.status();
@@ -223,6 +238,8 @@ export async function everything(): Promise<void> {
 
   const stored: StoredData = await UserMemory.inspect({ agent: "coder", storage: new MapStore() });
   const raw: string | null = stored.document;
+  const vectors: string | null = stored.vectors;
+  void vectors;
   await UserMemory.reset({ agent: "coder", storage: "memory" });
   await memory.close();
   memory.free();

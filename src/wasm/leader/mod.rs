@@ -45,7 +45,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::{AbortController, BroadcastChannel};
-use wire::{answer_of, index, message, num, result_message, slot_of, Answer, Op};
+use wire::{answer_of, mark_key, message, num, result_message, slot_of, Answer, Op};
 
 /// How long a new leader waits before it serves anything.
 pub(crate) const SETTLE_MS: i32 = 50;
@@ -107,10 +107,10 @@ pub struct LeaderStore {
     channel: BroadcastChannel,
     role: Cell<Role>,
     /// The highest revision of each slot this instance has heard of.
-    known: [Cell<u64>; 2],
+    known: [Cell<u64>; Slot::ALL.len()],
     /// Per slot, the highest mark the view did not reach within [`CATCH_UP_MS`] (the slot
     /// was emptied): requests' marks up to it are stale and ignored.
-    stale_mark: [Cell<u64>; 2],
+    stale_mark: [Cell<u64>; Slot::ALL.len()],
     /// Requests being served (`None`) or answered (their answer), by id, oldest first.
     served: RefCell<Vec<(String, Option<JsValue>)>>,
     /// Operations waiting for an answer (or a wake-up): id → the promise's resolve.
@@ -154,8 +154,8 @@ impl LeaderStore {
                 name,
                 channel,
                 role: Cell::new(Role::Follower),
-                known: [Cell::new(0), Cell::new(0)],
-                stale_mark: [Cell::new(0), Cell::new(0)],
+                known: Default::default(),
+                stale_mark: Default::default(),
                 served: RefCell::default(),
                 waiting: RefCell::default(),
                 release: RefCell::default(),
@@ -213,7 +213,7 @@ impl LeaderStore {
                 return;
             }
             me.role.set(Role::Leader);
-            let _ = me.serve(&Op::Cleanup, [0, 0], false, None).await;
+            let _ = me.serve(&Op::Cleanup, [0; Slot::ALL.len()], false, None).await;
             me.post(&message("leader"));
             me.wake_all();
         }));
@@ -227,7 +227,7 @@ impl LeaderStore {
     }
 
     fn note(&self, slot: Slot, rev: u64) {
-        let k = &self.known[index(slot)];
+        let k = &self.known[slot.index()];
         k.set(k.get().max(rev));
     }
 
@@ -269,7 +269,7 @@ impl LeaderStore {
             }
             Some("reset") => {
                 if let Some(slot) = slot_of(&data) {
-                    self.known[index(slot)].set(0);
+                    self.known[slot.index()].set(0);
                 }
             }
             // A new leader: send what is waiting again now rather than at the timeout.
@@ -301,7 +301,7 @@ impl LeaderStore {
             }
             served.push((id.clone(), None));
         }
-        let known = [num(&data, "kd"), num(&data, "kq")];
+        let known = Slot::ALL.map(|slot| num(&data, mark_key(slot)));
         let deadline = prop(&data, "until").as_f64();
         let result = self.serve(&op, known, prop(&data, "retry").is_truthy(), deadline).await;
         let answer = result_message(&id, &op, &result);
@@ -321,10 +321,10 @@ impl LeaderStore {
     }
 
     /// Performs `op` on localStorage (leader only), unless `deadline` (epoch ms) has passed.
-    async fn serve(&self, op: &Op, known: [u64; 2], retry: bool, deadline: Option<f64>) -> Result<Answer> {
+    async fn serve(&self, op: &Op, known: [u64; Slot::ALL.len()], retry: bool, deadline: Option<f64>) -> Result<Answer> {
         let _guard = self.serve_lock.lock().await;
         if let Op::Load(slot) | Op::Commit(slot, ..) = op {
-            let i = index(*slot);
+            let i = slot.index();
             let theirs = if known[i] <= self.stale_mark[i].get() { 0 } else { known[i] };
             let target = self.known[i].get().max(theirs);
             let mut waited = 0;
@@ -365,7 +365,7 @@ impl LeaderStore {
             }
             Op::Discard(slot) => {
                 self.direct.discard(*slot).await?;
-                self.known[index(*slot)].set(0);
+                self.known[slot.index()].set(0);
                 let m = message("reset");
                 set(&m, "slot", &JsValue::from_str(slot.name()));
                 self.post(&m);
@@ -400,8 +400,9 @@ impl LeaderStore {
         };
         set(&m, "op", &JsValue::from_str(name));
         set(&m, "slot", &JsValue::from_str(slot.name()));
-        set(&m, "kd", &JsValue::from_f64(self.known[0].get() as f64));
-        set(&m, "kq", &JsValue::from_f64(self.known[1].get() as f64));
+        for slot in Slot::ALL {
+            set(&m, mark_key(slot), &JsValue::from_f64(self.known[slot.index()].get() as f64));
+        }
         set(&m, "retry", &JsValue::from_bool(retry));
         m
     }
@@ -417,7 +418,7 @@ impl LeaderStore {
             match self.role.get() {
                 Role::Closed => return Err(Error::StorageUnavailable("this localStorage store was closed".into())),
                 Role::Leader => {
-                    let r = self.serve(&op, [0, 0], retry, None).await;
+                    let r = self.serve(&op, [0; Slot::ALL.len()], retry, None).await;
                     if let (Some(_), Ok(Answer::Committed(Commit::Committed(_)))) = (op.slot(), &r) {
                         // Followers learn the revision (they may lead next).
                         self.post(&result_message("", &op, &r));

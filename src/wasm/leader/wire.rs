@@ -40,21 +40,18 @@ pub(super) enum Answer {
     Done,
 }
 
-/// The slot's position in per-slot arrays.
-pub(super) fn index(slot: Slot) -> usize {
+/// The request field carrying the highest revision of `slot` the sender has heard of.
+pub(super) fn mark_key(slot: Slot) -> &'static str {
     match slot {
-        Slot::Document => 0,
-        Slot::Queue => 1,
+        Slot::Document => "kd",
+        Slot::Queue => "kq",
+        Slot::Vectors => "kv",
     }
 }
 
 /// The slot named in a message.
 pub(super) fn slot_of(data: &JsValue) -> Option<Slot> {
-    match prop(data, "slot").as_string()?.as_str() {
-        "doc" => Some(Slot::Document),
-        "queue" => Some(Slot::Queue),
-        _ => None,
-    }
+    Slot::from_name(&prop(data, "slot").as_string()?)
 }
 
 /// A numeric field of a message (0 when absent).

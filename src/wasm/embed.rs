@@ -1,0 +1,207 @@
+//! Embedding models (`embed` option): `fetch` to an OpenAI-compatible `POST
+//! {baseUrl}/embeddings` through the shared [`HttpClient`] (its redirect, body-cap, retry,
+//! masking and `close()` rules), or a JS function `async (texts, { signal, purpose }) =>
+//! number[][] | Float32Array[]`. Both give the query its own short timeout.
+
+use super::cancel::Cancel;
+use super::convert::{items, promise_of, prop, set, to_json};
+use super::error::js_message;
+use super::http::{HttpClient, WholeBody};
+use super::options::check_finite;
+use crate::embed::{parse_reply, EmbedConfig, EmbedPurpose, EmbedSettings, Embedder};
+use crate::engine::Spawner;
+use crate::error::{Error, Result};
+use crate::json::{Map, Value};
+use crate::sync::LocalFuture;
+use js_sys::{Array, Float32Array, Function, Object, Promise};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+/// Background tasks on the JS event loop.
+pub(crate) struct LocalSpawner;
+
+impl Spawner for LocalSpawner {
+    fn spawn(&self, task: LocalFuture<'static, ()>) {
+        wasm_bindgen_futures::spawn_local(task);
+    }
+}
+
+/// The `embed` option, read: the embedder (or none) and what `options()` shows of it
+/// (never the key or header values).
+pub(crate) struct EmbedOption {
+    pub(crate) embedder: Option<Rc<dyn Embedder>>,
+    pub(crate) resolved: String,
+}
+
+/// Reads `embed`: `undefined`, `null` or `false` (none), a function, `{ function, model?,
+/// batchSize?, timeoutMs?, queryTimeoutMs? }`, or an endpoint `{ baseUrl, model, … }`.
+pub(crate) fn read_embed(v: &JsValue) -> Result<EmbedOption> {
+    if v.is_undefined() || v.is_null() || v.as_bool() == Some(false) {
+        return Ok(EmbedOption { embedder: None, resolved: "null".into() });
+    }
+    let (f, obj) = match v.dyn_ref::<Function>() {
+        Some(f) => (Some(f.clone()), Map::new()),
+        None if v.is_object() => {
+            let f = prop(v, "function");
+            let f = if f.is_undefined() {
+                None
+            } else {
+                Some(f.dyn_into::<Function>().map_err(|_| Error::invalid("`embed.function` must be a function (texts, { signal }) => vectors"))?)
+            };
+            check_finite(v, "embed")?;
+            match to_json(v, "`embed`")? {
+                Value::Object(o) => (f, o),
+                _ => return Err(Error::invalid("`embed` must be an object")),
+            }
+        }
+        None => {
+            return Err(Error::invalid(
+                "`embed` must be { baseUrl, model, … } for an OpenAI-compatible /embeddings endpoint, an async function (texts, { signal }) => vectors, or false",
+            ))
+        }
+    };
+    let (embedder, resolved): (Rc<dyn Embedder>, String) = match f {
+        Some(f) => {
+            crate::config::check_known_keys("embed", &obj, &[&EmbedConfig::FUNCTION_KEYS, &EmbedSettings::KEYS])?;
+            let settings = EmbedSettings::read(&obj, Some("function"))?;
+            let resolved = settings.resolved_json(None);
+            (Rc::new(FunctionEmbedder { f, space: settings.vector_space(), settings, cancel: Cancel::default() }), resolved)
+        }
+        None => {
+            let cfg = EmbedConfig::from_value(&obj)?;
+            let resolved = cfg.settings.resolved_json(Some(&cfg.conn.base_url));
+            (Rc::new(FetchEmbedder::new(cfg)), resolved)
+        }
+    };
+    Ok(EmbedOption { embedder: Some(embedder), resolved })
+}
+
+/// An OpenAI-compatible embeddings endpoint. Fact batches use `timeoutMs` and `maxRetries`;
+/// the query one try within `queryTimeoutMs` (a retry would outlast the chat's patience).
+struct FetchEmbedder {
+    cfg: EmbedConfig,
+    space: String,
+    facts: HttpClient,
+    query: HttpClient,
+}
+
+impl FetchEmbedder {
+    fn new(cfg: EmbedConfig) -> FetchEmbedder {
+        let mut quick = cfg.conn.clone();
+        (quick.timeout_ms, quick.max_retries) = (cfg.settings.query_timeout_ms, 0);
+        FetchEmbedder { space: cfg.settings.vector_space(), facts: HttpClient::new(cfg.conn.clone()), query: HttpClient::new(quick), cfg }
+    }
+}
+
+impl Embedder for FetchEmbedder {
+    fn model(&self) -> &str {
+        &self.space
+    }
+
+    fn batch_size(&self) -> usize {
+        self.cfg.settings.batch_size
+    }
+
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: EmbedPurpose) -> LocalFuture<'a, Result<Vec<Vec<f32>>>> {
+        Box::pin(async move {
+            let client = if purpose == EmbedPurpose::Query { &self.query } else { &self.facts };
+            let mut body = WholeBody::default();
+            match client.post(&self.cfg.request(texts), false, &mut body).await {
+                Ok(()) => parse_reply(&client.secrets().mask(&body.text())),
+                Err(f) => Err(match f.error {
+                    Error::LlmTimeout(_) if purpose == EmbedPurpose::Query => Error::EmbedFailed(format!(
+                        "no answer from the embeddings endpoint within {} ms (embed.queryTimeoutMs)",
+                        self.cfg.settings.query_timeout_ms
+                    )),
+                    e => e,
+                }),
+            }
+        })
+    }
+
+    fn cancel(&self) {
+        self.facts.cancel();
+        self.query.cancel();
+    }
+}
+
+/// A JS function `(texts, { signal, purpose }) => vectors`. `signal` aborts on the timeout
+/// and on `close()`; the wait ends then whether or not the function listens.
+struct FunctionEmbedder {
+    f: Function,
+    space: String,
+    settings: EmbedSettings,
+    cancel: Cancel,
+}
+
+impl Embedder for FunctionEmbedder {
+    fn model(&self) -> &str {
+        &self.space
+    }
+
+    fn batch_size(&self) -> usize {
+        self.settings.batch_size
+    }
+
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: EmbedPurpose) -> LocalFuture<'a, Result<Vec<Vec<f32>>>> {
+        Box::pin(async move {
+            let (controller, _registered) = self.cancel.register()?;
+            let ms = if purpose == EmbedPurpose::Query { self.settings.query_timeout_ms } else { self.settings.timeout_ms };
+            let input = Array::new();
+            for t in texts {
+                input.push(&JsValue::from_str(t));
+            }
+            let arg = Object::new();
+            set(&arg, "signal", &controller.signal());
+            set(&arg, "purpose", &JsValue::from_str(purpose.as_str()));
+            let fail = |e: &JsValue| Error::EmbedFailed(format!("the embed function failed: {}", js_message(e)));
+            let ret = self.f.call2(&JsValue::NULL, &input, &arg).map_err(|e| fail(&e))?;
+            // The answer, or `timed_out` when the timer fires first.
+            let timed_out = JsValue::from(Object::new());
+            let mut resolve_timeout = None;
+            let timer_promise = Promise::new(&mut |resolve, _| resolve_timeout = Some(resolve));
+            let _timer = (ms > 0).then(|| {
+                let (resolve, controller, sentinel) = (resolve_timeout.take(), controller.clone(), timed_out.clone());
+                gloo_timers::callback::Timeout::new(ms.min(i32::MAX as u64) as u32, move || {
+                    controller.abort();
+                    if let Some(r) = resolve {
+                        let _ = r.call1(&JsValue::NULL, &sentinel);
+                    }
+                })
+            });
+            let race = Promise::race(&Array::of2(&promise_of(&ret), &timer_promise));
+            let v = self.cancel.until_closed(JsFuture::from(race)).await?.map_err(|e| fail(&e))?;
+            if Object::is(&v, &timed_out) {
+                let option = if purpose == EmbedPurpose::Query { "queryTimeoutMs" } else { "timeoutMs" };
+                return Err(Error::EmbedFailed(format!("the embed function gave no answer within {ms} ms (embed.{option})")));
+            }
+            vectors_of(&v)
+        })
+    }
+
+    fn cancel(&self) {
+        self.cancel.cancel();
+    }
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Float32Array.from(v)`: any array-like of numbers in one call (a component that is not
+    /// a number becomes NaN), catching what a hostile value throws.
+    #[wasm_bindgen(catch, js_namespace = Float32Array, js_name = from)]
+    fn float32_from(v: &JsValue) -> std::result::Result<Float32Array, JsValue>;
+}
+
+/// `number[][]`, `Float32Array[]` (or other array-likes) as vectors; a NaN component (also
+/// one that was not a number) is refused by the engine's reply check.
+fn vectors_of(v: &JsValue) -> Result<Vec<Vec<f32>>> {
+    let what = "the embed function's result";
+    let unusable = || Error::EmbedFailed(format!("{what} must be an array of vectors (number[][] or Float32Array[])"));
+    let list = items(v, what).map_err(|e| Error::EmbedFailed(e.message()))?.ok_or_else(unusable)?;
+    let mut out = Vec::with_capacity(list.len());
+    for item in &list {
+        out.push(float32_from(item).map_err(|_| unusable())?.to_vec());
+    }
+    Ok(out)
+}
