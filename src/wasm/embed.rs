@@ -13,8 +13,11 @@ use crate::engine::Spawner;
 use crate::error::{Error, Result};
 use crate::json::{Map, Value};
 use crate::sync::LocalFuture;
-use js_sys::{Array, Float32Array, Function, Object, Promise};
+use js_sys::{Array, Float32Array, Function, Object};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
@@ -157,31 +160,41 @@ impl Embedder for FunctionEmbedder {
             set(&arg, "purpose", &JsValue::from_str(purpose.as_str()));
             let fail = |e: &JsValue| Error::EmbedFailed(format!("the embed function failed: {}", js_message(e)));
             let ret = self.f.call2(&JsValue::NULL, &input, &arg).map_err(|e| fail(&e))?;
-            // The answer, or `timed_out` when the timer fires first.
-            let timed_out = JsValue::from(Object::new());
-            let mut resolve_timeout = None;
-            let timer_promise = Promise::new(&mut |resolve, _| resolve_timeout = Some(resolve));
-            let _timer = (ms > 0).then(|| {
-                let (resolve, controller, sentinel) = (resolve_timeout.take(), controller.clone(), timed_out.clone());
-                gloo_timers::callback::Timeout::new(ms.min(i32::MAX as u64) as u32, move || {
-                    controller.abort();
-                    if let Some(r) = resolve {
-                        let _ = r.call1(&JsValue::NULL, &sentinel);
-                    }
-                })
-            });
-            let race = Promise::race(&Array::of2(&promise_of(&ret), &timer_promise));
-            let v = self.cancel.until_closed(JsFuture::from(race)).await?.map_err(|e| fail(&e))?;
-            if Object::is(&v, &timed_out) {
+            // The answer, or `None` when the timer fires first (the signal is aborted then).
+            let timer = (ms > 0).then(|| gloo_timers::future::TimeoutFuture::new(ms.min(i32::MAX as u64) as u32));
+            let answer = FirstOf { answer: JsFuture::from(promise_of(&ret)), timer };
+            let Some(v) = self.cancel.until_closed(answer).await? else {
+                controller.abort();
                 let option = if purpose == EmbedPurpose::Query { "queryTimeoutMs" } else { "timeoutMs" };
                 return Err(Error::EmbedFailed(format!("the embed function gave no answer within {ms} ms (embed.{option})")));
-            }
+            };
+            let v = v.map_err(|e| fail(&e))?;
             vectors_of(&v)
         })
     }
 
     fn cancel(&self) {
         self.cancel.cancel();
+    }
+}
+
+/// The output of `answer`, or `None` if `timer` (when there is one) is done first.
+struct FirstOf<A, B> {
+    answer: A,
+    timer: Option<B>,
+}
+
+impl<A: Future + Unpin, B: Future + Unpin> Future for FirstOf<A, B> {
+    type Output = Option<A::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(v) = Pin::new(&mut self.answer).poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        match self.timer.as_mut().map(|t| Pin::new(t).poll(cx)) {
+            Some(Poll::Ready(_)) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
     }
 }
 
