@@ -22,7 +22,13 @@
 //
 // The fake model "extracts" one fact per user statement ("I …") in the conversation it is
 // shown, so every mode ends with the same facts (duplicates are merged on apply).
-import { UserMemory } from "user-memory";
+//
+// A second table replays one long thread (200 turns, observed whole every 50 turns and
+// flushed then): what each extraction sends, against the conversation's own tokens plus one
+// prompt overhead (instructions + memory) per call.
+//
+//   USER_MEMORY_PKG=/path/to/other/pkg node bench/debounce.mjs   # the same bench on another build
+const { UserMemory } = await import(process.env.USER_MEMORY_PKG ? `${process.env.USER_MEMORY_PKG}/node.js` : "user-memory");
 import { startLlmServer } from "../tests/helpers/llm-server.mjs";
 
 const THREADS = 5;
@@ -177,3 +183,57 @@ console.log(`|${widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : "-".repeat(w
 for (const row of table) console.log(line(row));
 const errors = rows.reduce((n, r) => n + r.errors, 0);
 if (errors) console.log(`(${errors} error events — the numbers above are not valid)`);
+
+// ---- one long thread -------------------------------------------------------------------------
+
+/** The characters of a request's conversation block (between the tags). */
+function conversationChars(record) {
+  const prompt = record.body?.messages?.at(-1)?.content ?? "";
+  return (prompt.split("<conversation>")[1]?.split("</conversation>")[0] ?? "").length;
+}
+
+async function longThread() {
+  const llm = await startLlmServer({ fallback: fakeModel });
+  clock = T0;
+  const memory = await UserMemory.open({
+    agent: "bench-long-thread",
+    storage: "memory",
+    autoProcess: false,
+    llm: { baseUrl: llm.baseUrl, model: "bench", maxRetries: 0 },
+  });
+  const rand = rng(7);
+  const history = [];
+  const rows = [];
+  let conversationTokens = 0;
+  for (let k = 0; k < 200; k++) {
+    const user = k % 3 === 0 ? `I ${["work on", "care about", "want to learn"][k % 3 === 0 ? (k / 3) % 3 : 0]} topic ${k} (${Math.floor(rand() * 1000)})` : `What about step ${k}? ${Math.floor(rand() * 100)} units?`;
+    const assistant = filler.repeat(2 + Math.floor(rand() * 4)).trim();
+    history.push({ role: "user", content: user }, { role: "assistant", content: assistant });
+    // The conversation's own tokens: each message as the prompt shows it (cut to 1000 characters).
+    conversationTokens += Math.ceil((Math.min(user.length, 1000) + Math.min(assistant.length, 1000)) / 4);
+    clock += 5_000;
+    if ((k + 1) % 50 === 0) {
+      const before = llm.requests.length;
+      memory.observe("long", history);
+      await memory.flush();
+      const sent = llm.requests.slice(before);
+      rows.push({ turns: k + 1, calls: sent.length, tokens: sent.reduce((n, r) => n + promptTokens(r), 0), overhead: sent.reduce((n, r) => n + promptTokens(r) - Math.ceil(conversationChars(r) / 4), 0) });
+    }
+  }
+  const facts = (await memory.get()).facts.length;
+  await memory.close();
+  await llm.close();
+  return { rows, conversationTokens, facts };
+}
+
+const long = await longThread();
+const total = long.rows.reduce((n, r) => n + r.tokens, 0);
+const overhead = long.rows.reduce((n, r) => n + r.overhead, 0);
+const calls = long.rows.reduce((n, r) => n + r.calls, 0);
+console.log("");
+console.log(`one thread of 200 turns, observed whole and flushed every 50 turns (conversation: ${long.conversationTokens.toLocaleString("en-US")} tokens)`);
+console.log("| after turn | calls | prompt tokens sent | of which instructions + memory |");
+console.log("|-----------:|------:|-------------------:|-------------------------------:|");
+for (const r of long.rows) console.log(`| ${String(r.turns).padStart(10)} | ${String(r.calls).padStart(5)} | ${r.tokens.toLocaleString("en-US").padStart(18)} | ${r.overhead.toLocaleString("en-US").padStart(30)} |`);
+const bound = long.conversationTokens + overhead;
+console.log(`total ${total.toLocaleString("en-US")} tokens in ${calls} calls = ${(total / bound).toFixed(2)} × (conversation + one prompt overhead per call = ${bound.toLocaleString("en-US")}); ${long.facts} facts`);

@@ -1,22 +1,101 @@
-//! Applying a delta to a document (SPEC §7), deterministically.
+//! Applying a delta to a document, deterministically and failing closed.
 //!
 //! In this order, with one timestamp for the whole update:
-//! 1. sections are replaced when `shouldUpdate` is true and the summary is not blank;
-//! 2. `factsToRemove` ids are removed (unknown ids ignored);
-//! 3. new facts at or above the threshold are appended, unless their normalised content is
-//!    already there;
-//! 4. over `max_facts`, the lowest-confidence facts are dropped (among equals the newest);
-//! 5. upload mentions are scrubbed.
+//! 1. **Sections** are replaced when `shouldUpdate` is true, the summary is not blank and its
+//!    labels say it is about the user in general (`scope` `user`, `durability` `durable`,
+//!    `authority` `descriptive`; a missing label counts as accepted).
+//! 2. **New facts** pass, each in turn: the confidence threshold, the same label gate, the
+//!    assistant-copy filter (a fact the model copied from an assistant message that the user
+//!    did not say), then: the same text as a fact this delta removes is *no change*; the same
+//!    text as another fact *confirms* that fact; a near-duplicate (token Jaccard ≥ 0.7, same
+//!    category) is *merged* into it (old id and `createdAt`, new wording unless the old fact
+//!    is manual, the higher confidence, a confirmation); anything else is added.
+//! 3. **`factsToReinforce`** confirm their facts (`lastConfirmedAt`, `confirmationCount`).
+//! 4. **Removals** fail closed: a removal paired with a replacement (`replacementFactIndex`)
+//!    applies only if that replacement was applied and survives the cap; a removal in a
+//!    delta whose new facts were all refused applies not at all; more than
+//!    [`MAX_UNPAIRED_REMOVALS`] unpaired removals are all refused; an unpaired removal of a
+//!    fact the user's new messages share no word with is refused; a non-`user` scope removes
+//!    nothing. A delta that only removes (the user asked to forget) still removes.
+//! 5. **Eviction** over `max_facts`: expired facts first, then by the policy (lowest
+//!    confidence, or confidence with confirmation freshness), among equals the newest.
+//!    A manual fact is never evicted by an extraction.
+//!
+//! **Upload mentions** are scrubbed from the summaries and the old facts right after step 1,
+//! and new facts that record an upload are refused in step 2.
+//!
+//! Every refusal is reported in [`ApplyReport::skipped`] with a stable reason from
+//! [`crate::delta::reasons`]. Invisible and bidi-control characters are stripped from all
+//! stored text.
 //!
 //! The delta is only read, so a commit that lost a race can apply it again to the newer
-//! document. `last_updated` is left to the caller, which sets it when it commits.
+//! document; applying it a second time with the same context changes nothing.
+//! `last_updated` is left to the caller, which sets it when it commits. Every step is
+//! linear in the number of facts (hash maps and an inverted token index; the eviction sort
+//! is `n log n`).
 
-use crate::delta::Delta;
-use crate::document::{normalize_content, Document, Fact, SectionId};
+use crate::delta::{reasons, Delta, NewFact, Skipped};
+use crate::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
 use crate::ids::IdSource;
+use crate::message::{ChatMessage, Speaker};
+use crate::sanitize::{safe_category, strip_invisible};
 use crate::scrub::scrub_document;
+use crate::similar::{SetIndex, Vocab};
 use crate::time::millis_from_iso;
 use crate::tokenize::FxMap;
+
+/// A new fact at least this similar (token Jaccard) to an existing one of the same category
+/// is merged into it (DeerFlow's threshold).
+pub const NEAR_DUPLICATE_JACCARD: f64 = 0.7;
+
+/// A delta may remove at most this many facts without naming their replacements; with more,
+/// none of those removals applies (small models copy every id they see).
+pub const MAX_UNPAIRED_REMOVALS: usize = 3;
+
+/// A new fact of at least [`COPY_MIN_TOKENS`] tokens is an assistant copy when at least this
+/// share of its tokens occurs in one assistant message…
+pub const COPY_ASSISTANT_SHARE: f64 = 0.7;
+/// …and less than this share in the user's messages (measured on
+/// `tests/data/assistant-copy.json`, docs/pipeline.md).
+pub const COPY_USER_SHARE: f64 = 0.5;
+/// Shorter facts are not judged (too few words to tell a copy from an agreement).
+pub const COPY_MIN_TOKENS: usize = 3;
+
+/// Confirmation freshness halves after this many days in the hybrid eviction policy.
+pub const FRESHNESS_HALF_LIFE_DAYS: f64 = 90.0;
+/// Weight of the confidence in the hybrid eviction score (the rest is freshness).
+pub const HYBRID_CONFIDENCE_WEIGHT: f64 = 0.7;
+
+/// Which facts go first when memory holds more than `maxFacts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EvictionPolicy {
+    /// Lowest confidence first, among equals the newest (DeerFlow's default).
+    #[default]
+    Confidence,
+    /// Lowest `0.7 × confidence + 0.3 × freshness` first, where freshness is 1 for a fact
+    /// confirmed today and halves every 90 days (DeerFlow HEAD's `hybrid-v1` without its
+    /// access-heat term: this library does not write on reads).
+    Hybrid,
+}
+
+impl EvictionPolicy {
+    /// The option value: `"confidence"` or `"hybrid"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvictionPolicy::Confidence => "confidence",
+            EvictionPolicy::Hybrid => "hybrid",
+        }
+    }
+
+    /// Reads an option value.
+    pub fn parse(s: &str) -> Option<EvictionPolicy> {
+        match s {
+            "confidence" => Some(EvictionPolicy::Confidence),
+            "hybrid" => Some(EvictionPolicy::Hybrid),
+            _ => None,
+        }
+    }
+}
 
 /// Limits applied while merging a delta.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,6 +104,17 @@ pub struct ApplyConfig {
     pub threshold: f64,
     /// At most this many facts are kept (default 100).
     pub max_facts: usize,
+    /// What goes first over `max_facts`.
+    pub policy: EvictionPolicy,
+}
+
+/// The conversation a delta was extracted from: what the model was shown.
+#[derive(Debug, Clone, Copy)]
+pub struct Conversation<'a> {
+    /// Every message sent, the already-processed context first.
+    pub messages: &'a [ChatMessage],
+    /// Index of the first new (not yet processed) message.
+    pub new_from: usize,
 }
 
 /// Where the applied changes come from.
@@ -35,6 +125,9 @@ pub struct ApplyContext<'a> {
     pub source: &'a str,
     /// Fresh fact ids.
     pub ids: &'a dyn IdSource,
+    /// The conversation, for the assistant-copy filter and the removal guard; `None` skips
+    /// both (a delta applied without one, as in replays of old tests).
+    pub conversation: Option<Conversation<'a>>,
 }
 
 /// What an application of a delta changed.
@@ -46,91 +139,261 @@ pub struct ApplyReport {
     pub removed: Vec<String>,
     /// Sections whose summary was replaced.
     pub updated_sections: Vec<SectionId>,
+    /// Ids of existing facts that were re-stated, merged into or reinforced.
+    pub confirmed: Vec<String>,
+    /// Facts dropped by the `max_facts` cap (existing ones and new ones evicted at once).
+    pub evicted: Vec<Fact>,
+    /// Every part of the delta that was refused or folded into an existing fact, and why.
+    pub skipped: Vec<Skipped>,
 }
 
 impl ApplyReport {
     /// Whether the document was left as it was.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.updated_sections.is_empty()
+        self.added.is_empty() && self.removed.is_empty() && self.updated_sections.is_empty() && self.confirmed.is_empty()
     }
 }
 
-/// Applies `delta` to `doc` (SPEC §7).
+/// A removal named by the delta, and whether it still stands.
+struct Pending {
+    /// Index in `factsToRemove`.
+    index: usize,
+    /// Position of its fact in the document.
+    pos: usize,
+    /// Index in `newFacts` of its replacement.
+    replacement: Option<usize>,
+    /// `None` while it stands; the refusal once refused.
+    refused: Option<(&'static str, String)>,
+    /// "Remove X and add X's same text": dropped silently (reported on the new fact).
+    cancelled: bool,
+}
+
+impl Pending {
+    fn stands(&self) -> bool {
+        self.refused.is_none() && !self.cancelled
+    }
+}
+
+/// Applies `delta` to `doc` (see the module docs for every rule).
 ///
 /// The report lists the net change: facts added that survived eviction and scrubbing,
-/// facts of the original document that are gone, and sections whose summary was replaced by
-/// the delta or changed by the upload scrubber. A fact added and evicted in the same update
-/// appears in neither list.
+/// facts of the original document that are gone, sections whose summary was replaced by
+/// the delta or changed by the upload scrubber, facts confirmed, facts evicted, and every
+/// refusal. A fact added and evicted in the same update appears in neither `added` nor
+/// `removed` (it is in `evicted` and `skipped`).
 pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &ApplyContext<'_>) -> ApplyReport {
-    let before_ids: Vec<String> = doc.facts.iter().map(|f| f.id.clone()).collect();
+    let mut report = ApplyReport::default();
+    let original_ids = key_map(doc.facts.iter().map(|f| f.id.as_str()));
     let before_summaries: Vec<String> = doc.sections.iter().map(|s| s.summary.clone()).collect();
+    let now_ms = millis_from_iso(ctx.now_iso).unwrap_or(0);
     let mut replaced = [false; 6];
 
     // 1. Sections.
     for id in SectionId::ALL {
-        if let Some(update) = delta.section(id) {
-            let summary = update.summary.trim();
-            if update.should_update && !summary.is_empty() {
-                let section = doc.section_mut(id);
-                section.summary = summary.to_string();
-                section.updated_at = ctx.now_iso.to_string();
-                replaced[id.index()] = true;
-            }
-        }
-    }
-
-    // 2. Removals.
-    if !delta.facts_to_remove.is_empty() {
-        let remove = key_set(delta.facts_to_remove.iter().map(|s| s.trim()));
-        doc.facts.retain(|f| !remove.contains_key(f.id.as_str()));
-    }
-
-    // 3. Additions.
-    let mut known = key_set(doc.facts.iter().map(|f| normalize_content(&f.content)));
-    let mut added = Vec::new();
-    for nf in &delta.new_facts {
-        let confidence = nf.confidence;
-        if !confidence.is_finite() || confidence < cfg.threshold {
+        let Some(update) = delta.section(id) else { continue };
+        if !update.should_update || update.summary.trim().is_empty() {
             continue;
         }
-        let content = nf.content.trim();
-        let key = normalize_content(content);
-        if key.is_empty() || known.insert(key.into(), 0).is_some() {
+        let path = format!("{}.{}", id.group(), id.key());
+        if let Some((label, value)) = update.labels.refusal() {
+            report.skipped.push(Skipped::new(path, reasons::SCOPE_GATED, format!("{label} is \"{value}\"")));
             continue;
         }
-        let category = nf.category.trim();
-        // Never reuse the id of a fact this update removed: clients may still hold it.
-        let id = loop {
-            let id = doc.fresh_id(ctx.ids);
-            if !before_ids.contains(&id) {
-                break id;
-            }
-        };
-        let fact = Fact {
-            id,
-            content: content.to_string(),
-            category: if category.is_empty() { crate::document::DEFAULT_CATEGORY } else { category }.to_string(),
-            confidence: confidence.clamp(0.0, 1.0),
-            created_at: ctx.now_iso.to_string(),
-            source: ctx.source.to_string(),
-            extra: Default::default(),
-        };
-        added.push(fact.id.clone());
-        doc.facts.push(fact);
+        let summary = strip_invisible(update.summary.trim());
+        let summary = summary.trim();
+        if !summary.is_empty() {
+            let section = doc.section_mut(id);
+            section.summary = summary.to_string();
+            section.updated_at = ctx.now_iso.to_string();
+            replaced[id.index()] = true;
+        }
     }
 
-    // 4. Eviction.
-    evict(doc, cfg.max_facts);
-
-    // 5. Upload mentions.
+    // Upload mentions go first, from the summaries and the old facts (new facts that
+    // mention one are refused below): so the cap and the removals are decided on what
+    // stays, and a second application finds the same.
     scrub_document(doc);
+    let before_ids = key_map(doc.facts.iter().map(|f| f.id.as_str()));
 
-    let after = key_set(doc.facts.iter().map(|f| f.id.as_str()));
-    let mut report = ApplyReport {
-        added: added.into_iter().filter(|id| after.contains_key(id.as_str())).collect(),
-        removed: before_ids.into_iter().filter(|id| !after.contains_key(id.as_str())).collect(),
-        updated_sections: Vec::new(),
+    // 2. The removals the delta names (decided in step 4).
+    let mut pending: Vec<Pending> = Vec::new();
+    for (index, r) in delta.facts_to_remove.iter().enumerate() {
+        // The first mention of an id counts (as the parser keeps it).
+        if delta.facts_to_remove[..index].iter().any(|x| x.id == r.id) {
+            continue;
+        }
+        let path = format!("factsToRemove[{index}]");
+        let Some(&pos) = before_ids.get(r.id.as_str()) else {
+            report.skipped.push(Skipped::new(path, reasons::UNKNOWN_FACT, "no fact has this id").with_fact(&r.id));
+            continue;
+        };
+        if let Some(scope) = r.scope.as_deref().filter(|s| *s != "user") {
+            report.skipped.push(Skipped::new(path, reasons::SCOPE_GATED, format!("scope is \"{scope}\"")).with_fact(&r.id));
+            continue;
+        }
+        pending.push(Pending { index, pos: pos as usize, replacement: r.replacement, refused: None, cancelled: false });
+    }
+    let mut removing = vec![false; doc.facts.len()];
+    for p in &pending {
+        removing[p.pos] = true;
+    }
+
+    // The conversation's token sets (what the model saw).
+    let mut vocab = Vocab::new();
+    let sets = ctx.conversation.map(|conv| ConversationSets::new(&mut vocab, &conv));
+
+    // 3. New facts. `outcome[i]` is the fact holding new fact i's content afterwards.
+    let mut outcome: Vec<Option<usize>> = vec![None; delta.new_facts.len()];
+    let mut refusal: Vec<&'static str> = vec![""; delta.new_facts.len()];
+    let mut added: Vec<usize> = Vec::new();
+    if !delta.new_facts.is_empty() {
+        let mut exact = Exact::default();
+        let mut index = SetIndex::default();
+        for (pos, f) in doc.facts.iter().enumerate() {
+            exact.insert(normalize_content(&f.content), pos);
+            index.add(&vocab.set(&f.content));
+        }
+        for (i, nf) in delta.new_facts.iter().enumerate() {
+            let path = format!("newFacts[{i}]");
+            let (reason, skipped) = match place_new_fact(doc, nf, cfg, ctx, sets.as_ref(), &mut vocab, &mut index, &mut exact, &removing) {
+                Placed::Refused(reason, detail) => (reason, Some(Skipped::new(path, reason, detail))),
+                Placed::Unchanged(pos) => {
+                    let same = exact.positions(&normalize_content(&doc.facts[pos].content));
+                    for p in pending.iter_mut().filter(|p| same.contains(&p.pos)) {
+                        p.cancelled = true;
+                    }
+                    outcome[i] = Some(pos);
+                    let why = "a removed fact was re-added with the same text: nothing changes";
+                    ("", Some(Skipped::new(path, reasons::UNCHANGED, why).with_fact(&doc.facts[pos].id)))
+                }
+                Placed::Confirmed(pos, reason, detail) => {
+                    outcome[i] = Some(pos);
+                    ("", Some(Skipped::new(path, reason, detail).with_fact(&doc.facts[pos].id)))
+                }
+                Placed::Added(pos) => {
+                    outcome[i] = Some(pos);
+                    added.push(pos);
+                    removing.push(false);
+                    ("", None)
+                }
+            };
+            refusal[i] = reason;
+            report.skipped.extend(skipped);
+        }
+    }
+
+    // 3b. Reinforcements.
+    let ids_now = key_map(doc.facts.iter().map(|f| f.id.as_str()));
+    for (k, id) in delta.facts_to_reinforce.iter().enumerate() {
+        match ids_now.get(id.as_str()) {
+            Some(&pos) => {
+                doc.facts[pos as usize].confirm(ctx.now_iso);
+            }
+            None => report
+                .skipped
+                .push(Skipped::new(format!("factsToReinforce[{k}]"), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(id)),
+        }
+    }
+
+    // 4. Removals, decided together with eviction: a replacement the cap evicts does not
+    // count as applied, and refusing a removal can change what the cap evicts.
+    let unpaired = pending.iter().filter(|p| p.stands() && p.replacement.is_none()).count();
+    for p in pending.iter_mut().filter(|p| p.stands()) {
+        match p.replacement {
+            Some(r) if r >= delta.new_facts.len() => {
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, format!("newFacts has no index {r}")));
+            }
+            Some(_) => {}
+            None if unpaired > MAX_UNPAIRED_REMOVALS => {
+                let why = format!("{unpaired} removals without replacements in one delta (at most {MAX_UNPAIRED_REMOVALS})");
+                p.refused = Some((reasons::TOO_MANY_REMOVALS, why));
+            }
+            None if sets.is_some() => {
+                let set = vocab.set(&doc.facts[p.pos].content);
+                let new_user: Vec<&[u32]> = sets.as_ref().map_or(Vec::new(), |s| s.new_user.iter().map(Vec::as_slice).collect());
+                if !set.is_empty() && vocab.overlap(&set, &new_user) == 0 {
+                    let why = "the user's new messages share no word with this fact";
+                    p.refused = Some((reasons::REMOVAL_UNRELATED, why.to_string()));
+                }
+            }
+            None => {}
+        }
+    }
+    let evict_set = loop {
+        let mut gone = vec![false; doc.facts.len()];
+        for p in pending.iter().filter(|p| p.stands()) {
+            gone[p.pos] = true;
+        }
+        let evicted = eviction(doc, &gone, cfg, now_ms, Fact::is_manual);
+        for &e in &evicted {
+            gone[e] = true;
+        }
+        let applied = |i: usize| outcome[i].is_some_and(|pos| !gone[pos]);
+        let any_applied = (0..delta.new_facts.len()).any(applied);
+        let mut changed = false;
+        for p in pending.iter_mut().filter(|p| p.stands()) {
+            let refuse = match p.replacement {
+                Some(r) if !applied(r) => {
+                    let why = match refusal[r] {
+                        "" => format!("its replacement newFacts[{r}] was evicted by maxFacts"),
+                        reason => format!("its replacement newFacts[{r}] was refused ({reason})"),
+                    };
+                    Some((reasons::REPLACEMENT_NOT_APPLIED, why))
+                }
+                None if !delta.new_facts.is_empty() && !any_applied => {
+                    Some((reasons::NO_FACT_APPLIED, "the delta adds facts and none of them was applied".to_string()))
+                }
+                _ => None,
+            };
+            if refuse.is_some() {
+                p.refused = refuse;
+                changed = true;
+            }
+        }
+        if !changed {
+            break gone;
+        }
     };
+    for p in &pending {
+        if let Some((reason, detail)) = &p.refused {
+            let path = format!("factsToRemove[{}]", p.index);
+            report.skipped.push(Skipped::new(path, reason, detail.clone()).with_fact(&doc.facts[p.pos].id));
+        }
+    }
+    let removed_by_delta: Vec<bool> = {
+        let mut v = vec![false; doc.facts.len()];
+        for p in pending.iter().filter(|p| p.stands()) {
+            v[p.pos] = true;
+        }
+        v
+    };
+    for (i, pos) in outcome.iter().enumerate() {
+        if let Some(pos) = *pos {
+            if evict_set[pos] && !removed_by_delta[pos] && added.contains(&pos) {
+                report.skipped.push(Skipped::new(format!("newFacts[{i}]"), reasons::EVICTED, "maxFacts evicted it at once"));
+            }
+        }
+    }
+    let facts = std::mem::take(&mut doc.facts);
+    for (k, f) in facts.into_iter().enumerate() {
+        let gone = evict_set[k];
+        if gone && !removed_by_delta[k] {
+            report.evicted.push(f.clone());
+        }
+        if !gone {
+            doc.facts.push(f);
+        }
+    }
+
+    let after = key_map(doc.facts.iter().map(|f| f.id.as_str()));
+    report.added = doc.facts.iter().filter(|f| !original_ids.contains_key(f.id.as_str())).map(|f| f.id.clone()).collect();
+    report.removed = before_ids_in_order(&original_ids, &after);
+    report.confirmed = doc
+        .facts
+        .iter()
+        .filter(|f| f.last_confirmed_at() == Some(ctx.now_iso) && original_ids.contains_key(f.id.as_str()))
+        .map(|f| f.id.clone())
+        .collect();
     for id in SectionId::ALL {
         if replaced[id.index()] || doc.section(id).summary != before_summaries[id.index()] {
             report.updated_sections.push(id);
@@ -139,208 +402,301 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     report
 }
 
-/// Drops facts until at most `max_facts` remain: lowest confidence first; among equal
-/// confidence the newest (`createdAt`, then position) first. Survivors keep their order.
-fn evict(doc: &mut Document, max_facts: usize) {
-    let excess = doc.facts.len().saturating_sub(max_facts);
-    if excess == 0 {
-        return;
-    }
-    let mut order: Vec<(f64, Option<u64>, usize)> =
-        doc.facts.iter().enumerate().map(|(i, f)| (f.confidence, millis_from_iso(&f.created_at), i)).collect();
-    // Eviction order: confidence ascending, then created descending (unknown = oldest),
-    // then position descending.
-    crate::sort::sort_by(&mut order, |a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)).is_lt());
-    let mut drop = vec![false; doc.facts.len()];
-    for &(_, _, i) in order.iter().take(excess) {
-        drop[i] = true;
-    }
-    let mut i = 0;
-    doc.facts.retain(|_| {
-        let keep = !drop[i];
-        i += 1;
-        keep
-    });
+/// Ids of the original facts (`before`, id → position) no longer in `after`, in their
+/// original order.
+fn before_ids_in_order(before: &FxMap<Box<str>, u32>, after: &FxMap<Box<str>, u32>) -> Vec<String> {
+    let mut gone: Vec<(u32, &str)> = before.iter().filter(|(id, _)| !after.contains_key(&**id)).map(|(id, &p)| (p, &**id)).collect();
+    crate::sort::sort_by(&mut gone, |a, b| a.0 < b.0);
+    gone.into_iter().map(|(_, id)| id.to_string()).collect()
 }
 
-/// A set of strings, as the map type the relevance index already uses (one hash table
-/// type compiled into the wasm instead of one per element type).
-fn key_set<S: AsRef<str>>(keys: impl Iterator<Item = S>) -> FxMap<Box<str>, u32> {
-    keys.map(|k| (Box::from(k.as_ref()), 0)).collect()
+/// Where a new fact went.
+enum Placed {
+    /// Not stored: the reason code and a detail.
+    Refused(&'static str, String),
+    /// The same text as a fact this delta removes (at that position): no change.
+    Unchanged(usize),
+    /// Folded into the fact at that position, which was confirmed.
+    Confirmed(usize, &'static str, String),
+    /// Appended at that position.
+    Added(usize),
+}
+
+/// Decides where new fact `nf` goes and does it (confirm, merge or append).
+#[allow(clippy::too_many_arguments)]
+fn place_new_fact(
+    doc: &mut Document,
+    nf: &NewFact,
+    cfg: &ApplyConfig,
+    ctx: &ApplyContext<'_>,
+    sets: Option<&ConversationSets>,
+    vocab: &mut Vocab,
+    index: &mut SetIndex,
+    exact: &mut Exact,
+    removing: &[bool],
+) -> Placed {
+    let confidence = nf.confidence;
+    if !confidence.is_finite() || confidence < cfg.threshold {
+        return Placed::Refused(
+            reasons::BELOW_THRESHOLD,
+            format!("confidence {} is below {}", decimal(confidence, 2), decimal(cfg.threshold, 2)),
+        );
+    }
+    if let Some((label, value)) = nf.labels.refusal() {
+        return Placed::Refused(reasons::SCOPE_GATED, format!("{label} is \"{value}\""));
+    }
+    let content = strip_invisible(nf.content.trim());
+    let content = content.trim();
+    let key = normalize_content(content);
+    if key.is_empty() {
+        return Placed::Refused(reasons::INVALID, "content is empty".into());
+    }
+    if crate::scrub::mentions_upload(content) {
+        // It would be scrubbed right after: refusing it now keeps a removal paired with it
+        // from applying.
+        return Placed::Refused(reasons::UPLOAD, "it records a file upload".into());
+    }
+    // Every fact with this text (an imported document may hold one twice): all are
+    // confirmed, so a second application finds nothing left to confirm.
+    let same = exact.positions(&key);
+    if !same.is_empty() {
+        for &pos in &same {
+            let f = &mut doc.facts[pos];
+            f.confidence = f.confidence.max(confidence.clamp(0.0, 1.0));
+            f.confirm(ctx.now_iso);
+        }
+        return match same.iter().find(|&&p| !removing[p]) {
+            Some(&pos) => Placed::Confirmed(pos, reasons::DUPLICATE, "the same text as an existing fact, which was confirmed".into()),
+            // "Remove X and add X's text": X stays.
+            None => Placed::Unchanged(same[0]),
+        };
+    }
+    let set = vocab.set(content);
+    if let Some(sets) = sets {
+        if let Some(share) = sets.assistant_copy(vocab, &set) {
+            return Placed::Refused(
+                reasons::ASSISTANT_COPY,
+                format!("{} % of its words are in an assistant message", decimal(share * 100.0, 0)),
+            );
+        }
+    }
+    let category = {
+        let c = safe_category(&nf.category);
+        if c.is_empty() {
+            crate::document::DEFAULT_CATEGORY.to_string()
+        } else {
+            c.into_owned()
+        }
+    };
+    let near = index.best(&set, NEAR_DUPLICATE_JACCARD, |item| {
+        let p = item as usize;
+        p < removing.len() && !removing[p] && doc.facts[p].category == category
+    });
+    if let Some((item, similarity)) = near {
+        let pos = item as usize;
+        let f = &mut doc.facts[pos];
+        if !f.is_manual() {
+            f.content = content.to_string();
+        }
+        f.confidence = f.confidence.max(confidence.clamp(0.0, 1.0));
+        f.confirm(ctx.now_iso);
+        set_lifecycle(f, nf);
+        exact.insert(key, pos);
+        return Placed::Confirmed(
+            pos,
+            reasons::NEAR_DUPLICATE,
+            format!("says the same as an existing fact (similarity {})", decimal(similarity, 2)),
+        );
+    }
+    // Facts the delta removes are still in `doc`, so their ids are not reused either
+    // (clients may still hold them).
+    let mut fact = Fact {
+        id: doc.fresh_id(ctx.ids),
+        content: content.to_string(),
+        category,
+        confidence: confidence.clamp(0.0, 1.0),
+        created_at: ctx.now_iso.to_string(),
+        source: ctx.source.to_string(),
+        extra: Default::default(),
+    };
+    set_lifecycle(&mut fact, nf);
+    let pos = doc.facts.len();
+    doc.facts.push(fact);
+    index.add(&set);
+    exact.insert(key, pos);
+    Placed::Added(pos)
+}
+
+/// Normalised content → every position holding it (a chain through `prev`).
+#[derive(Default)]
+struct Exact {
+    last: FxMap<Box<str>, u32>,
+    prev: Vec<u32>,
+}
+
+impl Exact {
+    fn insert(&mut self, key: String, pos: usize) {
+        if self.prev.len() <= pos {
+            self.prev.resize(pos + 1, u32::MAX);
+        }
+        let before = self.last.insert(key.into(), pos as u32).unwrap_or(u32::MAX);
+        self.prev[pos] = if before as usize == pos { self.prev[pos] } else { before };
+    }
+
+    /// The positions holding `key`, first one first.
+    fn positions(&self, key: &str) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut at = self.last.get(key).copied().unwrap_or(u32::MAX);
+        while at != u32::MAX && out.len() < self.prev.len() {
+            out.push(at as usize);
+            at = self.prev[at as usize];
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// `x` with `decimals` decimals, without float formatting (which would add its tables to the
+/// wasm); `NaN` for a non-finite value.
+fn decimal(x: f64, decimals: u32) -> String {
+    if !x.is_finite() {
+        return "NaN".into();
+    }
+    let mut s = String::new();
+    crate::json::write_fixed(&mut s, x, decimals);
+    s
+}
+
+/// Copies `expected_valid_days` and (on corrections) `sourceError` from a new fact.
+fn set_lifecycle(f: &mut Fact, nf: &NewFact) {
+    if let Some(days) = nf.expected_valid_days.filter(|d| d.is_finite() && *d > 0.0) {
+        f.set_expected_valid_days(days);
+    }
+    if f.category == CORRECTION {
+        if let Some(err) = nf.source_error.as_deref().map(|e| strip_invisible(e.trim()).into_owned()).filter(|e| !e.trim().is_empty()) {
+            f.set_source_error(err.trim());
+        }
+    }
+}
+
+/// The token sets of the conversation's messages.
+struct ConversationSets {
+    assistant: Vec<Vec<u32>>,
+    user: Vec<Vec<u32>>,
+    /// The user's messages after the already-processed context.
+    new_user: Vec<Vec<u32>>,
+}
+
+impl ConversationSets {
+    fn new(vocab: &mut Vocab, conv: &Conversation<'_>) -> ConversationSets {
+        let mut sets = ConversationSets { assistant: Vec::new(), user: Vec::new(), new_user: Vec::new() };
+        for (i, m) in conv.messages.iter().enumerate() {
+            let set = vocab.set(&m.content);
+            match m.role {
+                Speaker::Assistant => sets.assistant.push(set),
+                Speaker::User => {
+                    if i >= conv.new_from {
+                        sets.new_user.push(set.clone());
+                    }
+                    sets.user.push(set);
+                }
+            }
+        }
+        sets
+    }
+
+    /// `Some(share)` when a fact with token set `set` is a copy of an assistant message: at
+    /// least [`COPY_ASSISTANT_SHARE`] of its tokens in one assistant message and less than
+    /// [`COPY_USER_SHARE`] in the user's messages.
+    fn assistant_copy(&self, vocab: &mut Vocab, set: &[u32]) -> Option<f64> {
+        if set.len() < COPY_MIN_TOKENS {
+            return None;
+        }
+        let n = set.len() as f64;
+        let best = self.assistant.iter().map(|s| vocab.overlap(set, &[s]) as f64 / n).fold(0.0, f64::max);
+        if best < COPY_ASSISTANT_SHARE {
+            return None;
+        }
+        let user: Vec<&[u32]> = self.user.iter().map(Vec::as_slice).collect();
+        let said = vocab.overlap(set, &user) as f64 / n;
+        (said < COPY_USER_SHARE).then_some(best)
+    }
+}
+
+/// Positions of the facts to evict so that at most `cfg.max_facts` of those not `gone`
+/// remain: expired first, then by the policy, among equals the newest (`createdAt`, then
+/// position). Facts `protect` returns true for are never chosen.
+fn eviction(doc: &Document, gone: &[bool], cfg: &ApplyConfig, now_ms: u64, protect: impl Fn(&Fact) -> bool) -> Vec<usize> {
+    let alive = gone.iter().filter(|g| !**g).count();
+    let excess = alive.saturating_sub(cfg.max_facts);
+    if excess == 0 {
+        return Vec::new();
+    }
+    let mut order: Vec<(bool, f64, Option<u64>, usize)> = doc
+        .facts
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| !gone[*i] && !protect(f))
+        .map(|(i, f)| (f.is_expired(now_ms), keep_score(f, cfg.policy, now_ms), millis_from_iso(&f.created_at), i))
+        .collect();
+    // Eviction order: expired first, score ascending, then created descending (unknown =
+    // oldest), then position descending.
+    crate::sort::sort_by(&mut order, |a, b| b.0.cmp(&a.0).then(a.1.total_cmp(&b.1)).then(b.2.cmp(&a.2)).then(b.3.cmp(&a.3)).is_lt());
+    order.iter().take(excess).map(|o| o.3).collect()
+}
+
+/// How much a fact deserves to stay under `policy` (higher stays longer).
+fn keep_score(f: &Fact, policy: EvictionPolicy, now_ms: u64) -> f64 {
+    match policy {
+        EvictionPolicy::Confidence => f.confidence,
+        EvictionPolicy::Hybrid => {
+            // A hyperbolic decay (1 today, ½ after one half-life, ⅓ after two): no
+            // transcendental functions in the wasm.
+            let freshness = f.confirmed_ms().map_or(0.0, |at| {
+                let days = now_ms.saturating_sub(at) as f64 / 86_400_000.0;
+                FRESHNESS_HALF_LIFE_DAYS / (FRESHNESS_HALF_LIFE_DAYS + days)
+            });
+            HYBRID_CONFIDENCE_WEIGHT * f.confidence + (1.0 - HYBRID_CONFIDENCE_WEIGHT) * freshness
+        }
+    }
+}
+
+/// Applies the `max_facts` cap outside an extraction (`addFact`, `import`): evicts by the
+/// policy, manual facts included, but never the facts `keep` names. Returns what was evicted.
+pub fn enforce_max_facts(doc: &mut Document, cfg: &ApplyConfig, now_iso: &str, keep: &[&str]) -> Vec<Fact> {
+    let now_ms = millis_from_iso(now_iso).unwrap_or(0);
+    let gone = vec![false; doc.facts.len()];
+    let evicted = eviction(doc, &gone, cfg, now_ms, |f| keep.contains(&f.id.as_str()));
+    if evicted.is_empty() {
+        return Vec::new();
+    }
+    let mut drop = vec![false; doc.facts.len()];
+    for e in evicted {
+        drop[e] = true;
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    doc.facts.retain(|f| {
+        let d = drop[i];
+        i += 1;
+        if d {
+            out.push(f.clone());
+        }
+        !d
+    });
+    out
+}
+
+/// A map from strings to their position, as the map type the relevance index already uses
+/// (one hash table type compiled into the wasm instead of one per element type). The first
+/// position of a repeated key wins.
+fn key_map<S: AsRef<str>>(keys: impl Iterator<Item = S>) -> FxMap<Box<str>, u32> {
+    let mut m: FxMap<Box<str>, u32> = FxMap::default();
+    for (i, k) in keys.enumerate() {
+        m.entry(Box::from(k.as_ref())).or_insert(i as u32);
+    }
+    m
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::delta::{NewFact, SectionUpdate};
-    use crate::ids::SequentialIds;
-
-    const NOW: &str = "2026-03-14T10:30:00.000Z";
-    const CFG: ApplyConfig = ApplyConfig { threshold: 0.7, max_facts: 100 };
-
-    fn fact(id: &str, content: &str, confidence: f64, created: &str) -> Fact {
-        Fact {
-            id: id.into(),
-            content: content.into(),
-            category: "knowledge".into(),
-            confidence,
-            created_at: created.into(),
-            source: "old".into(),
-            extra: Default::default(),
-        }
-    }
-
-    fn nf(content: &str, confidence: f64) -> NewFact {
-        NewFact { content: content.into(), category: "knowledge".into(), confidence }
-    }
-
-    fn run(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig) -> ApplyReport {
-        let ids = SequentialIds::starting_at(0xa0);
-        apply_delta(doc, delta, cfg, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids })
-    }
-
-    #[test]
-    fn section_replaced_only_when_flagged_and_not_blank() {
-        let mut doc = Document::empty();
-        doc.section_mut(SectionId::WorkContext).summary = "old work".into();
-        doc.section_mut(SectionId::WorkContext).extra.insert("note".into(), "kept".into());
-        doc.section_mut(SectionId::TopOfMind).summary = "old focus".into();
-        doc.section_mut(SectionId::RecentMonths).summary = "old recent".into();
-        let mut delta = Delta::default();
-        delta.sections[SectionId::WorkContext.index()] =
-            Some(SectionUpdate { summary: "  Staff engineer at Acme.  ".into(), should_update: true });
-        delta.sections[SectionId::TopOfMind.index()] = Some(SectionUpdate { summary: "ignored".into(), should_update: false });
-        delta.sections[SectionId::RecentMonths.index()] = Some(SectionUpdate { summary: "   ".into(), should_update: true });
-        let report = run(&mut doc, &delta, &CFG);
-        let work = doc.section(SectionId::WorkContext);
-        assert_eq!((work.summary.as_str(), work.updated_at.as_str()), ("Staff engineer at Acme.", NOW));
-        assert_eq!(work.extra.get("note").and_then(|v| v.as_str()), Some("kept"));
-        assert_eq!(doc.section(SectionId::TopOfMind).summary, "old focus");
-        assert_eq!(doc.section(SectionId::RecentMonths).summary, "old recent");
-        assert_eq!(doc.section(SectionId::RecentMonths).updated_at, "");
-        assert_eq!(report.updated_sections, vec![SectionId::WorkContext]);
-        assert_eq!(doc.last_updated, "", "the engine sets lastUpdated at commit");
-    }
-
-    #[test]
-    fn removal_runs_before_addition_and_ignores_unknown_ids() {
-        let mut doc = Document::empty();
-        doc.facts = vec![fact("fact_00000001", "Uses Python 3.11", 0.9, NOW), fact("fact_00000002", "Likes tea", 0.8, NOW)];
-        let delta = Delta {
-            facts_to_remove: vec!["fact_00000001".into(), "fact_ffffffff".into()],
-            new_facts: vec![nf("Uses Python 3.12", 0.95), nf("uses  python 3.11", 0.9)],
-            ..Delta::default()
-        };
-        let report = run(&mut doc, &delta, &CFG);
-        let contents: Vec<&str> = doc.facts.iter().map(|f| f.content.as_str()).collect();
-        assert_eq!(contents, vec!["Likes tea", "Uses Python 3.12", "uses  python 3.11"]);
-        assert_eq!(report.removed, vec!["fact_00000001"]);
-        assert_eq!(report.added, vec!["fact_000000a0", "fact_000000a1"]);
-    }
-
-    #[test]
-    fn new_facts_respect_threshold_trim_and_dedupe() {
-        let mut doc = Document::empty();
-        doc.facts = vec![fact("fact_00000001", "Writes Go microservices", 0.9, NOW)];
-        let delta = Delta {
-            new_facts: vec![
-                nf("  WRITES go   microservices ", 0.99),
-                nf("Lives in Berlin", 0.7),
-                nf("lives in berlin", 0.9),
-                nf("Maybe likes jazz", 0.69),
-                nf("   ", 0.9),
-            ],
-            ..Delta::default()
-        };
-        let report = run(&mut doc, &delta, &CFG);
-        assert_eq!(report.added.len(), 1);
-        let f = doc.facts.last().unwrap();
-        assert_eq!((f.content.as_str(), f.created_at.as_str(), f.source.as_str()), ("Lives in Berlin", NOW, "thread-1"));
-        assert_eq!(f.confidence, 0.7);
-        assert_eq!(doc.facts.len(), 2);
-    }
-
-    #[test]
-    fn eviction_drops_lowest_confidence_then_newest_and_keeps_order() {
-        let mut doc = Document::empty();
-        doc.facts = vec![
-            fact("fact_00000001", "a", 0.8, "2026-01-01T00:00:00Z"),
-            fact("fact_00000002", "b", 0.7, "2026-02-01T00:00:00Z"),
-            fact("fact_00000003", "c", 0.9, "2026-01-01T00:00:00Z"),
-            fact("fact_00000004", "d", 0.7, "2026-01-15T00:00:00.000000Z"),
-            fact("fact_00000005", "e", 0.7, "2026-01-15T00:00:00Z"),
-        ];
-        let cfg = ApplyConfig { threshold: 0.7, max_facts: 3 };
-        let report = run(&mut doc, &Delta::default(), &cfg);
-        let ids: Vec<&str> = doc.facts.iter().map(|f| f.id.as_str()).collect();
-        // 0.7s: b is newest → out; d and e tie on time → later position (e) out.
-        assert_eq!(ids, vec!["fact_00000001", "fact_00000003", "fact_00000004"]);
-        assert_eq!(report.removed, vec!["fact_00000002", "fact_00000005"]);
-    }
-
-    #[test]
-    fn a_new_fact_evicted_at_once_is_not_reported() {
-        let mut doc = Document::empty();
-        doc.facts = vec![fact("fact_00000001", "a", 0.9, "2026-01-01T00:00:00Z")];
-        let delta = Delta { new_facts: vec![nf("b", 0.8)], ..Delta::default() };
-        let report = run(&mut doc, &delta, &ApplyConfig { threshold: 0.7, max_facts: 1 });
-        assert_eq!(doc.facts.len(), 1);
-        assert!(report.is_empty(), "{report:?}");
-    }
-
-    #[test]
-    fn upload_mentions_are_scrubbed_after_merging() {
-        let mut doc = Document::empty();
-        let mut delta =
-            Delta { new_facts: vec![nf("User uploaded a tax PDF file", 0.95), nf("Works with CSV files", 0.9)], ..Delta::default() };
-        delta.sections[SectionId::TopOfMind.index()] =
-            Some(SectionUpdate { summary: "Preparing taxes. Uploaded three files to the chat.".into(), should_update: true });
-        let report = run(&mut doc, &delta, &CFG);
-        assert_eq!(doc.section(SectionId::TopOfMind).summary, "Preparing taxes.");
-        assert_eq!(doc.facts.len(), 1);
-        assert_eq!(doc.facts[0].content, "Works with CSV files");
-        assert_eq!(report.added, vec![doc.facts[0].id.clone()]);
-    }
-
-    #[test]
-    fn scrubbing_an_old_summary_reports_the_section() {
-        let mut doc = Document::empty();
-        doc.section_mut(SectionId::EarlierContext).summary = "Did X. Uploaded files at /mnt/user-data/uploads/a.".into();
-        let report = run(&mut doc, &Delta::default(), &CFG);
-        assert_eq!(report.updated_sections, vec![SectionId::EarlierContext]);
-        assert_eq!(doc.section(SectionId::EarlierContext).summary, "Did X.");
-    }
-
-    #[test]
-    fn the_delta_is_replayable_and_deterministic() {
-        let mut base = Document::empty();
-        base.facts = vec![fact("fact_00000001", "a", 0.9, NOW)];
-        let delta =
-            Delta { new_facts: vec![nf("b", 0.9), nf("c", 0.8)], facts_to_remove: vec!["fact_00000001".into()], ..Delta::default() };
-        let copy = delta.clone();
-        let (mut d1, mut d2) = (base.clone(), base.clone());
-        let r1 = run(&mut d1, &delta, &CFG);
-        let r2 = run(&mut d2, &delta, &CFG);
-        assert_eq!((d1, r1), (d2, r2));
-        assert_eq!(delta, copy);
-    }
-
-    #[test]
-    fn ids_of_removed_facts_are_not_reused() {
-        let mut doc = Document::empty();
-        doc.facts = vec![fact("fact_000000a0", "x", 0.9, NOW)];
-        let delta = Delta { new_facts: vec![nf("y", 0.9)], facts_to_remove: vec!["fact_000000a0".into()], ..Delta::default() };
-        let report = run(&mut doc, &delta, &CFG);
-        assert_eq!(report.added, vec!["fact_000000a1"]);
-        assert_eq!(report.removed, vec!["fact_000000a0"]);
-    }
-
-    #[test]
-    fn fresh_ids_avoid_existing_ones() {
-        let mut doc = Document::empty();
-        doc.facts = vec![fact("fact_000000a0", "x", 0.9, NOW)];
-        let delta = Delta { new_facts: vec![nf("y", 0.9)], ..Delta::default() };
-        let report = run(&mut doc, &delta, &CFG);
-        assert_eq!(report.added, vec!["fact_000000a1"]);
-    }
-}
+mod tests;

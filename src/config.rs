@@ -7,7 +7,7 @@
 //! `INVALID_INPUT` error naming the option, and so is an unknown option name (a typo such as
 //! `debounceMS` would otherwise be silently ignored).
 
-use crate::apply::ApplyConfig;
+use crate::apply::{ApplyConfig, EvictionPolicy};
 use crate::error::{Error, Result};
 use crate::inject::InjectOptions;
 use crate::json::{Map, ObjectWriter, ToJson, Value};
@@ -27,6 +27,10 @@ pub struct Config {
     pub inject: InjectOptions,
     /// Overrides of the extraction prompt.
     pub prompt: PromptOptions,
+    /// Token budget of one extraction call (instructions, memory, conversation and room
+    /// for the reply); a larger burst is split into several calls (default 8192, sized for
+    /// an 8k-context model).
+    pub max_extraction_tokens: usize,
     /// `false` turns learning off: `observe()` queues nothing (default `true`).
     pub enabled: bool,
     /// Whether timers drive the queue; `false` leaves it to `processDue()` (default `true`).
@@ -38,7 +42,7 @@ impl Default for Config {
         Config {
             agent: "default".into(),
             queue: QueueConfig::default(),
-            apply: ApplyConfig { threshold: 0.7, max_facts: 100 },
+            apply: ApplyConfig { threshold: 0.7, max_facts: 100, policy: EvictionPolicy::Confidence },
             inject: InjectOptions {
                 enabled: true,
                 max_tokens: 2000,
@@ -46,13 +50,21 @@ impl Default for Config {
                 recent_turns: 3,
                 similarity_weight: 0.6,
                 confidence_weight: 0.4,
+                neutralize_links: true,
+                now_ms: None,
             },
             prompt: PromptOptions::default(),
+            max_extraction_tokens: DEFAULT_MAX_EXTRACTION_TOKENS,
             enabled: true,
             auto_process: true,
         }
     }
 }
+
+/// Default of `maxExtractionTokens`: an 8k-context model.
+pub const DEFAULT_MAX_EXTRACTION_TOKENS: usize = 8192;
+/// The smallest `maxExtractionTokens` accepted: the instructions alone take about 1 500.
+pub const MIN_EXTRACTION_TOKENS: usize = 2048;
 
 /// Option names read by [`Config::from_value`]; the platform layer handles `llm`,
 /// `storage` and `countTokens` itself.
@@ -62,13 +74,16 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "maxWaitMs",
     "maxAttempts",
     "maxFacts",
+    "evictionPolicy",
     "factConfidenceThreshold",
+    "maxExtractionTokens",
     "maxInjectionTokens",
     "topFacts",
     "recentTurns",
     "similarityWeight",
     "confidenceWeight",
     "injectionEnabled",
+    "neutralizeLinks",
     "enabled",
     "autoProcess",
     "prompt",
@@ -121,6 +136,16 @@ impl Config {
         if let Some(x) = opt_uint(obj, "maxFacts", "maxFacts")? {
             c.apply.max_facts = positive(x, "maxFacts")? as usize;
         }
+        if let Some(p) = opt_str(obj, "evictionPolicy", "evictionPolicy")? {
+            c.apply.policy = EvictionPolicy::parse(&p)
+                .ok_or_else(|| Error::invalid(format!("`evictionPolicy` must be \"confidence\" or \"hybrid\", found \"{p}\"")))?;
+        }
+        if let Some(x) = opt_uint(obj, "maxExtractionTokens", "maxExtractionTokens")? {
+            if x < MIN_EXTRACTION_TOKENS as u64 {
+                return Err(Error::invalid(format!("`maxExtractionTokens` must be at least {MIN_EXTRACTION_TOKENS}")));
+            }
+            c.max_extraction_tokens = x.min(u32::MAX as u64) as usize;
+        }
         if let Some(x) = opt_f64(obj, "factConfidenceThreshold", "factConfidenceThreshold")? {
             if x > 1.0 {
                 return Err(Error::invalid("`factConfidenceThreshold` must be within [0, 1]"));
@@ -144,6 +169,9 @@ impl Config {
         }
         if let Some(x) = opt_bool(obj, "injectionEnabled", "injectionEnabled")? {
             c.inject.enabled = x;
+        }
+        if let Some(x) = opt_bool(obj, "neutralizeLinks", "neutralizeLinks")? {
+            c.inject.neutralize_links = x;
         }
         if let Some(x) = opt_bool(obj, "enabled", "enabled")? {
             c.enabled = x;
@@ -178,13 +206,16 @@ impl ToJson for Config {
             .u64("maxWaitMs", self.queue.max_wait_ms)
             .u64("maxAttempts", self.queue.max_attempts.into())
             .u64("maxFacts", self.apply.max_facts as u64)
+            .str("evictionPolicy", self.apply.policy.as_str())
             .fixed("factConfidenceThreshold", self.apply.threshold, 6)
+            .u64("maxExtractionTokens", self.max_extraction_tokens as u64)
             .u64("maxInjectionTokens", self.inject.max_tokens as u64)
             .u64("topFacts", self.inject.top_facts as u64)
             .u64("recentTurns", self.inject.recent_turns as u64)
             .fixed("similarityWeight", self.inject.similarity_weight, 6)
             .fixed("confidenceWeight", self.inject.confidence_weight, 6)
             .bool("injectionEnabled", self.inject.enabled)
+            .bool("neutralizeLinks", self.inject.neutralize_links)
             .bool("enabled", self.enabled)
             .bool("autoProcess", self.auto_process);
         let mut prompt = ObjectWriter::new(o.key("prompt"));
@@ -284,16 +315,19 @@ mod tests {
         assert_eq!(c.inject.recent_turns, 3);
         assert_eq!((c.inject.similarity_weight, c.inject.confidence_weight), (0.6, 0.4));
         assert!(c.inject.enabled && c.enabled && c.auto_process);
+        assert!(c.inject.neutralize_links);
+        assert_eq!((c.apply.policy, c.max_extraction_tokens), (EvictionPolicy::Confidence, 8192));
     }
 
     #[test]
     fn options_round_trip_through_their_json_form_and_change_at_runtime() {
-        let c = Config::from_value(&json!({"agent": "coder", "debounceMs": 150, "prompt": {"append": "x"}})).unwrap();
+        let c = Config::from_value(&json!({"agent": "coder", "debounceMs": 150, "prompt": {"append": "x"}, "evictionPolicy": "hybrid", "maxExtractionTokens": 4096, "neutralizeLinks": false})).unwrap();
         let mut v = c.to_value();
         v.as_object_mut().unwrap().remove("agent");
         let again = Config::default().with_changes(&v).unwrap();
         assert_eq!(again.queue, c.queue);
         assert_eq!(again.prompt, c.prompt);
+        assert_eq!((again.apply, again.max_extraction_tokens, again.inject.neutralize_links), (c.apply, 4096, false));
         let paused = c.with_changes(&json!({"enabled": false})).unwrap();
         assert!(!paused.enabled && paused.agent == "coder");
         assert_eq!(c.with_changes(&json!({"agent": "other"})).unwrap_err().code(), "INVALID_INPUT");
@@ -320,6 +354,10 @@ mod tests {
             (json!({"agent": 7}), "agent"),
             (json!({"debounceMS": 10}), "debounceMS"),
             (json!({"prompt": "x"}), "prompt"),
+            (json!({"evictionPolicy": "lru"}), "evictionPolicy"),
+            (json!({"evictionPolicy": 1}), "evictionPolicy"),
+            (json!({"maxExtractionTokens": 100}), "maxExtractionTokens"),
+            (json!({"neutralizeLinks": "yes"}), "neutralizeLinks"),
             (json!([]), "options"),
         ];
         for (v, name) in cases {

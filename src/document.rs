@@ -193,6 +193,99 @@ pub(crate) fn read_confidence(v: Option<&Value>) -> Result<Option<f64>, &'static
     Ok(Some(x.clamp(0.0, 1.0)))
 }
 
+/// Field of a fact (DeerFlow's name): days the fact is expected to stay true.
+pub const EXPECTED_VALID_DAYS: &str = "expected_valid_days";
+/// Field of a `correction` fact (DeerFlow's name): what was wrong.
+pub const SOURCE_ERROR: &str = "sourceError";
+/// Field of a fact (DeerFlow HEAD's name): when it was last re-stated, merged or reinforced.
+pub const LAST_CONFIRMED_AT: &str = "lastConfirmedAt";
+/// Field of a fact (DeerFlow HEAD's name): how often it was confirmed.
+pub const CONFIRMATION_COUNT: &str = "confirmationCount";
+/// The category whose facts are injected first and rendered with `(avoid: …)`.
+pub const CORRECTION: &str = "correction";
+/// Longest lifetime a fact may be given, in days (DeerFlow caps 90 × 20).
+pub const MAX_VALID_DAYS: f64 = 1800.0;
+
+const DAY_MS: f64 = 86_400_000.0;
+
+/// The lifecycle fields live in [`Fact::extra`] under DeerFlow's names, so a document
+/// written by DeerFlow keeps them and one written here reads there; these read them
+/// leniently (a malformed value counts as absent).
+impl Fact {
+    /// `expected_valid_days`, when it is a positive finite number (numeric strings too).
+    pub fn expected_valid_days(&self) -> Option<f64> {
+        read_confidence_like(self.extra.get(EXPECTED_VALID_DAYS)).filter(|d| *d > 0.0)
+    }
+
+    /// `sourceError`, when it is a non-blank string.
+    pub fn source_error(&self) -> Option<&str> {
+        self.extra.get(SOURCE_ERROR).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
+    }
+
+    /// `lastConfirmedAt`, when it is a string.
+    pub fn last_confirmed_at(&self) -> Option<&str> {
+        self.extra.get(LAST_CONFIRMED_AT).and_then(Value::as_str)
+    }
+
+    /// `confirmationCount` (0 when absent or malformed).
+    pub fn confirmation_count(&self) -> u64 {
+        self.extra.get(CONFIRMATION_COUNT).and_then(Value::as_u64).unwrap_or(0)
+    }
+
+    /// Whether the user wrote the fact by hand (`source: "manual"`).
+    pub fn is_manual(&self) -> bool {
+        self.source == MANUAL_SOURCE
+    }
+
+    /// When the fact was last known true (epoch ms): its last confirmation, else its creation.
+    pub fn confirmed_ms(&self) -> Option<u64> {
+        self.last_confirmed_at().and_then(crate::time::millis_from_iso).or_else(|| crate::time::millis_from_iso(&self.created_at))
+    }
+
+    /// Whether its lifetime (`expected_valid_days` from its last confirmation) is over at `now_ms`.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        match (self.expected_valid_days(), self.confirmed_ms()) {
+            (Some(days), Some(at)) => (at as f64) + days * DAY_MS <= now_ms as f64,
+            _ => false,
+        }
+    }
+
+    /// Records a confirmation at `now_iso`: `lastConfirmedAt` and `confirmationCount + 1`.
+    /// A second confirmation at the same instant (or one at the instant of its creation)
+    /// changes nothing, so a delta applied twice counts once. Returns whether it changed.
+    pub fn confirm(&mut self, now_iso: &str) -> bool {
+        // A fact created at this instant is confirmed by being created.
+        if self.last_confirmed_at().unwrap_or(&self.created_at) == now_iso {
+            return false;
+        }
+        let count = self.confirmation_count() + 1;
+        self.extra.insert(LAST_CONFIRMED_AT.into(), now_iso.into());
+        self.extra.insert(CONFIRMATION_COUNT.into(), count.into());
+        true
+    }
+
+    /// Sets `expected_valid_days` (whole days, 1 to [`MAX_VALID_DAYS`]).
+    pub fn set_expected_valid_days(&mut self, days: f64) {
+        let days = days.clamp(1.0, MAX_VALID_DAYS).round() as u64;
+        self.extra.insert(EXPECTED_VALID_DAYS.into(), days.into());
+    }
+
+    /// Sets `sourceError`.
+    pub fn set_source_error(&mut self, error: &str) {
+        self.extra.insert(SOURCE_ERROR.into(), error.into());
+    }
+}
+
+/// A finite number or numeric string, unclamped.
+fn read_confidence_like(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => parse_decimal(s),
+        _ => None,
+    }
+    .filter(|x| x.is_finite())
+}
+
 /// Lower-cases and collapses whitespace: the key under which two facts count as the same.
 pub fn normalize_content(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

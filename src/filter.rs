@@ -1,22 +1,26 @@
 //! Message filtering: what of a conversation is worth remembering.
 //!
 //! Only user messages and final assistant answers survive. Upload notices
-//! (`<uploaded_files>…</uploaded_files>`) are cut out of user messages, and a turn that was
-//! nothing but an upload notice (or a `file` part) is dropped together with the answer to it. The library's
-//! own `<memory>…</memory>` block is cut out of every message, so injected memory never
-//! feeds back into extraction.
+//! (`<uploaded_files>…</uploaded_files>`, `<current_uploads>…</current_uploads>`) are cut out
+//! of user messages, and a turn that was nothing but an upload notice (or a `file` part) is
+//! dropped together with the answer to it; so is a turn that is only an acknowledgement
+//! ("ok", "thanks!", "好的", "👍"): there is nothing in it to remember, and a conversation of
+//! nothing else is not queued at all. The library's own `<memory>…</memory>` block is cut
+//! out of every message, so injected memory never feeds back into extraction. Invisible
+//! and bidi-control characters are stripped (see [`crate::sanitize`]).
 
 use crate::message::{ChatMessage, InputMessage, Role};
 
-/// Tag of the upload notices DeerFlow-style front ends put into user messages.
-const UPLOAD_TAG: &str = "uploaded_files";
+/// Tags of the upload notices DeerFlow-style front ends put into user messages.
+const UPLOAD_TAGS: [&str; 2] = ["uploaded_files", "current_uploads"];
 /// Tag of the block this library injects.
 const MEMORY_TAG: &str = "memory";
 
 /// Keeps user messages and final assistant answers.
 ///
-/// * user messages lose every `<uploaded_files>` block and every `<memory>` block; a user
-///   message that held only upload blocks or `file` parts is dropped *with the next final answer*
+/// * user messages lose every `<uploaded_files>` / `<current_uploads>` block and every
+///   `<memory>` block; a user message that held only upload blocks or `file` parts, or
+///   only an acknowledgement ([`is_acknowledgement`]), is dropped *with the next final answer*
 ///   (tool-calling assistant messages in between do not cancel that);
 /// * assistant messages are kept only without tool calls, minus any `<memory>` block;
 /// * tool, system and unknown messages are dropped;
@@ -30,13 +34,23 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                 // An upload block is cut to the end even when unclosed (a truncated file
                 // list); a `<memory>` block only when closed, as the library writes it (a
                 // user may well write "<memory>" in a question about HTML).
-                let (without_uploads, had_notice) = remove_tag_blocks(&m.content, UPLOAD_TAG, true);
-                let had_upload = had_notice || m.has_upload;
-                let (text, _) = remove_tag_blocks(&without_uploads, MEMORY_TAG, false);
+                let mut text = crate::sanitize::strip_invisible(&m.content).into_owned();
+                let mut had_upload = m.has_upload;
+                for tag in UPLOAD_TAGS {
+                    let (without, had) = remove_tag_blocks(&text, tag, true);
+                    text = without;
+                    had_upload |= had;
+                }
+                let (text, _) = remove_tag_blocks(&text, MEMORY_TAG, false);
                 let text = text.trim();
                 if text.is_empty() {
                     // An upload-only turn: its answer is about the upload, not the user.
                     skip_next_answer = had_upload;
+                    continue;
+                }
+                if is_acknowledgement(text) {
+                    // "ok", "thanks": its answer is a pleasantry too.
+                    skip_next_answer = true;
                     continue;
                 }
                 skip_next_answer = false;
@@ -47,7 +61,8 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                     skip_next_answer = false;
                     continue;
                 }
-                let (text, _) = remove_tag_blocks(&m.content, MEMORY_TAG, false);
+                let clean = crate::sanitize::strip_invisible(&m.content);
+                let (text, _) = remove_tag_blocks(&clean, MEMORY_TAG, false);
                 let text = text.trim();
                 if !text.is_empty() {
                     out.push(ChatMessage::assistant(text));
@@ -57,6 +72,148 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
         }
     }
     out
+}
+
+/// Words that are an acknowledgement on their own, in languages written with spaces.
+const ACK_WORDS: &[&str] = &[
+    "ok",
+    "okay",
+    "okey",
+    "okie",
+    "k",
+    "kk",
+    "thanks",
+    "thank",
+    "thx",
+    "ty",
+    "tysm",
+    "cool",
+    "great",
+    "nice",
+    "perfect",
+    "awesome",
+    "excellent",
+    "good",
+    "got",
+    "gotcha",
+    "sure",
+    "alright",
+    "right",
+    "fine",
+    "noted",
+    "understood",
+    "sense",
+    "lol",
+    "haha",
+    "hah",
+    "hmm",
+    "wow",
+    "cheers",
+    "yay",
+    "np",
+    "danke",
+    "merci",
+    "gracias",
+    "grazie",
+    "obrigado",
+    "obrigada",
+    "vale",
+    "genau",
+    "d'accord",
+    "super",
+    "top",
+];
+
+/// Words that may stand beside those ("thank you so much", "got it", "makes sense").
+const ACK_FILLERS: &[&str] = &["you", "so", "much", "a", "lot", "very", "it", "all", "makes", "sounds", "bien", "that's", "thats"];
+
+/// Acknowledgements in Chinese, Japanese and Korean (a message may chain several: 好的谢谢).
+const ACK_CJK: &[&str] = &[
+    "好的",
+    "好滴",
+    "好吧",
+    "好",
+    "嗯嗯",
+    "嗯",
+    "哦哦",
+    "哦",
+    "噢",
+    "谢谢你",
+    "谢谢",
+    "謝謝",
+    "多谢",
+    "感谢",
+    "收到",
+    "明白了",
+    "明白",
+    "知道了",
+    "懂了",
+    "行",
+    "可以",
+    "没问题",
+    "太好了",
+    "棒",
+    "了解",
+    "了解です",
+    "はい",
+    "ありがとうございます",
+    "ありがとう",
+    "わかりました",
+    "なるほど",
+    "どうも",
+    "いいね",
+    "承知しました",
+    "네",
+    "넵",
+    "감사합니다",
+    "고마워",
+    "알겠습니다",
+    "알겠어",
+    "좋아요",
+    "오케이",
+];
+
+/// Whether a user message is only an acknowledgement ("ok", "thanks!", "Thank you so much",
+/// "好的谢谢", "👍", "!!"): every word is an acknowledgement or a filler beside one
+/// ("you", "so", "it" …); emoji and punctuation are ignored. "yes" and "no" are not
+/// acknowledgements (they answer questions). A message of 40 or more characters never is one.
+pub fn is_acknowledgement(text: &str) -> bool {
+    if text.chars().nth(39).is_some() {
+        return false;
+    }
+    let lower = crate::unicode::lowercase(text);
+    let mut word = String::new();
+    let mut words: Vec<String> = Vec::new();
+    for c in lower.chars() {
+        if c.is_alphanumeric() || c == '\'' {
+            word.push(c);
+        } else if !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut core = words.is_empty();
+    let all = words.iter().all(|w| {
+        if w.chars().any(crate::tokenize::is_cjk) {
+            core |= cjk_acks(w);
+            cjk_acks(w)
+        } else {
+            let w = w.trim_matches('\'');
+            core |= ACK_WORDS.contains(&w);
+            ACK_WORDS.contains(&w) || ACK_FILLERS.contains(&w)
+        }
+    });
+    all && core
+}
+
+/// Whether `w` is a chain of [`ACK_CJK`] items.
+fn cjk_acks(w: &str) -> bool {
+    if w.is_empty() {
+        return true;
+    }
+    ACK_CJK.iter().any(|a| w.strip_prefix(a).is_some_and(cjk_acks))
 }
 
 /// Whether a filtered conversation is worth queueing: at least one user and one assistant
@@ -80,6 +237,11 @@ impl NotQueued {
     /// Learning is paused (`enabled: false`).
     pub fn paused() -> NotQueued {
         NotQueued { reason: "paused", message: "learning is paused (`enabled: false`)".into() }
+    }
+
+    /// Every user message of the conversation was extracted already (the thread's watermark).
+    pub fn already_extracted() -> NotQueued {
+        NotQueued { reason: "already-extracted", message: "every user message of it was extracted already".into() }
     }
 }
 

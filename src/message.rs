@@ -19,7 +19,7 @@ pub enum Role {
     Tool,
     /// `role: "system"` / `type: "system"` (also `developer`).
     System,
-    /// Anything else; always dropped.
+    /// Anything else, and messages marked `additional_kwargs.hide_from_ui`; always dropped.
     Other,
 }
 
@@ -63,6 +63,10 @@ impl InputMessage {
     pub fn from_value(v: &Value) -> InputMessage {
         let role =
             v.get("role").and_then(Value::as_str).or_else(|| v.get("type").and_then(Value::as_str)).map(Role::parse).unwrap_or(Role::Other);
+        // LangChain/DeerFlow mark framework messages (todo reminders, injected notices) as
+        // hidden from the UI: they are not the user's words.
+        let hidden = v.get("additional_kwargs").and_then(|k| k.get("hide_from_ui")).and_then(Value::as_bool) == Some(true);
+        let role = if hidden { Role::Other } else { role };
         let tool_calls = match v.get("tool_calls") {
             Some(Value::Array(a)) => !a.is_empty(),
             Some(Value::Null) | None => false,

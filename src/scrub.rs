@@ -144,7 +144,7 @@ fn is_terminator(c: char) -> bool {
 
 fn sentence_mentions_upload(sentence: &str) -> bool {
     let lower = crate::unicode::lowercase(sentence);
-    if lower.contains("/mnt/user-data/uploads/") || lower.contains("<uploaded_files>") {
+    if lower.contains("/mnt/user-data/uploads/") || lower.contains("<uploaded_files>") || lower.contains("<current_uploads>") {
         return true;
     }
     if lower.contains("上传") && ["文件", "附件", "文档"].iter().any(|w| lower.contains(w)) {

@@ -423,7 +423,8 @@ fn an_extraction_that_finds_nothing_new_still_reports_processed() {
         let processed: Vec<_> = events.iter().filter_map(|e| if let Event::Processed(p) = e { Some(p.clone()) } else { None }).collect();
         assert_eq!(processed.len(), 1);
         assert!(!processed[0].changed, "below threshold and empty facts change nothing");
-        assert_eq!(processed[0].skipped.len(), 1, "the empty fact is reported as skipped");
+        let reasons: Vec<&str> = processed[0].skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert_eq!(reasons, vec!["invalid", "below-threshold"], "the empty fact and the low one are reported");
         assert!(!events.iter().any(|e| matches!(e, Event::Update(_))));
     });
 }

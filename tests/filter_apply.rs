@@ -95,7 +95,7 @@ fn a_thread_with_only_uploads_is_not_queued() {
 #[test]
 fn the_prompt_shows_the_filtered_conversation_only() {
     let kept = filter_messages(&inputs(deerflow_thread()));
-    let req = build_request(&Document::empty(), &kept, &PromptOptions::default());
+    let req = build_request(&Document::empty(), &kept, 0, &PromptOptions::default());
     assert!(req.prompt.contains("User: I'm the head of sales ops"));
     assert!(req.prompt.contains("Assistant: Great goal!"));
     assert!(!req.prompt.contains("uploads/q3_sales") && !req.prompt.contains("<memory>"));
@@ -114,7 +114,7 @@ fn deerflow_thread_end_to_end() {
         extra: Default::default(),
     });
     let kept = filter_messages(&inputs(deerflow_thread()));
-    let _request = build_request(&doc, &kept, &PromptOptions::default());
+    let _request = build_request(&doc, &kept, 0, &PromptOptions::default());
 
     // What a thinking model answers to that request.
     let reply = r#"<think>The user runs sales ops; USD preference is outdated → remove fact_0a0a0a0a.
@@ -142,8 +142,8 @@ Not recording the spreadsheet upload.</think>
     let report = apply_delta(
         &mut doc,
         &delta,
-        &ApplyConfig { threshold: 0.7, max_facts: 100 },
-        &ApplyContext { now_iso: NOW, source: "thread-7", ids: &ids },
+        &ApplyConfig { threshold: 0.7, max_facts: 100, policy: Default::default() },
+        &ApplyContext { now_iso: NOW, source: "thread-7", ids: &ids, conversation: None },
     );
     let contents: Vec<&str> = doc.facts.iter().map(|f| f.content.as_str()).collect();
     assert_eq!(contents, vec!["Head of sales ops at Northwind Traders in Lyon", "Wants figures reported in euros", "Is learning SQL"]);
@@ -172,7 +172,7 @@ fn replaying_a_delta_on_a_newer_document_keeps_both_changes() {
             "factsToRemove": []}"#,
     )
     .unwrap();
-    let cfg = ApplyConfig { threshold: 0.7, max_facts: 100 };
+    let cfg = ApplyConfig { threshold: 0.7, max_facts: 100, policy: Default::default() };
     let ids = SequentialIds::starting_at(100);
     // Another tab committed a fact meanwhile; the same delta is applied to that document.
     let mut newer = Document::empty();
@@ -185,7 +185,7 @@ fn replaying_a_delta_on_a_newer_document_keeps_both_changes() {
         source: "other-tab".into(),
         extra: Default::default(),
     });
-    let report = apply_delta(&mut newer, &delta, &cfg, &ApplyContext { now_iso: NOW, source: "t", ids: &ids });
+    let report = apply_delta(&mut newer, &delta, &cfg, &ApplyContext { now_iso: NOW, source: "t", ids: &ids, conversation: None });
     assert_eq!(report.added.len(), 1, "the duplicate of the other tab's fact is not added twice");
     assert_eq!(newer.facts.len(), 2);
 }

@@ -4,12 +4,16 @@
 //! ```json
 //! "file.txt": { "ok": true, "newFacts": 3, "factsToRemove": 1,
 //!               "sectionsToUpdate": ["workContext"], "skipped": 1,
-//!               "firstContent": "…", "firstCategory": "…", "firstConfidence": 0.5 }
+//!               "firstContent": "…", "firstCategory": "…", "firstConfidence": 0.5,
+//!               "factsToReinforce": 2, "replacements": [0, null],
+//!               "labelled": [["user", "durable", "descriptive"], [null, null, null]],
+//!               "validDays": [45, null], "sourceErrors": [null, "…"] }
 //! "bad.txt":  { "ok": false, "error": "substring of the message" }
 //! ```
 //!
 //! `sectionsToUpdate` lists the sections that would be replaced (shouldUpdate true and a
-//! non-blank summary). The `first*` keys are optional checks on the first new fact.
+//! non-blank summary). The `first*` keys are optional checks on the first new fact; the
+//! lists check every new fact's (or removal's) DeerFlow HEAD fields.
 
 // A test crate: the size rules of clippy.toml are for the wasm build.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -87,7 +91,46 @@ fn check(name: &str, expect: &Value) -> Vec<String> {
                 assert!(f.confidence.is_finite() && (0.0..=1.0).contains(&f.confidence), "{name}: {f:?}");
                 assert!(!f.content.trim().is_empty() && !f.category.is_empty(), "{name}: {f:?}");
             }
+            if d.facts_to_reinforce.len() != count("factsToReinforce") {
+                differ("factsToReinforce", &count("factsToReinforce"), &d.facts_to_reinforce);
+            }
+            let opt_list = |key: &str| expect.get(key).and_then(Value::as_array).cloned();
+            if let Some(want) = opt_list("replacements") {
+                let got: Vec<Value> = d.facts_to_remove.iter().map(|r| r.replacement.map_or(Value::Null, Value::from)).collect();
+                if got != want {
+                    differ("replacements", &want, &got);
+                }
+            }
+            if let Some(want) = opt_list("labelled") {
+                let s = |v: &Option<String>| v.as_deref().map_or(Value::Null, Value::from);
+                let got: Vec<Value> = d
+                    .new_facts
+                    .iter()
+                    .map(|f| Value::Array(vec![s(&f.labels.scope), s(&f.labels.durability), s(&f.labels.authority)]))
+                    .collect();
+                if got != want {
+                    differ("labels", &want, &got);
+                }
+            }
+            if let Some(want) = opt_list("validDays") {
+                let got: Vec<Value> =
+                    d.new_facts.iter().map(|f| f.expected_valid_days.map_or(Value::Null, |x| Value::from(x as u64))).collect();
+                if got != want {
+                    differ("expected_valid_days", &want, &got);
+                }
+            }
+            if let Some(want) = opt_list("sourceErrors") {
+                let got: Vec<Value> = d.new_facts.iter().map(|f| f.source_error.as_deref().map_or(Value::Null, Value::from)).collect();
+                if got != want {
+                    differ("sourceError", &want, &got);
+                }
+            }
             let first = d.new_facts.first();
+            if let Some(c) = expect.get("firstScope").and_then(Value::as_str) {
+                if first.and_then(|f| f.labels.scope.as_deref()) != Some(c) {
+                    differ("first scope", &c, &first);
+                }
+            }
             if let Some(c) = expect.get("firstContent").and_then(Value::as_str) {
                 if first.map(|f| f.content.as_str()) != Some(c) {
                     differ("first content", &c, &first);

@@ -7,8 +7,8 @@
 
 use proptest::prelude::*;
 use std::collections::HashSet;
-use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext, ApplyReport};
-use user_memory::delta::{Delta, NewFact, SectionUpdate};
+use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext, ApplyReport, EvictionPolicy};
+use user_memory::delta::{Delta, NewFact, Removal, SectionUpdate};
 use user_memory::document::normalize_content;
 use user_memory::ids::SequentialIds;
 use user_memory::parse::parse_reply;
@@ -155,8 +155,8 @@ fn assert_clean(d: &Delta) {
         assert!(!f.content.trim().is_empty(), "{f:?}");
         assert!(!f.category.trim().is_empty(), "{f:?}");
     }
-    for id in &d.facts_to_remove {
-        assert!(!id.trim().is_empty());
+    for r in &d.facts_to_remove {
+        assert!(!r.id.trim().is_empty());
     }
 }
 
@@ -236,7 +236,8 @@ proptest! {
         let want: Vec<(String, String, f64)> = facts.iter().map(|(c, k, x)| (c.trim().to_string(), k.clone(), *x)).filter(|f| !f.0.is_empty()).collect();
         prop_assert_eq!(got, want);
         let unique: Vec<String> = remove.iter().fold(Vec::new(), |mut acc, id| { if !acc.contains(id) { acc.push(id.clone()) } acc });
-        prop_assert_eq!(&d.facts_to_remove, &unique);
+        let removed: Vec<String> = d.facts_to_remove.iter().map(|r| r.id.clone()).collect();
+        prop_assert_eq!(&removed, &unique);
         prop_assert!(d.skipped.is_empty());
     }
 }
@@ -276,16 +277,21 @@ fn delta_strategy() -> impl Strategy<Value = Delta> {
         content: format!(" {w} {n} "),
         category: "goal".into(),
         confidence,
+        ..NewFact::default()
     });
     (
         prop::collection::vec(new_fact, 0..12),
-        prop::collection::vec((0usize..20).prop_map(|i| format!("fact_{:08x}", i * 7)), 0..6),
+        prop::collection::vec(
+            ((0usize..20).prop_map(|i| format!("fact_{:08x}", i * 7)), prop::option::of(0usize..14))
+                .prop_map(|(id, replacement)| Removal { id, replacement, ..Removal::default() }),
+            0..6,
+        ),
         prop::collection::vec(prop::option::of(("[a-z ]{0,12}", any::<bool>())), 6),
     )
         .prop_map(|(new_facts, facts_to_remove, sections)| {
             let mut d = Delta { new_facts, facts_to_remove, ..Delta::default() };
             for (i, s) in sections.into_iter().enumerate() {
-                d.sections[i] = s.map(|(summary, should_update)| SectionUpdate { summary, should_update });
+                d.sections[i] = s.map(|(summary, should_update)| SectionUpdate { summary, should_update, labels: Default::default() });
             }
             d
         })
@@ -295,7 +301,12 @@ fn run(doc: &Document, delta: &Delta, cfg: &ApplyConfig) -> (Document, ApplyRepo
     let mut doc = doc.clone();
     // New ids never collide with the ids the delta strategy removes (< 0x100).
     let ids = SequentialIds::starting_at(0x1000_0000);
-    let report = apply_delta(&mut doc, delta, cfg, &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids });
+    let report = apply_delta(
+        &mut doc,
+        delta,
+        cfg,
+        &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids, conversation: None },
+    );
     (doc, report)
 }
 
@@ -309,7 +320,7 @@ proptest! {
         max_facts in 0usize..20,
         threshold in (0u32..=10).prop_map(|t| f64::from(t) / 10.0),
     ) {
-        let cfg = ApplyConfig { threshold, max_facts };
+        let cfg = ApplyConfig { threshold, max_facts, policy: Default::default() };
         let (after, report) = run(&doc, &delta, &cfg);
 
         let ids: HashSet<&str> = after.facts.iter().map(|f| f.id.as_str()).collect();
@@ -342,19 +353,58 @@ proptest! {
 
     #[test]
     fn apply_is_deterministic(doc in doc_strategy(), delta in delta_strategy(), max_facts in 1usize..20) {
-        let cfg = ApplyConfig { threshold: 0.5, max_facts };
+        let cfg = ApplyConfig { threshold: 0.5, max_facts, policy: Default::default() };
         // Debug strings, because NaN confidences (a hand-made delta) are not equal to themselves.
         let snapshot = format!("{delta:?}");
         prop_assert_eq!(run(&doc, &delta, &cfg), run(&doc, &delta, &cfg));
         prop_assert_eq!(format!("{delta:?}"), snapshot);
     }
 
+    /// The same delta applied again (a commit replayed on the document it produced, or a
+    /// reply processed twice) changes nothing.
     #[test]
-    fn applying_twice_adds_nothing_new(doc in doc_strategy(), delta in delta_strategy()) {
-        let cfg = ApplyConfig { threshold: 0.5, max_facts: 100 };
+    fn applying_twice_changes_nothing(doc in doc_strategy(), delta in delta_strategy(), max_facts in 1usize..20, hybrid in any::<bool>()) {
+        let policy = if hybrid { EvictionPolicy::Hybrid } else { EvictionPolicy::Confidence };
+        let cfg = ApplyConfig { threshold: 0.5, max_facts, policy };
         let (once, _) = run(&doc, &delta, &cfg);
         let (twice, report) = run(&once, &delta, &cfg);
         prop_assert!(report.added.is_empty(), "{:?}", report);
-        prop_assert!(twice.facts.len() <= once.facts.len());
+        prop_assert_eq!(twice, once);
+    }
+
+    /// Fail closed: a removal paired with a replacement applies only if the replacement's
+    /// content is in memory afterwards; a removal in a delta whose new facts all failed
+    /// applies not at all.
+    #[test]
+    fn a_removal_never_applies_without_its_replacement(
+        doc in doc_strategy(),
+        delta in delta_strategy(),
+        max_facts in 1usize..20,
+        threshold in (0u32..=10).prop_map(|t| f64::from(t) / 10.0),
+        hybrid in any::<bool>(),
+    ) {
+        let policy = if hybrid { EvictionPolicy::Hybrid } else { EvictionPolicy::Confidence };
+        let cfg = ApplyConfig { threshold, max_facts, policy };
+        let (after, report) = run(&doc, &delta, &cfg);
+        let evicted: HashSet<&str> = report.evicted.iter().map(|f| f.id.as_str()).collect();
+        let keys: HashSet<String> = after.facts.iter().map(|f| normalize_content(&f.content)).collect();
+        let any_new_present = delta.new_facts.iter().any(|f| keys.contains(&normalize_content(f.content.trim())));
+        for (k, r) in delta.facts_to_remove.iter().enumerate() {
+            if delta.facts_to_remove[..k].iter().any(|x| x.id == r.id) {
+                continue; // the first mention of an id counts
+            }
+            let scrubbed = doc.facts.iter().any(|f| f.id == r.id && mentions_upload(&f.content));
+            let removed_by_delta = report.removed.contains(&r.id) && !evicted.contains(r.id.as_str()) && !scrubbed;
+            if !removed_by_delta {
+                continue;
+            }
+            match r.replacement {
+                Some(i) => {
+                    let replacement = delta.new_facts.get(i).map(|f| normalize_content(f.content.trim()));
+                    prop_assert!(replacement.is_some_and(|k| keys.contains(&k)), "{} removed without newFacts[{}]: {:?}", r.id, i, report);
+                }
+                None => prop_assert!(delta.new_facts.is_empty() || any_new_present, "{} removed though no new fact applied", r.id),
+            }
+        }
     }
 }

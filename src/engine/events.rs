@@ -61,6 +61,9 @@ pub struct UpdateEvent {
     pub changed: Vec<Fact>,
     /// Sections whose summary changed.
     pub sections: Vec<SectionId>,
+    /// Facts the `maxFacts` cap dropped in this change (those that were stored are also in
+    /// `removed`; an imported or new fact evicted at once is only here).
+    pub evicted: Vec<Fact>,
 }
 
 impl UpdateEvent {
@@ -74,6 +77,7 @@ impl UpdateEvent {
             removed: Vec::new(),
             changed: Vec::new(),
             sections: Vec::new(),
+            evicted: Vec::new(),
         };
         // Linear in the facts: the fact at the same position usually has the same id (an
         // edit, an append); otherwise the id is looked up in a hashed index of `before`,

@@ -30,7 +30,9 @@ use crate::inject::{self, Explanation};
 use crate::json::Value;
 use crate::llm::Llm;
 use crate::message::{ChatMessage, InputMessage};
+use crate::prompt;
 use crate::queue::QueueFile;
+use crate::record::{Record, Threads};
 use crate::relevance::FactIndex;
 use crate::search::{self, SearchHit, SearchOptions};
 use crate::storage::Store;
@@ -122,6 +124,8 @@ struct State {
     /// (which releases the borrow before calling the token counter, a user callback that
     /// may call back into the engine); replaced, never mutated while shared.
     doc: Rc<Document>,
+    /// The thread watermarks stored with the document (how far each thread was extracted).
+    threads: Threads,
     revision: u64,
     index: Rc<FactIndex>,
     queue: QueueFile,
@@ -184,7 +188,8 @@ impl Engine {
     /// Stored data that cannot be read is `CORRUPT_MEMORY` and is left untouched.
     pub async fn open(parts: Parts) -> Result<Engine> {
         let _ = parts.store.cleanup().await;
-        let (doc, revision) = store_ops::read_document(&*parts.store, &*parts.ids).await?;
+        let (record, revision) = store_ops::read_record(&*parts.store, &*parts.ids).await?;
+        let Record { doc, threads, .. } = record;
         let mut index = FactIndex::new();
         index.sync(&doc.facts);
         // Problems with the queue never prevent opening: they are reported as `error`
@@ -203,6 +208,7 @@ impl Engine {
                 parts,
                 state: RefCell::new(State {
                     doc: Rc::new(doc),
+                    threads,
                     revision,
                     index: Rc::new(index),
                     queue,
@@ -282,17 +288,27 @@ impl Engine {
             return Err(Error::invalid("`threadId` must be a string of 1 to 256 characters"));
         }
         let enabled = self.config().enabled;
-        let kept = if enabled { filter::filter_messages(messages) } else { Vec::new() };
+        let mut kept = if enabled { filter::filter_messages(messages) } else { Vec::new() };
         let skip = if enabled { filter::not_queued(messages, &kept) } else { Some(filter::NotQueued::paused()) };
         if let Some(skip) = skip {
-            self.emit(Event::Debug(DebugEvent {
-                code: "NOT_QUEUED",
-                message: format!("observe(\"{thread_id}\") queued nothing: {}", skip.message),
-                thread_id: Some(thread_id.to_string()),
-                reason: Some(skip.reason),
-            }));
+            self.not_queued(thread_id, skip);
             return Ok(None);
         }
+        // The queue stores only what can reach the prompt: each message cut the way the
+        // prompt cuts it, and of the history only what follows the thread's watermark plus
+        // the context the prompt shows before it (so a long thread's entry stays small).
+        for m in &mut kept {
+            if m.content.len() > prompt::MAX_MESSAGE_CHARS {
+                m.content = filter::truncate_for_prompt(&m.content, prompt::MAX_MESSAGE_CHARS);
+            }
+        }
+        let start = self.inner.state.borrow().threads.processed_upto(thread_id, &kept);
+        if !kept[start..].iter().any(|m| m.role == crate::message::Speaker::User) {
+            // Everything the user said here was extracted already.
+            self.not_queued(thread_id, filter::NotQueued::already_extracted());
+            return Ok(None);
+        }
+        let kept = kept.split_off(start.saturating_sub(prompt::CONTEXT_MESSAGES));
         let now = self.now();
         let pending_count = {
             let mut st = self.inner.state.borrow_mut();
@@ -306,6 +322,16 @@ impl Engine {
         self.emit(Event::Queued(QueuedEvent { thread_id: thread_id.to_string(), due_at, pending: pending_count }));
         let me = self.clone();
         Ok(Some(async move { me.persist_pending().await }))
+    }
+
+    /// Says in a `debug` event why `observe()` queued nothing.
+    fn not_queued(&self, thread_id: &str, skip: filter::NotQueued) {
+        self.emit(Event::Debug(DebugEvent {
+            code: "NOT_QUEUED",
+            message: format!("observe(\"{thread_id}\") queued nothing: {}", skip.message),
+            thread_id: Some(thread_id.to_string()),
+            reason: Some(skip.reason),
+        }));
     }
 
     /// Writes queued observations to storage (merging with what other instances queued).
@@ -363,6 +389,11 @@ impl Engine {
         (st.doc.clone(), st.index.clone())
     }
 
+    /// The injection options in force, with the current time for fact lifetimes.
+    fn inject_options(&self) -> inject::InjectOptions {
+        inject::InjectOptions { now_ms: Some(self.now()), ..self.config().inject }
+    }
+
     /// The `<memory>` block for the next model call (from the cached document). With an
     /// embedding model the recent turns are embedded first (see `embedding.rs`); without one,
     /// or when that fails, the ranking is lexical.
@@ -389,18 +420,16 @@ impl Engine {
         Box::pin(async move {
             let cfg = me.config();
             let q = me.query_vectors(&inject::query_text(&kept, cfg.inject.recent_turns)).await;
+            let opts = me.inject_options();
             // (No await from here on: the query's fact vectors belong to this document.)
             let (doc, index) = me.snapshot();
             let dense = q.as_ref().map(|q| q.dense());
             let counter: &dyn TokenCounter = if nested { &crate::tokens::Estimate } else { &*me.parts().counter };
             let was = me.inner.ranking.replace(true);
             let x = if full {
-                inject::explain_hybrid(&doc, &index, dense.as_ref(), &kept, &cfg.inject, counter)
+                inject::explain_hybrid(&doc, &index, dense.as_ref(), &kept, &opts, counter)
             } else {
-                Explanation {
-                    block: inject::inject_hybrid(&doc, &index, dense.as_ref(), &kept, &cfg.inject, counter),
-                    ..Explanation::default()
-                }
+                Explanation { block: inject::inject_hybrid(&doc, &index, dense.as_ref(), &kept, &opts, counter), ..Explanation::default() }
             };
             me.inner.ranking.set(was);
             (x, doc)
@@ -415,7 +444,7 @@ impl Engine {
             let q = me.query_vectors(&query).await;
             let (doc, index) = me.snapshot();
             let dense = q.as_ref().map(|q| q.dense());
-            let hits = search::search(&doc, &index, dense.as_ref(), &query, &opts, &me.config().inject);
+            let hits = search::search(&doc, &index, dense.as_ref(), &query, &opts, &me.inject_options());
             hits.into_iter().map(|h| (h.clone(), doc.facts[h.position].clone())).collect()
         }
     }
@@ -423,6 +452,11 @@ impl Engine {
     /// The cached document (no storage read).
     pub fn cached(&self) -> Document {
         (*self.inner.state.borrow().doc).clone()
+    }
+
+    /// The cached thread watermarks (no storage read).
+    pub fn cached_threads(&self) -> Threads {
+        self.inner.state.borrow().threads.clone()
     }
 
     /// The cached revision.
@@ -437,11 +471,11 @@ impl Engine {
     /// half-done (and reports it as someone else's) and never overtakes a newer read.
     pub async fn refresh(&self) -> Result<Document> {
         let _guard = self.inner.store_lock.lock().await;
-        let (doc, revision) = store_ops::read_document(&*self.parts().store, &*self.parts().ids).await?;
-        if let Some(ev) = self.adopt(&doc, revision, UpdateReason::Remote, None) {
+        let (record, revision) = store_ops::read_record(&*self.parts().store, &*self.parts().ids).await?;
+        if let Some(ev) = self.adopt(&record, revision, UpdateReason::Remote, None) {
             self.emit_update(ev);
         }
-        Ok(doc)
+        Ok(record.doc)
     }
 
     /// Re-reads the persisted queue (another instance queued or processed something) and
@@ -466,11 +500,16 @@ impl Engine {
     /// `store_lock`, so it is the newest) is adopted whenever it differs from the cache,
     /// also at a lower revision: after `reset()` or a store emptied by hand, revisions
     /// start again at 1.
+    /// The record's watermarks replace the cached ones in every case.
     ///
     /// Linear in the facts, and copies `doc` only when it replaces the cache.
-    fn adopt(&self, doc: &Document, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
+    fn adopt(&self, record: &Record, revision: u64, reason: UpdateReason, thread_id: Option<&str>) -> Option<UpdateEvent> {
+        let doc = &record.doc;
         let ev = {
             let mut st = self.inner.state.borrow_mut();
+            if st.threads != record.threads {
+                st.threads = record.threads.clone();
+            }
             if reason == UpdateReason::Remote && revision == st.revision && *doc == *st.doc {
                 return None;
             }

@@ -2,14 +2,16 @@
 //! claim renewed while the attempt runs.
 
 use super::{Engine, ErrorEvent, Event, ProcessedEvent, UpdateReason};
-use crate::apply::{apply_delta, ApplyContext};
+use crate::apply::{apply_delta, ApplyContext, Conversation};
 use crate::delta::Delta;
 use crate::error::{Error, Result};
 use crate::llm::Usage;
-use crate::prompt::build_request;
+use crate::message::Speaker;
+use crate::prompt::{build_request, chunk_end, CONTEXT_MESSAGES};
 use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
 use crate::sync::{race, Either};
 use crate::time::iso_from_millis;
+use crate::tokens::Estimate;
 
 /// Which entries a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,11 +22,24 @@ pub(super) enum Mode {
     Flush,
 }
 
-/// A parsed reply, waiting to be committed.
+/// A parsed reply, waiting to be committed, and the part of the entry it covers: context
+/// `messages[ctx_from..start]`, new messages `messages[start..end]`.
 struct Extraction {
     delta: Delta,
     usage: Usage,
     usage_reported: bool,
+    ctx_from: usize,
+    start: usize,
+    end: usize,
+}
+
+/// How an attempt at an entry ended.
+pub(super) enum Extracted {
+    /// Everything new was extracted and committed; the last call's `processed` event (none
+    /// when there was nothing new to send).
+    Done(Option<ProcessedEvent>),
+    /// Another instance holds the entry now (this one could not renew its claim in time).
+    TakenOver,
 }
 
 /// What a processing run did.
@@ -129,15 +144,17 @@ impl Engine {
                 }
                 // Another instance holds the entry now (this one could not renew its claim
                 // in time): it is that instance's to settle.
-                Ok(None) => continue,
-                Ok(Some(processed)) => {
+                Ok(Extracted::TakenOver) => continue,
+                Ok(Extracted::Done(processed)) => {
                     let settled = self
                         .update_queue(&mut |q| {
                             q.succeed(&entry.thread_id, &version, now);
                         })
                         .await;
                     // After the queue forgot the entry, so a listener reading status() sees it done.
-                    self.emit(Event::Processed(processed));
+                    if let Some(processed) = processed {
+                        self.emit(Event::Processed(processed));
+                    }
                     settled?;
                     report.processed.push(entry.thread_id.clone());
                 }
@@ -169,27 +186,38 @@ impl Engine {
         Ok(report)
     }
 
-    /// One attempt at an entry this instance has claimed: the extraction, while the claim is
-    /// renewed every third of the lease, then — once the claim is confirmed for another full
-    /// lease — the commit; returns the `processed` event to emit once the queue is settled.
-    /// `Ok(None)` when the claim was lost (another instance took the
-    /// entry over after a renewal came too late): the extraction is dropped unfinished and
-    /// nothing is committed, so two instances never both apply one entry.
+    /// One attempt at an entry this instance has claimed: what follows the thread's
+    /// watermark, in as many calls as `maxExtractionTokens` needs, oldest first. Each call is
+    /// an extraction while the claim is renewed every third of the lease, then — once the
+    /// claim is confirmed for another full lease — its commit (with the watermark), before
+    /// the next call. Returns the last call's `processed` event to emit once the queue is
+    /// settled (those of earlier calls are emitted at once). [`Extracted::TakenOver`] when
+    /// the claim was lost (another instance took the entry over after a renewal came too
+    /// late): the call in progress is dropped unfinished and nothing of it is committed, so
+    /// two instances never both apply one part.
     ///
-    /// Memory is untouched unless everything up to a valid delta succeeded.
-    async fn attempt(&self, entry: &Entry) -> Result<Option<ProcessedEvent>> {
+    /// Memory is untouched unless a call got as far as a valid delta.
+    async fn attempt(&self, entry: &Entry) -> Result<Extracted> {
         let thread = &entry.thread_id;
-        let extracted = match race(Box::pin(self.extract(entry)), Box::pin(self.keep_claim(thread))).await {
-            Either::Left(extracted) => extracted?,
-            Either::Right(()) => return Ok(None),
-        };
-        // The commit runs under a claim good for a whole lease from now (it takes
-        // milliseconds; storage that hangs longer than the lease is the one way another
-        // instance could start on the entry meanwhile).
-        if !self.renew_claim(thread).await? {
-            return Ok(None);
+        loop {
+            let extracted = match race(Box::pin(self.extract(entry)), Box::pin(self.keep_claim(thread))).await {
+                Either::Left(extracted) => extracted?,
+                Either::Right(()) => return Ok(Extracted::TakenOver),
+            };
+            let Some(extracted) = extracted else { return Ok(Extracted::Done(None)) };
+            // The commit runs under a claim good for a whole lease from now (it takes
+            // milliseconds; storage that hangs longer than the lease is the one way another
+            // instance could start on the entry meanwhile).
+            if !self.renew_claim(thread).await? {
+                return Ok(Extracted::TakenOver);
+            }
+            let last = extracted.end >= entry.messages.len();
+            let processed = self.commit_extraction(entry, extracted).await?;
+            if last {
+                return Ok(Extracted::Done(Some(processed)));
+            }
+            self.emit(Event::Processed(processed));
         }
-        self.commit_extraction(entry, extracted).await.map(Some)
     }
 
     /// Renews this instance's claim on `thread` for a lease from now; `false` if it is no
@@ -213,11 +241,22 @@ impl Engine {
         }
     }
 
-    /// Prompt → LLM → parse for one entry.
-    async fn extract(&self, entry: &Entry) -> Result<Extraction> {
-        // The prompt shows the newest memory, including other instances' changes.
+    /// Prompt → LLM → parse for the next part of one entry: the messages after the thread's
+    /// newest watermark that fit `maxExtractionTokens`, with up to [`CONTEXT_MESSAGES`]
+    /// already-processed ones before them. `None` when no user message is new.
+    async fn extract(&self, entry: &Entry) -> Result<Option<Extraction>> {
+        // The prompt shows the newest memory, including other instances' changes, and starts
+        // where the newest watermark says.
         let current = self.refresh().await?;
-        let request = build_request(&current, &entry.messages, &self.config().prompt);
+        let messages = &entry.messages;
+        let start = self.inner.state.borrow().threads.processed_upto(&entry.thread_id, messages);
+        if !messages[start..].iter().any(|m| m.role == Speaker::User) {
+            return Ok(None);
+        }
+        let config = self.config();
+        let ctx_from = start.saturating_sub(CONTEXT_MESSAGES);
+        let end = chunk_end(&current, messages, ctx_from, start, &config.prompt, config.max_extraction_tokens, &Estimate);
+        let request = build_request(&current, &messages[ctx_from..end], start - ctx_from, &config.prompt);
         let reply = self.parts().llm.complete(&request).await?;
         let (usage, usage_reported) = match reply.usage {
             Some(u) => (u, true),
@@ -227,30 +266,35 @@ impl Engine {
                 (Usage { prompt_tokens: prompt_tokens as u64, completion_tokens: counter.count(&reply.text) as u64 }, false)
             }
         };
-        Ok(Extraction { delta: crate::llm::parse_delta(&reply.text, self.parts().llm.secrets())?, usage, usage_reported })
+        let delta = crate::llm::parse_delta(&reply.text, self.parts().llm.secrets())?;
+        Ok(Some(Extraction { delta, usage, usage_reported, ctx_from, start, end }))
     }
 
-    /// Applies an extraction's delta in one commit; returns its `processed` event.
+    /// Applies an extraction's delta in one commit, which also moves the thread's watermark
+    /// to the end of the messages it covered; returns its `processed` event.
     async fn commit_extraction(&self, entry: &Entry, extracted: Extraction) -> Result<ProcessedEvent> {
-        let Extraction { delta, usage, usage_reported } = extracted;
+        let Extraction { delta, usage, usage_reported, ctx_from, start, end } = extracted;
         let cfg = self.config().apply;
         let ids = self.parts().ids.clone();
-        let now_iso = iso_from_millis(self.now());
+        let now = self.now();
+        let now_iso = iso_from_millis(now);
         let thread = entry.thread_id.clone();
+        let (messages, sent) = (&entry.messages, &entry.messages[ctx_from..end]);
         let mut report = None;
-        self.commit(UpdateReason::Extraction, Some(&thread), true, &mut |doc| {
-            let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids };
-            report = Some(apply_delta(doc, &delta, &cfg, &ctx));
-            Ok(())
+        self.commit(UpdateReason::Extraction, Some(&thread), true, &mut |record| {
+            let conversation = Some(Conversation { messages: sent, new_from: start - ctx_from });
+            let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids, conversation };
+            let r = apply_delta(&mut record.doc, &delta, &cfg, &ctx);
+            // The watermark moves in the same commit as what was learned from the messages.
+            record.threads.advance(&thread, &messages[..end], now);
+            let evicted = r.evicted.clone();
+            report = Some(r);
+            Ok(evicted)
         })
         .await?;
-        Ok(ProcessedEvent {
-            thread_id: thread,
-            changed: report.is_some_and(|r| !r.is_empty()),
-            revision: self.revision(),
-            skipped: delta.skipped,
-            usage,
-            usage_reported,
-        })
+        let report = report.unwrap_or_default();
+        let mut skipped = delta.skipped;
+        skipped.extend(report.skipped.iter().cloned());
+        Ok(ProcessedEvent { thread_id: thread, changed: !report.is_empty(), revision: self.revision(), skipped, usage, usage_reported })
     }
 }

@@ -2,11 +2,12 @@
 //! queue update that also writes pending observations.
 
 use super::{Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
-use crate::document::Document;
+use crate::document::Fact;
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
 use crate::json::ToJson;
 use crate::queue::QueueFile;
+use crate::record::Record;
 use crate::storage::{Commit, Slot, Store};
 use crate::sync::LocalFuture;
 use crate::time::iso_from_millis;
@@ -20,12 +21,12 @@ use crate::time::iso_from_millis;
 /// in three). Each replay is one read and one compare-and-set.
 pub(super) const MAX_REPLAYS: usize = 64;
 
-/// Reads and validates the stored document (`(empty, 0)` when none was stored yet).
-pub(super) async fn read_document(store: &dyn Store, ids: &dyn IdSource) -> Result<(Document, u64)> {
+/// Reads and validates the stored record (`(empty, 0)` when none was stored yet).
+pub(super) async fn read_record(store: &dyn Store, ids: &dyn IdSource) -> Result<(Record, u64)> {
     match store.load(Slot::Document).await? {
-        None => Ok((Document::empty(), 0)),
-        Some(v) => match Document::from_json(&v.value, ids) {
-            Ok(doc) => Ok((doc, v.revision)),
+        None => Ok((Record::default(), 0)),
+        Some(v) => match Record::from_json(&v.value, ids) {
+            Ok(record) => Ok((record, v.revision)),
             Err(why) => Err(Error::corrupt(format!(
                 "the memory stored in {} (revision {}) is not valid memory: {why}. It was left as it \
                  is: export it with UserMemory.inspect() and reset explicitly with UserMemory.reset()",
@@ -137,9 +138,11 @@ impl Engine {
         Err(Error::Conflict("the update queue kept changing under concurrent writers; try again".into()))
     }
 
-    /// Read-modify-write of the document: reads the newest revision, applies `f`, commits;
-    /// on a conflict re-reads and applies `f` again (no second LLM call). On success the
-    /// cache is updated and `update` is emitted. `touch` sets `lastUpdated` to now.
+    /// Read-modify-write of the stored record (the document and what is committed with it,
+    /// such as the thread watermarks): reads the newest revision, applies `f`, commits; on a
+    /// conflict re-reads and applies `f` again (no second LLM call). On success the cache is
+    /// updated and `update` is emitted. `touch` sets `lastUpdated` to now when the document
+    /// itself changed. `f` returns the facts the `maxFacts` cap evicted, for the event.
     ///
     /// As with [`Engine::update_queue`], a caller that needs what `f` produced has it store
     /// that in a captured variable: after a success, `f`'s last run is the committed one.
@@ -148,8 +151,8 @@ impl Engine {
         reason: UpdateReason,
         thread_id: Option<&'a str>,
         touch: bool,
-        f: &'a mut dyn FnMut(&mut Document) -> Result<()>,
-    ) -> LocalFuture<'a, Result<Document>> {
+        f: &'a mut dyn FnMut(&mut Record) -> Result<Vec<Fact>>,
+    ) -> LocalFuture<'a, Result<Record>> {
         Box::pin(self.commit_loop(reason, thread_id, touch, f))
     }
 
@@ -158,31 +161,32 @@ impl Engine {
         reason: UpdateReason,
         thread_id: Option<&str>,
         touch: bool,
-        f: &mut dyn FnMut(&mut Document) -> Result<()>,
-    ) -> Result<Document> {
+        f: &mut dyn FnMut(&mut Record) -> Result<Vec<Fact>>,
+    ) -> Result<Record> {
         let _guard = self.inner.store_lock.lock().await;
         let store = self.parts().store.clone();
         let ids = self.parts().ids.clone();
         for _ in 0..MAX_REPLAYS {
-            let (base, revision) = read_document(&*store, &*ids).await?;
+            let (base, revision) = read_record(&*store, &*ids).await?;
             // Someone else's newer document: show it to listeners as such first.
             if let Some(ev) = self.adopt(&base, revision, UpdateReason::Remote, None) {
                 self.emit_update(ev);
             }
-            let mut doc = base.clone();
-            f(&mut doc)?;
-            if doc == base {
-                return Ok(doc);
+            let mut record = base.clone();
+            let evicted = f(&mut record)?;
+            if record == base {
+                return Ok(record);
             }
-            if touch {
-                doc.last_updated = iso_from_millis(self.now());
+            if touch && record.doc != base.doc {
+                record.doc.last_updated = iso_from_millis(self.now());
             }
-            match store.commit(Slot::Document, revision, doc.to_json()).await? {
+            match store.commit(Slot::Document, revision, record.to_json()).await? {
                 Commit::Committed(rev) => {
-                    if let Some(ev) = self.adopt(&doc, rev, reason, thread_id) {
+                    if let Some(mut ev) = self.adopt(&record, rev, reason, thread_id) {
+                        ev.evicted = evicted;
                         self.emit_update(ev);
                     }
-                    return Ok(doc);
+                    return Ok(record);
                 }
                 Commit::Conflict => continue,
             }
@@ -193,13 +197,10 @@ impl Engine {
         )))
     }
 
+    /// Emits `update` unless nothing in the document changed (a commit that only moved a
+    /// thread's watermark, or a remote write of the same document).
     pub(super) fn emit_update(&self, ev: UpdateEvent) {
-        if ev.reason == UpdateReason::Remote
-            && ev.added.is_empty()
-            && ev.removed.is_empty()
-            && ev.changed.is_empty()
-            && ev.sections.is_empty()
-        {
+        if ev.added.is_empty() && ev.removed.is_empty() && ev.changed.is_empty() && ev.sections.is_empty() && ev.evicted.is_empty() {
             return;
         }
         self.emit(Event::Update(ev));

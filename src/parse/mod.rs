@@ -9,17 +9,22 @@
 //!    string-aware scan, repairs near-JSON and parses it strictly with [`crate::json`] (valid decoys
 //!    are skipped whole; at most [`MAX_CANDIDATES`] dead ends are retried from inside);
 //! 3. takes the first object (the outer one or one nested in it) that has any of `user`,
-//!    `history`, `newFacts`, `factsToRemove` — the *last* one when an unclosed `<think>`
-//!    mixes reasoning and answer;
+//!    `history`, `newFacts`, `factsToRemove`, `factsToReinforce` **and reads as a valid
+//!    delta** — the *last* one when an unclosed `<think>` mixes reasoning and answer. A
+//!    decoy (`Example: {"user": "alice"}`) is passed over, and so is a valid but empty
+//!    example when a delta that proposes something follows. An object nested inside an
+//!    object that is never closed (a reply cut off by its token limit) is never taken: its
+//!    inner objects are fragments of the cut delta;
 //! 4. reads it leniently: an invalid fact or section is skipped and recorded in
-//!    [`Delta::skipped`], while structural garbage (`newFacts` not a list …) is an
+//!    [`Delta::skipped`] (reason `invalid`), while structural garbage (`newFacts` not a
+//!    list …) makes the candidate invalid; when no candidate is valid the reply is an
 //!    [`Error::LlmBadOutput`] that leaves memory untouched.
 //!
 //! It never panics, whatever the input.
 
 mod scan;
 
-use crate::delta::{Delta, NewFact, SectionUpdate, Skipped};
+use crate::delta::{reasons, Delta, Labels, NewFact, Removal, SectionUpdate, Skipped};
 use crate::document::{read_confidence, SectionId, DEFAULT_CATEGORY};
 use crate::error::{Error, Result};
 use crate::json::{Map, Value};
@@ -29,8 +34,8 @@ pub const MAX_REPLY_BYTES: usize = 1 << 20;
 /// At most this many `{` positions that lead nowhere (never closed, or invalid JSON that
 /// mentions a delta key) are tried; only these rescan text, so the search stays linear.
 pub const MAX_CANDIDATES: usize = 64;
-/// The keys that make an object the delta.
-pub const DELTA_KEYS: [&str; 4] = ["user", "history", "newFacts", "factsToRemove"];
+/// The keys that make an object a delta candidate.
+pub const DELTA_KEYS: [&str; 5] = ["user", "history", "newFacts", "factsToRemove", "factsToReinforce"];
 
 /// The fact categories the prompt names; others are kept as given.
 pub const KNOWN_CATEGORIES: [&str; 6] = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
@@ -49,8 +54,7 @@ pub fn parse_reply(text: &str) -> Result<Delta> {
     if answer.trim().is_empty() {
         return Err(bad("the model's reply holds only a reasoning (<think>) block and no answer", text));
     }
-    let (object, start) = find_delta_object(&answer, prefer_last)?;
-    delta_from_object(&object).map_err(|why| bad(&why, &answer[start..]))
+    find_delta(&answer, prefer_last)
 }
 
 /// Cuts `text` to at most `max` bytes on a character boundary.
@@ -92,24 +96,36 @@ fn excerpt(s: &str) -> String {
 /// What went wrong with the candidates, for the error message.
 #[derive(Default)]
 struct Diagnosis {
-    invalid: Option<(String, usize)>,
+    /// Not valid JSON: the parse error and where.
+    invalid_json: Option<(String, usize)>,
+    /// Valid JSON with a delta key that is not a delta: why and where.
+    not_a_delta: Option<(String, usize)>,
     unclosed: Option<usize>,
 }
 
-/// Finds the delta object in `text` (reasoning already removed) and the byte offset of the
-/// candidate it came from.
-fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map, usize)> {
+/// The valid deltas found so far: the first (or last) that proposes something, and the
+/// first (or last) empty one as a fallback.
+#[derive(Default)]
+struct Found {
+    real: Option<Delta>,
+    empty: Option<Delta>,
+}
+
+/// Finds the delta in `text` (reasoning already removed).
+fn find_delta(text: &str, prefer_last: bool) -> Result<Delta> {
     let bytes = text.as_bytes();
-    let mut found: Option<(Map, usize)> = None;
+    let mut found = Found::default();
     let mut diag = Diagnosis::default();
     let keys = key_positions(text);
+    // Sorted positions of the `{` inside objects that are never closed.
+    let mut nested_in_unclosed: Vec<usize> = Vec::new();
     let mut tried = 0;
     let mut from = 0;
     while tried < MAX_CANDIDATES {
         let Some(rel) = text.get(from..).and_then(|t| t.find('{')) else { break };
         let start = from + rel;
         from = start + 1;
-        if !scan::could_open_object(bytes, start) {
+        if !scan::could_open_object(bytes, start) || nested_in_unclosed.binary_search(&start).is_ok() {
             continue;
         }
         // A delta needs one of its keys inside it: with none left in the text, stop.
@@ -118,24 +134,36 @@ fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map, usize)> {
         }
         let Some(end) = scan::object_end(bytes, start) else {
             diag.unclosed.get_or_insert(start);
+            nested_in_unclosed = merge_sorted(&nested_in_unclosed, &scan::nested_opens(bytes, start));
             tried += 1;
             continue;
         };
-        let slice = &text[start..end];
-        match Value::parse(&scan::repair(slice)) {
+        match Value::parse(&scan::repair(&text[start..end])) {
             Ok(v) => {
-                if let Some(obj) = qualifying(&v, 0) {
-                    found = Some((obj.clone(), start));
-                    if !prefer_last {
-                        break;
+                let mut candidates = Vec::new();
+                qualifying(&v, 0, &mut candidates);
+                for obj in candidates {
+                    match delta_from_object(obj) {
+                        Ok(d) => {
+                            let slot = if d.is_noop() { &mut found.empty } else { &mut found.real };
+                            if prefer_last || slot.is_none() {
+                                *slot = Some(d);
+                            }
+                        }
+                        Err(why) => {
+                            diag.not_a_delta.get_or_insert((why, start));
+                        }
                     }
+                }
+                if found.real.is_some() && !prefer_last {
+                    break;
                 }
                 from = end;
             }
             Err(e) => {
                 if mentions_delta_key(&keys, start, end) {
                     // An object nested inside may still be the delta: try the next `{`.
-                    diag.invalid.get_or_insert_with(|| (e.to_string(), start));
+                    diag.invalid_json.get_or_insert_with(|| (e.to_string(), start));
                     tried += 1;
                 } else {
                     from = end;
@@ -143,14 +171,37 @@ fn find_delta_object(text: &str, prefer_last: bool) -> Result<(Map, usize)> {
             }
         }
     }
-    if let Some(hit) = found {
-        return Ok(hit);
+    if let Some(d) = found.real.or(found.empty) {
+        return Ok(d);
     }
-    Err(match (diag.invalid, diag.unclosed) {
-        (Some((why, at)), _) => bad(&format!("the reply's memory JSON is not valid JSON ({why})"), &text[at..]),
-        (None, Some(at)) => bad("the reply's memory JSON is cut off (an object is never closed)", &text[at..]),
-        _ => bad("the reply holds no JSON object with any of `user`, `history`, `newFacts`, `factsToRemove`", text.trim_start()),
+    Err(match (diag.not_a_delta, diag.invalid_json, diag.unclosed) {
+        (Some((why, at)), _, _) => bad(&why, &text[at..]),
+        (None, Some((why, at)), _) => bad(&format!("the reply's memory JSON is not valid JSON ({why})"), &text[at..]),
+        (None, None, Some(at)) => bad("the reply's memory JSON is cut off (an object is never closed)", &text[at..]),
+        _ => bad(
+            "the reply holds no JSON object with any of `user`, `history`, `newFacts`, `factsToRemove`, `factsToReinforce`",
+            text.trim_start(),
+        ),
     })
+}
+
+/// The union of two sorted lists, each value once.
+fn merge_sorted(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let x = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        };
+        if out.last() != Some(&x) {
+            out.push(x);
+        }
+    }
+    out
 }
 
 /// Sorted byte offsets of every quoted delta key (`"newFacts"`, `'user'` …) in `text`, so
@@ -185,20 +236,22 @@ fn mentions_delta_key(keys: &[usize], start: usize, end: usize) -> bool {
     keys.get(i).is_some_and(|&p| p < end)
 }
 
-/// The first object, in document order, at or below `v` that has a delta key.
-fn qualifying(v: &Value, depth: usize) -> Option<&Map> {
-    if depth > 16 {
-        return None;
+/// Every object at or below `v` that has a delta key, in document order. The search does
+/// not descend into a qualifying object: its parts are not deltas of their own.
+fn qualifying<'a>(v: &'a Value, depth: usize, out: &mut Vec<&'a Map>) {
+    if depth > 16 || out.len() >= MAX_CANDIDATES {
+        return;
     }
     match v {
         Value::Object(m) => {
             if DELTA_KEYS.iter().any(|k| m.contains_key(k)) {
-                return Some(m);
+                out.push(m);
+                return;
             }
-            m.values().find_map(|x| qualifying(x, depth + 1))
+            m.values().for_each(|x| qualifying(x, depth + 1, out));
         }
-        Value::Array(a) => a.iter().find_map(|x| qualifying(x, depth + 1)),
-        _ => None,
+        Value::Array(a) => a.iter().for_each(|x| qualifying(x, depth + 1, out)),
+        _ => {}
     }
 }
 
@@ -218,7 +271,7 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
             for (i, item) in items.iter().enumerate() {
                 match read_fact(item) {
                     Ok(f) => delta.new_facts.push(f),
-                    Err(reason) => delta.skipped.push(Skipped { path: format!("newFacts[{i}]"), reason }),
+                    Err(detail) => delta.skipped.push(Skipped::new(format!("newFacts[{i}]"), reasons::INVALID, detail)),
                 }
             }
         }
@@ -226,19 +279,36 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
     }
     match obj.get("factsToRemove") {
         None | Some(Value::Null) => {}
-        Some(Value::String(id)) => push_id(&mut delta.facts_to_remove, id),
-        Some(Value::Array(ids)) => {
-            for (i, id) in ids.iter().enumerate() {
-                match id {
-                    Value::String(s) => push_id(&mut delta.facts_to_remove, s),
-                    other => delta.skipped.push(Skipped {
-                        path: format!("factsToRemove[{i}]"),
-                        reason: format!("a fact id must be a string, found {}", other.type_name()),
-                    }),
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                match read_removal(item) {
+                    Ok(r) => push_removal(&mut delta.facts_to_remove, r),
+                    Err(detail) => delta.skipped.push(Skipped::new(format!("factsToRemove[{i}]"), reasons::INVALID, detail)),
                 }
             }
         }
+        Some(item @ (Value::String(_) | Value::Object(_))) => match read_removal(item) {
+            Ok(r) => push_removal(&mut delta.facts_to_remove, r),
+            Err(detail) => delta.skipped.push(Skipped::new("factsToRemove", reasons::INVALID, detail)),
+        },
         Some(other) => return Err(format!("`factsToRemove` must be an array of fact ids, found {}", other.type_name())),
+    }
+    match obj.get("factsToReinforce") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(ids)) => {
+            for (i, id) in ids.iter().enumerate() {
+                match id {
+                    Value::String(s) => push_id(&mut delta.facts_to_reinforce, s),
+                    other => delta.skipped.push(Skipped::new(
+                        format!("factsToReinforce[{i}]"),
+                        reasons::INVALID,
+                        format!("a fact id must be a string, found {}", other.type_name()),
+                    )),
+                }
+            }
+        }
+        Some(Value::String(id)) => push_id(&mut delta.facts_to_reinforce, id),
+        Some(other) => return Err(format!("`factsToReinforce` must be an array of fact ids, found {}", other.type_name())),
     }
     Ok(delta)
 }
@@ -248,6 +318,55 @@ fn push_id(ids: &mut Vec<String>, id: &str) {
     if !id.is_empty() && !ids.iter().any(|x| x == id) {
         ids.push(id.to_string());
     }
+}
+
+/// Adds a removal unless its id is blank or already listed (the first mention counts).
+fn push_removal(list: &mut Vec<Removal>, r: Option<Removal>) {
+    if let Some(r) = r {
+        if !list.iter().any(|x| x.id == r.id) {
+            list.push(r);
+        }
+    }
+}
+
+/// One `factsToRemove` entry: a fact id, or `{id, reason?, scope?, replacementFactIndex?}`.
+/// `Ok(None)` for a blank id.
+fn read_removal(v: &Value) -> Result<Option<Removal>, String> {
+    let obj = match v {
+        Value::String(s) => return Ok(Some(Removal::id(s.trim())).filter(|r| !r.id.is_empty())),
+        Value::Object(o) => o,
+        other => return Err(format!("a removal must be a fact id or {{id, replacementFactIndex?}}, found {}", other.type_name())),
+    };
+    let id = match obj.get("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Value::String(_)) | None | Some(Value::Null) => return Err("id is missing".into()),
+        Some(other) => return Err(format!("id must be a string, found {}", other.type_name())),
+    };
+    let bad_index = || "replacementFactIndex must be a whole number ≥ 0".to_string();
+    let replacement = match obj.get("replacementFactIndex") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => Some(n.as_u64().ok_or_else(bad_index)? as usize),
+        Some(Value::String(s)) => Some(Value::parse(s.trim()).ok().and_then(|v| v.as_u64()).ok_or_else(bad_index)? as usize),
+        Some(other) => return Err(format!("replacementFactIndex must be a number, found {}", other.type_name())),
+    };
+    Ok(Some(Removal { id, reason: label(obj, "reason")?, scope: label(obj, "scope")?, replacement }))
+}
+
+/// An optional string field, trimmed (and lower-cased, unless it is the free-text
+/// `reason`); blank counts as absent.
+fn label(obj: &Map, key: &str) -> Result<Option<String>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) if key == "reason" => Ok(Some(s.trim().to_string())),
+        Some(Value::String(s)) => Ok(Some(crate::unicode::lowercase(s.trim()))),
+        Some(other) => Err(format!("{key} must be a string, found {}", other.type_name())),
+    }
+}
+
+/// The `scope`, `durability` and `authority` labels of a fact or section update.
+fn read_labels(obj: &Map) -> Result<Labels, String> {
+    Ok(Labels { scope: label(obj, "scope")?, durability: label(obj, "durability")?, authority: label(obj, "authority")? })
 }
 
 /// Reads the sections of `user` or `history`. A known section key is accepted in either
@@ -260,7 +379,7 @@ fn read_sections(group: &str, sections: &Map, delta: &mut Delta) {
         }
         match read_section(value) {
             Ok(update) => delta.sections[id.index()] = update,
-            Err(reason) => delta.skipped.push(Skipped { path: format!("{group}.{key}"), reason }),
+            Err(detail) => delta.skipped.push(Skipped::new(format!("{group}.{key}"), reasons::INVALID, detail)),
         }
     }
 }
@@ -279,8 +398,9 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
         Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => false,
         Some(other) => return Err(format!("shouldUpdate must be true or false, found {}", other.type_name())),
     };
+    let labels = read_labels(obj)?;
     match obj.get("summary") {
-        Some(Value::String(s)) => Ok(Some(SectionUpdate { summary: s.clone(), should_update })),
+        Some(Value::String(s)) => Ok(Some(SectionUpdate { summary: s.clone(), should_update, labels })),
         None | Some(Value::Null) if !should_update => Ok(None),
         None | Some(Value::Null) => Err("summary is missing".into()),
         Some(other) => Err(format!("summary must be a string, found {}", other.type_name())),
@@ -306,17 +426,33 @@ fn read_fact(v: &Value) -> Result<NewFact, String> {
     };
     let confidence =
         read_confidence(obj.get("confidence")).map_err(|why| format!("confidence {why}"))?.unwrap_or(crate::document::DEFAULT_CONFIDENCE);
-    Ok(NewFact { content, category, confidence })
+    let expected_valid_days = match obj.get("expected_valid_days").or_else(|| obj.get("expectedValidDays")) {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => crate::json::parse_decimal(s),
+        _ => None,
+    }
+    .filter(|d| d.is_finite() && *d > 0.0);
+    let source_error = match obj.get("sourceError").or_else(|| obj.get("source_error")) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        _ => None,
+    };
+    Ok(NewFact { content, category, confidence, labels: read_labels(obj)?, expected_valid_days, source_error })
 }
 
 /// Trims a category; a known one in any letter case becomes lower case, a blank one
-/// `context`, an unknown one is kept as given.
+/// `context`, an unknown one is kept reduced to letters, digits, `_` and `-` (so it cannot
+/// forge the `[category | confidence]` prefix when rendered).
 fn normalize_category(s: &str) -> String {
     let s = s.trim();
-    if s.is_empty() {
-        return DEFAULT_CATEGORY.to_string();
+    if let Some(k) = KNOWN_CATEGORIES.iter().find(|k| k.eq_ignore_ascii_case(s)) {
+        return k.to_string();
     }
-    KNOWN_CATEGORIES.iter().find(|k| k.eq_ignore_ascii_case(s)).map_or_else(|| s.to_string(), |k| k.to_string())
+    let safe = crate::sanitize::safe_category(s);
+    if safe.is_empty() {
+        DEFAULT_CATEGORY.to_string()
+    } else {
+        safe.into_owned()
+    }
 }
 
 #[cfg(test)]

@@ -90,6 +90,44 @@ pub(crate) fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
     None
 }
 
+/// The positions of every `{` that the object opened at `start` contains (outside JSON
+/// strings, scanning like [`object_end`]), in increasing order.
+pub(crate) fn nested_opens(bytes: &[u8], start: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut i = start;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_str {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_str = true,
+                b'{' => {
+                    if depth > 0 {
+                        out.push(i);
+                    }
+                    depth += 1;
+                }
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 /// Light repairs of near-JSON, all outside strings unless noted:
 /// * bare `NaN`, `Infinity`, `-Infinity`, `+Infinity` become the strings `"NaN"` …, which
 ///   the fact reader then rejects as "not a finite number";

@@ -161,13 +161,14 @@ fn event_to_js(event: &Event) -> JsValue {
                 sections.str(s.key());
             }
             sections.finish();
+            write_facts(o.key("evicted"), &u.evicted);
         }
         Event::Processed(p) => {
             o.str("threadId", &p.thread_id).bool("changed", p.changed).u64("revision", p.revision);
             let mut skipped = ArrayWriter::new(o.key("skipped"));
             for s in &p.skipped {
                 let mut x = ObjectWriter::new(skipped.item());
-                x.str("path", &s.path).str("reason", &s.reason);
+                x.str("path", &s.path).str("reason", &s.reason).str("detail", &s.detail).opt_str("factId", s.fact.as_deref());
                 x.finish();
             }
             skipped.finish();

@@ -68,6 +68,14 @@ export interface Fact {
   createdAt: string;
   /** The thread it came from, or `"manual"`. */
   source: string;
+  /** Days the fact is expected to stay true, from its last confirmation (DeerFlow's field); past that it is not injected and is evicted first. */
+  expected_valid_days?: number;
+  /** On a `correction`: what was wrong; rendered as `(avoid: …)` in the block. */
+  sourceError?: string;
+  /** When the fact was last re-stated, merged into or reinforced (ISO-8601 UTC). */
+  lastConfirmedAt?: string;
+  /** How often that happened. */
+  confirmationCount?: number;
   [key: string]: unknown;
 }
 
@@ -269,8 +277,12 @@ export interface UserMemoryOptions {
   maxWaitMs?: number;
   /** Failed attempts before a queued conversation is dropped (with an `ABANDONED` error event). Default 5. */
   maxAttempts?: number;
-  /** Default 100. */
+  /** At most this many facts; extraction, `addFact` and `import` evict beyond it (a manual fact never by an extraction). Default 100. */
   maxFacts?: number;
+  /** What goes first over `maxFacts` (expired facts always go first): `"confidence"` (lowest confidence, among equals the newest) or `"hybrid"` (0.7 × confidence + 0.3 × confirmation freshness, halving every 90 days). Default `"confidence"`. */
+  evictionPolicy?: "confidence" | "hybrid";
+  /** Token budget of one extraction call: instructions, memory, conversation and 1 024 tokens for the reply. A larger burst of new messages is split into several calls, oldest first. Default 8192 (an 8k-context model); at least 2048. */
+  maxExtractionTokens?: number;
   /** New facts need at least this confidence. Default 0.7. */
   factConfidenceThreshold?: number;
   /** Budget of the injected block, tags and headers included. Default 2000. */
@@ -287,6 +299,8 @@ export interface UserMemoryOptions {
   countTokens?: (text: string) => number;
   /** `false`: `inject()` returns `""`. Default true. */
   injectionEnabled?: boolean;
+  /** Injected facts and summaries keep the words of links and images and drop their URLs (a bare URL keeps its host). Default true. */
+  neutralizeLinks?: boolean;
   /** `false`: `observe()` queues nothing (pause learning). Default true. */
   enabled?: boolean;
   /** `false`: no timers; call `processDue()` yourself (Workers, alarms). Default true. */
@@ -307,13 +321,16 @@ export interface ResolvedOptions {
   maxWaitMs: number;
   maxAttempts: number;
   maxFacts: number;
+  evictionPolicy: "confidence" | "hybrid";
   factConfidenceThreshold: number;
+  maxExtractionTokens: number;
   maxInjectionTokens: number;
   topFacts: number;
   recentTurns: number;
   similarityWeight: number;
   confidenceWeight: number;
   injectionEnabled: boolean;
+  neutralizeLinks: boolean;
   enabled: boolean;
   autoProcess: boolean;
   prompt: { instructions: string | null; append: string | null };
@@ -434,6 +451,25 @@ export interface UpdateEvent {
   removed: string[];
   changed: Fact[];
   sections: SectionName[];
+  /** Facts the `maxFacts` cap dropped in this change (stored ones are also in `removed`; an imported or new fact dropped at once only here). */
+  evicted: Fact[];
+}
+
+/** Why part of a model reply was not applied as it stood (see docs/pipeline.md for every reason). */
+export type SkipReason =
+  | "invalid" | "below-threshold" | "scope-gated" | "assistant-copy" | "upload" | "duplicate" | "near-duplicate"
+  | "unchanged" | "evicted" | "replacement-not-applied" | "no-fact-applied" | "too-many-removals" | "removal-unrelated"
+  | "unknown-fact";
+
+/** One part of a model reply that was refused, or folded into an existing fact. */
+export interface SkippedPart {
+  /** Where in the reply, e.g. `"newFacts[2]"`, `"factsToRemove[0]"`, `"user.topOfMind"`. */
+  path: string;
+  reason: SkipReason;
+  /** What exactly, in words. */
+  detail: string;
+  /** The fact concerned: the one merged into or confirmed, the one a refused removal named. */
+  factId: string | null;
 }
 
 /** A queued conversation was extracted and applied, also when nothing was new. */
@@ -443,8 +479,8 @@ export interface ProcessedEvent {
   /** Whether memory changed (if so, an `update` event came first). */
   changed: boolean;
   revision: number;
-  /** Parts of the model's reply that were invalid and skipped (one bad fact never drops the rest). */
-  skipped: { path: string; reason: string }[];
+  /** Parts of the model's reply that were refused or folded into an existing fact, with a stable reason (one bad fact never drops the rest). */
+  skipped: SkippedPart[];
   /** Tokens of the extraction call: the provider's `usage` when it sent one (`reported: true`), else the token counter's estimate. */
   usage: { promptTokens: number; completionTokens: number; reported: boolean };
 }
@@ -478,7 +514,7 @@ export interface DebugEvent {
   message: string;
   threadId: string | null;
   /** For `NOT_QUEUED`: learning paused, no messages, no user message with text, or no final answer. */
-  reason: "paused" | "empty" | "no-user-message" | "no-answer" | null;
+  reason: "paused" | "empty" | "no-user-message" | "no-answer" | "already-extracted" | null;
 }
 
 /** Event names and their payloads. */

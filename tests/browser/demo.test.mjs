@@ -380,8 +380,16 @@ test("export downloads memory.json; import replaces memory keeping unknown field
     assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Uses pandas daily"], "memory unchanged");
     await shot(page, "07-import-rejected");
 
-    // A memory far over maxFacts still imports; the list draws the best 300 rows.
-    const many = { ...deerflow, facts: Array.from({ length: 1000 }, (_, i) => ({ content: `Imported fact ${i}`, category: "context", confidence: 0.8 })) };
+    // A memory over maxFacts (100 by default) keeps its best 100: import applies the cap.
+    const many = { ...deerflow, facts: Array.from({ length: 1000 }, (_, i) => ({ content: `Imported fact ${i}`, category: "context", confidence: i < 100 ? 0.9 : 0.8 })) };
+    await page.locator("#import-file").setInputFiles({ name: "many.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(many)) });
+    await dialog.getByRole("button", { name: "Replace memory" }).click();
+    await waitForText(page, "#facts-list .fact-text", "Imported fact 99");
+    const capped = (await stored(page)).facts;
+    assert.equal(capped.length, 100);
+    assert.ok(capped.every((f) => f.confidence === 0.9), "the best-ranked 100 are kept");
+    // With a higher cap a huge memory imports whole; the list draws the best 300 rows.
+    await page.evaluate(() => globalThis.memory.configure({ maxFacts: 2000 }));
     await page.locator("#import-file").setInputFiles({ name: "many.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(many)) });
     await dialog.getByRole("button", { name: "Replace memory" }).click();
     await waitForText(page, "#facts-list", "700 more facts not shown");
