@@ -12,8 +12,9 @@
 //!    is manual, the higher confidence, a confirmation); anything else is added.
 //! 3. **`factsToReinforce`** confirm their facts (`lastConfirmedAt`, `confirmationCount`).
 //! 4. **Removals** fail closed: a removal paired with a replacement (`replacementFactIndex`)
-//!    applies only if that replacement was applied and survives the cap; a removal in a
-//!    delta whose new facts were all refused applies not at all; more than
+//!    applies only if that replacement passed every gate and survives the cap (a standing
+//!    pair swaps one fact for another, so the cap evicts its replacement only after every
+//!    other fact); a removal in a delta whose new facts were all refused applies not at all; more than
 //!    [`MAX_UNPAIRED_REMOVALS`] unpaired removals are all refused; an unpaired removal of a
 //!    fact the user's new messages share no word with is refused; a non-`user` scope removes
 //!    nothing. A delta that only removes (the user asked to forget) still removes.
@@ -295,15 +296,24 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         }
     }
 
-    // 4. Removals, decided together with eviction: a replacement the cap evicts does not
-    // count as applied, and refusing a removal can change what the cap evicts.
+    // 4. Removals. A removal paired with a replacement stands only while the replacement
+    // passed every gate; one without stands only if some new fact did (or the delta adds
+    // none: "forget this").
     let unpaired = pending.iter().filter(|p| p.stands() && p.replacement.is_none()).count();
+    let any_placed = outcome.iter().any(Option::is_some);
     for p in pending.iter_mut().filter(|p| p.stands()) {
         match p.replacement {
             Some(r) if r >= delta.new_facts.len() => {
                 p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, format!("newFacts has no index {r}")));
             }
+            Some(r) if outcome[r].is_none() => {
+                let why = format!("its replacement newFacts[{r}] was refused ({})", refusal[r]);
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, why));
+            }
             Some(_) => {}
+            None if !delta.new_facts.is_empty() && !any_placed => {
+                p.refused = Some((reasons::NO_FACT_APPLIED, "the delta adds facts and none of them was applied".to_string()));
+            }
             None if unpaired > MAX_UNPAIRED_REMOVALS => {
                 let why = format!("{unpaired} removals without replacements in one delta (at most {MAX_UNPAIRED_REMOVALS})");
                 p.refused = Some((reasons::TOO_MANY_REMOVALS, why));
@@ -319,34 +329,26 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
             None => {}
         }
     }
+    // 5. Eviction. A standing pair swaps one fact for another, so its replacement is
+    // evicted only after every other fact (when the cap is smaller than what must stay);
+    // then the pair is refused, its old fact restored, and the cap decided again.
     let evict_set = loop {
         let mut gone = vec![false; doc.facts.len()];
+        let mut last = vec![false; doc.facts.len()];
         for p in pending.iter().filter(|p| p.stands()) {
             gone[p.pos] = true;
+            if let Some(pos) = p.replacement.and_then(|r| outcome[r]) {
+                last[pos] = true;
+            }
         }
-        let evicted = eviction(doc, &gone, cfg, now_ms, Fact::is_manual);
+        let evicted = eviction(doc, &gone, &last, cfg, now_ms, Fact::is_manual);
         for &e in &evicted {
             gone[e] = true;
         }
-        let applied = |i: usize| outcome[i].is_some_and(|pos| !gone[pos]);
-        let any_applied = (0..delta.new_facts.len()).any(applied);
         let mut changed = false;
         for p in pending.iter_mut().filter(|p| p.stands()) {
-            let refuse = match p.replacement {
-                Some(r) if !applied(r) => {
-                    let why = match refusal[r] {
-                        "" => format!("its replacement newFacts[{r}] was evicted by maxFacts"),
-                        reason => format!("its replacement newFacts[{r}] was refused ({reason})"),
-                    };
-                    Some((reasons::REPLACEMENT_NOT_APPLIED, why))
-                }
-                None if !delta.new_facts.is_empty() && !any_applied => {
-                    Some((reasons::NO_FACT_APPLIED, "the delta adds facts and none of them was applied".to_string()))
-                }
-                _ => None,
-            };
-            if refuse.is_some() {
-                p.refused = refuse;
+            if let Some(r) = p.replacement.filter(|&r| outcome[r].is_some_and(|pos| gone[pos])) {
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, format!("its replacement newFacts[{r}] was evicted by maxFacts")));
                 changed = true;
             }
         }
@@ -624,25 +626,36 @@ impl ConversationSets {
 }
 
 /// Positions of the facts to evict so that at most `cfg.max_facts` of those not `gone`
-/// remain: expired first, then by the policy, among equals the newest (`createdAt`, then
-/// position). Facts `protect` returns true for are never chosen.
-fn eviction(doc: &Document, gone: &[bool], cfg: &ApplyConfig, now_ms: u64, protect: impl Fn(&Fact) -> bool) -> Vec<usize> {
+/// remain: facts not marked `last` before those marked, then expired first, then by the
+/// policy, among equals the newest (`createdAt`, then position). Facts `protect` returns
+/// true for are never chosen.
+fn eviction(doc: &Document, gone: &[bool], last: &[bool], cfg: &ApplyConfig, now_ms: u64, protect: impl Fn(&Fact) -> bool) -> Vec<usize> {
     let alive = gone.iter().filter(|g| !**g).count();
     let excess = alive.saturating_sub(cfg.max_facts);
     if excess == 0 {
         return Vec::new();
     }
-    let mut order: Vec<(bool, f64, Option<u64>, usize)> = doc
+    let mut order: Vec<(bool, bool, f64, Option<u64>, usize)> = doc
         .facts
         .iter()
         .enumerate()
         .filter(|(i, f)| !gone[*i] && !protect(f))
-        .map(|(i, f)| (f.is_expired(now_ms), keep_score(f, cfg.policy, now_ms), millis_from_iso(&f.created_at), i))
+        .map(|(i, f)| {
+            (
+                last.get(i).copied().unwrap_or(false),
+                f.is_expired(now_ms),
+                keep_score(f, cfg.policy, now_ms),
+                millis_from_iso(&f.created_at),
+                i,
+            )
+        })
         .collect();
-    // Eviction order: expired first, score ascending, then created descending (unknown =
-    // oldest), then position descending.
-    crate::sort::sort_by(&mut order, |a, b| b.0.cmp(&a.0).then(a.1.total_cmp(&b.1)).then(b.2.cmp(&a.2)).then(b.3.cmp(&a.3)).is_lt());
-    order.iter().take(excess).map(|o| o.3).collect()
+    // Eviction order: not `last` first, expired first, score ascending, then created
+    // descending (unknown = oldest), then position descending.
+    crate::sort::sort_by(&mut order, |a, b| {
+        a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.total_cmp(&b.2)).then(b.3.cmp(&a.3)).then(b.4.cmp(&a.4)).is_lt()
+    });
+    order.iter().take(excess).map(|o| o.4).collect()
 }
 
 /// How much a fact deserves to stay under `policy` (higher stays longer).
@@ -666,7 +679,7 @@ fn keep_score(f: &Fact, policy: EvictionPolicy, now_ms: u64) -> f64 {
 pub fn enforce_max_facts(doc: &mut Document, cfg: &ApplyConfig, now_iso: &str, keep: &[&str]) -> Vec<Fact> {
     let now_ms = millis_from_iso(now_iso).unwrap_or(0);
     let gone = vec![false; doc.facts.len()];
-    let evicted = eviction(doc, &gone, cfg, now_ms, |f| keep.contains(&f.id.as_str()));
+    let evicted = eviction(doc, &gone, &[], cfg, now_ms, |f| keep.contains(&f.id.as_str()));
     if evicted.is_empty() {
         return Vec::new();
     }

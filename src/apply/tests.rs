@@ -111,7 +111,8 @@ fn a_paired_removal_fails_closed_when_its_replacement_is_not_applied() {
         assert!(report.removed.is_empty(), "{name}");
         assert!(reasons_of(&report).contains(&("factsToRemove[0]", reasons::REPLACEMENT_NOT_APPLIED)), "{name}: {:?}", report.skipped);
     }
-    // Evicted by the cap in the same commit: Berlin stays, the low-confidence Munich goes.
+    // A standing pair swaps one fact for another: the cap takes other facts first (here
+    // the jazz fact, though it has more confidence than Munich).
     let mut doc = Document::empty();
     doc.facts = vec![
         fact("fact_00000001", "Lives in Berlin", 0.9, NOW),
@@ -123,10 +124,24 @@ fn a_paired_removal_fails_closed_when_its_replacement_is_not_applied() {
         new_facts: vec![nf("Lives in Munich", 0.7), nf("Plays chess", 0.99)],
         ..Delta::default()
     };
-    let report = run(&mut doc, &delta, &ApplyConfig { max_facts: 3, ..CFG });
-    assert_eq!(contents(&doc), vec!["Lives in Berlin", "Likes tea", "Plays chess"]);
-    assert!(reasons_of(&report).contains(&("factsToRemove[0]", reasons::REPLACEMENT_NOT_APPLIED)), "{:?}", report.skipped);
-    assert!(reasons_of(&report).contains(&("newFacts[0]", reasons::EVICTED)), "{:?}", report.skipped);
+    run(&mut doc, &delta, &ApplyConfig { max_facts: 3, ..CFG });
+    assert_eq!(contents(&doc), vec!["Likes tea", "Lives in Munich", "Plays chess"]);
+    // Only when the cap cannot be met otherwise (here a manual fact fills it) is the
+    // replacement evicted: then the removal is refused, and the old fact competes again.
+    let mut doc = Document::empty();
+    let mut manual = fact("fact_00000002", "Likes tea", 0.5, NOW);
+    manual.source = "manual".into();
+    doc.facts = vec![fact("fact_00000001", "Lives in Berlin", 0.9, NOW), manual];
+    let delta = Delta {
+        facts_to_remove: vec![Removal { replacement: Some(0), ..Removal::id("fact_00000001") }],
+        new_facts: vec![nf("Lives in Munich", 0.95)],
+        ..Delta::default()
+    };
+    let report = run(&mut doc, &delta, &ApplyConfig { max_facts: 1, ..CFG });
+    assert_eq!(contents(&doc), vec!["Likes tea"]);
+    let r = reasons_of(&report);
+    assert!(r.contains(&("factsToRemove[0]", reasons::REPLACEMENT_NOT_APPLIED)) && r.contains(&("newFacts[0]", reasons::EVICTED)), "{r:?}");
+    assert_eq!(report.evicted.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), vec!["Lives in Berlin", "Lives in Munich"]);
 }
 
 #[test]
