@@ -311,3 +311,38 @@ fn a_stale_index_is_not_trusted() {
     index.sync(&doc.facts);
     assert_eq!(block, inject(&doc, &index, &[ChatMessage::user("兔子")], &OPTS, &Estimate));
 }
+
+#[test]
+fn expired_facts_are_left_out_and_corrections_come_first_with_what_to_avoid() {
+    let mut trip = fact("trip", "In Tokyo for a conference", "context", 1.0);
+    trip.set_expected_valid_days(30.0); // created 2026-01-01: over by 2026-03-14
+    let mut fix = fact("fix", "Uses pnpm, not npm", "correction", 0.5);
+    fix.set_source_error("suggested npm install");
+    let doc = doc_with(vec![fact("go", "Writes Go microservices", "knowledge", 0.9), trip, fix]);
+    let now = user_memory::time::millis_from_iso("2026-03-14T10:30:00Z");
+    let opts = InjectOptions { now_ms: now, ..OPTS };
+    let block = run(&doc, &[ChatMessage::user("Go services")], &opts);
+    let facts: Vec<&str> = block.lines().filter(|l| l.starts_with("- [")).collect();
+    assert_eq!(
+        facts,
+        vec!["- [correction | 0.50] Uses pnpm, not npm (avoid: suggested npm install)", "- [knowledge | 0.90] Writes Go microservices"]
+    );
+    let mut index = FactIndex::new();
+    index.sync(&doc.facts);
+    let e = explain(&doc, &index, &[], &opts, &Estimate);
+    assert_eq!(e.facts.iter().find(|f| f.id == "trip").map(|f| f.reason.as_str()), Some("expired"));
+    // Without a clock nothing expires.
+    assert!(run(&doc, &[], &OPTS).contains("Tokyo"));
+}
+
+#[test]
+fn a_huge_memory_still_injects_its_corrections_first() {
+    let mut facts: Vec<Fact> =
+        (0..500).map(|i| fact(&format!("f{i}"), &format!("Ordinary fact number {i} about Go"), "context", 0.99)).collect();
+    facts.push(fact("fix", "Prefers tabs over spaces", "correction", 0.3));
+    let doc = doc_with(facts);
+    let block = run(&doc, &[ChatMessage::user("Go")], &InjectOptions { top_facts: 5, ..OPTS });
+    let first = block.lines().find(|l| l.starts_with("- [")).unwrap();
+    assert_eq!(first, "- [correction | 0.30] Prefers tabs over spaces");
+    assert_eq!(block.lines().filter(|l| l.starts_with("- [")).count(), 5, "corrections count in topFacts");
+}
