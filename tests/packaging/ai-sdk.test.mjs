@@ -21,8 +21,10 @@ before(async () => {
     fallback: ({ body }) => {
       if (body?.model === "chat") return { content: `Try the tasca near you. (${body.stream ? "streamed" : "generated"})` };
       const prompt = body?.messages?.at(-1)?.content ?? "";
-      const answer = /Assistant: (.*)/.exec(prompt)?.[1] ?? "none";
-      return { json: { newFacts: [{ content: `Was told: ${answer}`, category: "context", confidence: 0.9 }] } };
+      // Named by the kind of answer, not by copying it (a copy of the assistant's words is
+      // dropped as one).
+      const answer = /Assistant: .*\((\w+)\)/.exec(prompt)?.[1] ?? "no";
+      return { json: { newFacts: [{ content: `Heard the ${answer} answer`, category: "context", confidence: 0.9 }] } };
     },
   });
 });
@@ -67,7 +69,7 @@ for (const major of [6, 7]) {
     assert.equal(out.generated, "Try the tasca near you. (generated)");
     assert.equal(out.streamed, "Try the tasca near you. (streamed)");
     assert.deepEqual(out.pending.sort(), ["gen", "stream"], "both calls were observed once they had answered");
-    assert.deepEqual(out.facts, ["Lives in Lisbon", "Was told: Try the tasca near you. (generated)", "Was told: Try the tasca near you. (streamed)"]);
+    assert.deepEqual(out.facts, ["Heard the generated answer", "Heard the streamed answer", "Lives in Lisbon"]);
 
     const chats = llm.requests.slice(from).filter((r) => r.body?.model === "chat");
     assert.deepEqual(chats.map((r) => r.body.stream === true), [false, true]);
