@@ -182,13 +182,14 @@ test("close() keeps the entry a cancelled call was working on: the next instance
 
 test("a processed event comes once the queue has let go of the entry: status() in the listener shows it done", async () => {
   llm.reset();
-  llm.script.push(factsReply("Keeps bees"), factsReply("Keeps bees"));
+  // The second reply proposes nothing (re-stating the fact would confirm it: a change).
+  llm.script.push(factsReply("Keeps bees"), factsReply());
   const memory = await openMemory({ agent: freshAgent("processed"), storage: "memory", debounceMs: 60_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
   const seen = [];
   memory.on("processed", (e) => seen.push([e.threadId, e.changed, memory.status().pending]));
   memory.observe("a", JSON.parse(conv));
   await memory.flush();
-  // The same fact again: nothing changes, so no update event re-reads anything after it.
+  // Nothing new: nothing changes, so no update event re-reads anything after it.
   memory.observe("b", JSON.parse(conv));
   await memory.flush();
   assert.deepEqual(seen, [["a", true, []], ["b", false, []]]);
