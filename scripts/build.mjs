@@ -20,8 +20,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 process.env.PATH = `${process.env.CARGO_HOME ?? join(homedir(), ".cargo")}/bin${delimiter}${process.env.PATH ?? ""}`;
 const pkg = join(root, "pkg");
 const args = new Set(process.argv.slice(2));
-/** Budget for wasm + JS glue, gzipped: ≤ 180 KB (raised from 150 KB for the memory-quality, semantic-recall, history and encryption features). */
-export const BUDGET_GZIP_BYTES = 180 * 1024;
+/** Budget for wasm + JS glue, gzipped: ≤ 185 KB (raised from 150 KB for the memory-quality, semantic-recall, history and encryption features, then from 180 KB when the transport round and careful memory together took 37 KB of it: docs/size.md). */
+export const BUDGET_GZIP_BYTES = 185 * 1024;
 
 function newest(dir) {
   let t = 0;
@@ -106,7 +106,9 @@ if (args.has("--if-stale") && !stale()) {
     join(root, "target/wasm32-unknown-unknown/release/user_memory.wasm"),
   ]);
   const wasm = join(scratch, "user_memory_bg.wasm");
-  run(process.execPath, [join(root, "node_modules/binaryen/bin/wasm-opt"), "-Oz", "--strip-debug", wasm, "-o", wasm]);
+  // --merge-similar-functions folds monomorphizations that differ only in constants, and
+  // --converge repeats -Oz until it stops shrinking (0.5 KB gzip together).
+  run(process.execPath, [join(root, "node_modules/binaryen/bin/wasm-opt"), "-Oz", "--merge-similar-functions", "--converge", "--strip-debug", wasm, "-o", wasm]);
   // Minify the JS glue (40 KB → 16 KB raw, 8.2 → 4.9 KB gzip). Export names, the import
   // object's keys and `new URL("…wasm", import.meta.url)` (which bundlers look for) are
   // kept; the documentation lives in the .d.ts.

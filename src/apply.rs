@@ -35,7 +35,7 @@
 //! linear in the number of facts (hash maps and an inverted token index; the eviction sort
 //! is `n log n`).
 
-use crate::delta::{reasons, Delta, NewFact, Skipped};
+use crate::delta::{cat, path, reasons, Delta, NewFact, Skipped};
 use crate::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
 use crate::ids::IdSource;
 use crate::message::{ChatMessage, Speaker};
@@ -164,7 +164,7 @@ struct Pending {
     /// Index in `newFacts` of its replacement.
     replacement: Option<usize>,
     /// `None` while it stands; the refusal once refused.
-    refused: Option<(&'static str, String)>,
+    refused: Option<(&'static str, &'static str)>,
     /// "Remove X and add X's same text": dropped silently (reported on the new fact).
     cancelled: bool,
 }
@@ -184,7 +184,8 @@ impl Pending {
 /// `removed` (it is in `evicted` and `skipped`).
 pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &ApplyContext<'_>) -> ApplyReport {
     let mut report = ApplyReport::default();
-    let original_ids = key_map(doc.facts.iter().map(|f| f.id.as_str()));
+    let original: Vec<String> = doc.facts.iter().map(|f| f.id.clone()).collect();
+    let original_ids = ids_of(&doc.facts);
     let before_summaries: Vec<String> = doc.sections.iter().map(|s| s.summary.clone()).collect();
     let now_ms = millis_from_iso(ctx.now_iso).unwrap_or(0);
     let mut replaced = [false; 6];
@@ -195,9 +196,8 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         if !update.should_update || update.summary.trim().is_empty() {
             continue;
         }
-        let path = format!("{}.{}", id.group(), id.key());
-        if let Some((label, value)) = update.labels.refusal() {
-            report.skipped.push(Skipped::new(path, reasons::SCOPE_GATED, format!("{label} is \"{value}\"")));
+        if !update.labels.accepted() {
+            report.skipped.push(Skipped::new(cat(&[id.group(), ".", id.key()]), reasons::SCOPE_GATED, NOT_ABOUT_THE_USER));
             continue;
         }
         let summary = strip_invisible(update.summary.trim());
@@ -214,7 +214,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     // mention one are refused below): so the cap and the removals are decided on what
     // stays, and a second application finds the same.
     scrub_document(doc);
-    let before_ids = key_map(doc.facts.iter().map(|f| f.id.as_str()));
+    let before_ids = ids_of(&doc.facts);
 
     // 2. The removals the delta names (decided in step 4).
     let mut pending: Vec<Pending> = Vec::new();
@@ -223,13 +223,13 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         if delta.facts_to_remove[..index].iter().any(|x| x.id == r.id) {
             continue;
         }
-        let path = format!("factsToRemove[{index}]");
         let Some(&pos) = before_ids.get(r.id.as_str()) else {
-            report.skipped.push(Skipped::new(path, reasons::UNKNOWN_FACT, "no fact has this id").with_fact(&r.id));
+            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(&r.id));
             continue;
         };
-        if let Some(scope) = r.scope.as_deref().filter(|s| *s != "user") {
-            report.skipped.push(Skipped::new(path, reasons::SCOPE_GATED, format!("scope is \"{scope}\"")).with_fact(&r.id));
+        if r.scope.as_deref().is_some_and(|s| s != "user") {
+            let why = "scope is not user";
+            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::SCOPE_GATED, why).with_fact(&r.id));
             continue;
         }
         pending.push(Pending { index, pos: pos as usize, replacement: r.replacement, refused: None, cancelled: false });
@@ -245,7 +245,6 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
 
     // 3. New facts. `outcome[i]` is the fact holding new fact i's content afterwards.
     let mut outcome: Vec<Option<usize>> = vec![None; delta.new_facts.len()];
-    let mut refusal: Vec<&'static str> = vec![""; delta.new_facts.len()];
     let mut added: Vec<usize> = Vec::new();
     if !delta.new_facts.is_empty() {
         let mut exact = Exact::default();
@@ -255,7 +254,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
             index.add(&vocab.set(&f.content));
         }
         for (i, nf) in delta.new_facts.iter().enumerate() {
-            let path = format!("newFacts[{i}]");
+            let path = path("newFacts", i);
             let (reason, skipped) = match place_new_fact(doc, nf, cfg, ctx, sets.as_ref(), &mut vocab, &mut index, &mut exact, &removing) {
                 Placed::Refused(reason, detail) => (reason, Some(Skipped::new(path, reason, detail))),
                 Placed::Unchanged(pos) => {
@@ -264,7 +263,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
                         p.cancelled = true;
                     }
                     outcome[i] = Some(pos);
-                    let why = "a removed fact was re-added with the same text: nothing changes";
+                    let why = "re-added with the same text";
                     ("", Some(Skipped::new(path, reasons::UNCHANGED, why).with_fact(&doc.facts[pos].id)))
                 }
                 Placed::Confirmed(pos, reason, detail) => {
@@ -278,21 +277,21 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
                     ("", None)
                 }
             };
-            refusal[i] = reason;
+            let _ = reason;
             report.skipped.extend(skipped);
         }
     }
 
     // 3b. Reinforcements.
-    let ids_now = key_map(doc.facts.iter().map(|f| f.id.as_str()));
+    let ids_now = ids_of(&doc.facts);
     for (k, id) in delta.facts_to_reinforce.iter().enumerate() {
         match ids_now.get(id.as_str()) {
             Some(&pos) => {
                 doc.facts[pos as usize].confirm(ctx.now_iso);
             }
-            None => report
-                .skipped
-                .push(Skipped::new(format!("factsToReinforce[{k}]"), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(id)),
+            None => {
+                report.skipped.push(Skipped::new(path("factsToReinforce", k), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(id))
+            }
         }
     }
 
@@ -304,26 +303,25 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     for p in pending.iter_mut().filter(|p| p.stands()) {
         match p.replacement {
             Some(r) if r >= delta.new_facts.len() => {
-                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, format!("newFacts has no index {r}")));
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacementFactIndex past newFacts"));
             }
             Some(r) if outcome[r].is_none() => {
-                let why = format!("its replacement newFacts[{r}] was refused ({})", refusal[r]);
-                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, why));
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement refused"));
             }
             Some(_) => {}
             None if !delta.new_facts.is_empty() && !any_placed => {
-                p.refused = Some((reasons::NO_FACT_APPLIED, "the delta adds facts and none of them was applied".to_string()));
+                p.refused = Some((reasons::NO_FACT_APPLIED, "no new fact applied"));
             }
             None if unpaired > MAX_UNPAIRED_REMOVALS => {
-                let why = format!("{unpaired} removals without replacements in one delta (at most {MAX_UNPAIRED_REMOVALS})");
+                let why = "over 3 unpaired removals";
                 p.refused = Some((reasons::TOO_MANY_REMOVALS, why));
             }
             None if sets.is_some() => {
                 let set = vocab.set(&doc.facts[p.pos].content);
                 let new_user: Vec<&[u32]> = sets.as_ref().map_or(Vec::new(), |s| s.new_user.iter().map(Vec::as_slice).collect());
                 if !set.is_empty() && vocab.overlap(&set, &new_user) == 0 {
-                    let why = "the user's new messages share no word with this fact";
-                    p.refused = Some((reasons::REMOVAL_UNRELATED, why.to_string()));
+                    let why = "not in the user's new messages";
+                    p.refused = Some((reasons::REMOVAL_UNRELATED, why));
                 }
             }
             None => {}
@@ -341,14 +339,14 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
                 last[pos] = true;
             }
         }
-        let evicted = eviction(doc, &gone, &last, cfg, now_ms, Fact::is_manual);
+        let evicted = eviction(doc, &gone, &last, cfg, now_ms, &Fact::is_manual);
         for &e in &evicted {
             gone[e] = true;
         }
         let mut changed = false;
         for p in pending.iter_mut().filter(|p| p.stands()) {
-            if let Some(r) = p.replacement.filter(|&r| outcome[r].is_some_and(|pos| gone[pos])) {
-                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, format!("its replacement newFacts[{r}] was evicted by maxFacts")));
+            if p.replacement.is_some_and(|r| outcome[r].is_some_and(|pos| gone[pos])) {
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement evicted by maxFacts"));
                 changed = true;
             }
         }
@@ -357,9 +355,8 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         }
     };
     for p in &pending {
-        if let Some((reason, detail)) = &p.refused {
-            let path = format!("factsToRemove[{}]", p.index);
-            report.skipped.push(Skipped::new(path, reason, detail.clone()).with_fact(&doc.facts[p.pos].id));
+        if let Some((reason, detail)) = p.refused {
+            report.skipped.push(Skipped::new(path("factsToRemove", p.index), reason, detail).with_fact(&doc.facts[p.pos].id));
         }
     }
     let removed_by_delta: Vec<bool> = {
@@ -372,7 +369,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     for (i, pos) in outcome.iter().enumerate() {
         if let Some(pos) = *pos {
             if evict_set[pos] && !removed_by_delta[pos] && added.contains(&pos) {
-                report.skipped.push(Skipped::new(format!("newFacts[{i}]"), reasons::EVICTED, "maxFacts evicted it at once"));
+                report.skipped.push(Skipped::new(path("newFacts", i), reasons::EVICTED, "evicted by maxFacts"));
             }
         }
     }
@@ -387,9 +384,9 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         }
     }
 
-    let after = key_map(doc.facts.iter().map(|f| f.id.as_str()));
+    let after = ids_of(&doc.facts);
     report.added = doc.facts.iter().filter(|f| !original_ids.contains_key(f.id.as_str())).map(|f| f.id.clone()).collect();
-    report.removed = before_ids_in_order(&original_ids, &after);
+    report.removed = original.into_iter().filter(|id| !after.contains_key(id.as_str())).collect();
     report.confirmed = doc
         .facts
         .iter()
@@ -404,22 +401,14 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     report
 }
 
-/// Ids of the original facts (`before`, id → position) no longer in `after`, in their
-/// original order.
-fn before_ids_in_order(before: &FxMap<Box<str>, u32>, after: &FxMap<Box<str>, u32>) -> Vec<String> {
-    let mut gone: Vec<(u32, &str)> = before.iter().filter(|(id, _)| !after.contains_key(&**id)).map(|(id, &p)| (p, &**id)).collect();
-    crate::sort::sort_by(&mut gone, |a, b| a.0 < b.0);
-    gone.into_iter().map(|(_, id)| id.to_string()).collect()
-}
-
 /// Where a new fact went.
 enum Placed {
     /// Not stored: the reason code and a detail.
-    Refused(&'static str, String),
+    Refused(&'static str, &'static str),
     /// The same text as a fact this delta removes (at that position): no change.
     Unchanged(usize),
     /// Folded into the fact at that position, which was confirmed.
-    Confirmed(usize, &'static str, String),
+    Confirmed(usize, &'static str, &'static str),
     /// Appended at that position.
     Added(usize),
 }
@@ -439,24 +428,21 @@ fn place_new_fact(
 ) -> Placed {
     let confidence = nf.confidence;
     if !confidence.is_finite() || confidence < cfg.threshold {
-        return Placed::Refused(
-            reasons::BELOW_THRESHOLD,
-            format!("confidence {} is below {}", decimal(confidence, 2), decimal(cfg.threshold, 2)),
-        );
+        return Placed::Refused(reasons::BELOW_THRESHOLD, "confidence below threshold");
     }
-    if let Some((label, value)) = nf.labels.refusal() {
-        return Placed::Refused(reasons::SCOPE_GATED, format!("{label} is \"{value}\""));
+    if !nf.labels.accepted() {
+        return Placed::Refused(reasons::SCOPE_GATED, NOT_ABOUT_THE_USER);
     }
     let content = strip_invisible(nf.content.trim());
     let content = content.trim();
     let key = normalize_content(content);
     if key.is_empty() {
-        return Placed::Refused(reasons::INVALID, "content is empty".into());
+        return Placed::Refused(reasons::INVALID, "content is empty");
     }
     if crate::scrub::mentions_upload(content) {
         // It would be scrubbed right after: refusing it now keeps a removal paired with it
         // from applying.
-        return Placed::Refused(reasons::UPLOAD, "it records a file upload".into());
+        return Placed::Refused(reasons::UPLOAD, "records a file upload");
     }
     // Every fact with this text (an imported document may hold one twice): all are
     // confirmed, so a second application finds nothing left to confirm.
@@ -468,18 +454,15 @@ fn place_new_fact(
             f.confirm(ctx.now_iso);
         }
         return match same.iter().find(|&&p| !removing[p]) {
-            Some(&pos) => Placed::Confirmed(pos, reasons::DUPLICATE, "the same text as an existing fact, which was confirmed".into()),
+            Some(&pos) => Placed::Confirmed(pos, reasons::DUPLICATE, "same text as an existing fact"),
             // "Remove X and add X's text": X stays.
             None => Placed::Unchanged(same[0]),
         };
     }
     let set = vocab.set(content);
     if let Some(sets) = sets {
-        if let Some(share) = sets.assistant_copy(vocab, &set) {
-            return Placed::Refused(
-                reasons::ASSISTANT_COPY,
-                format!("{} % of its words are in an assistant message", decimal(share * 100.0, 0)),
-            );
+        if sets.assistant_copy(vocab, &set) {
+            return Placed::Refused(reasons::ASSISTANT_COPY, "mostly the assistant's words");
         }
     }
     let category = {
@@ -494,7 +477,7 @@ fn place_new_fact(
         let p = item as usize;
         p < removing.len() && !removing[p] && doc.facts[p].category == category
     });
-    if let Some((item, similarity)) = near {
+    if let Some((item, _)) = near {
         let pos = item as usize;
         let f = &mut doc.facts[pos];
         if !f.is_manual() {
@@ -504,11 +487,7 @@ fn place_new_fact(
         f.confirm(ctx.now_iso);
         set_lifecycle(f, nf);
         exact.insert(key, pos);
-        return Placed::Confirmed(
-            pos,
-            reasons::NEAR_DUPLICATE,
-            format!("says the same as an existing fact (similarity {})", decimal(similarity, 2)),
-        );
+        return Placed::Confirmed(pos, reasons::NEAR_DUPLICATE, "same meaning as an existing fact");
     }
     // Facts the delta removes are still in `doc`, so their ids are not reused either
     // (clients may still hold them).
@@ -558,17 +537,6 @@ impl Exact {
     }
 }
 
-/// `x` with `decimals` decimals, without float formatting (which would add its tables to the
-/// wasm); `NaN` for a non-finite value.
-fn decimal(x: f64, decimals: u32) -> String {
-    if !x.is_finite() {
-        return "NaN".into();
-    }
-    let mut s = String::new();
-    crate::json::write_fixed(&mut s, x, decimals);
-    s
-}
-
 /// Copies `expected_valid_days` and (on corrections) `sourceError` from a new fact.
 fn set_lifecycle(f: &mut Fact, nf: &NewFact) {
     if let Some(days) = nf.expected_valid_days.filter(|d| d.is_finite() && *d > 0.0) {
@@ -607,29 +575,29 @@ impl ConversationSets {
         sets
     }
 
-    /// `Some(share)` when a fact with token set `set` is a copy of an assistant message: at
-    /// least [`COPY_ASSISTANT_SHARE`] of its tokens in one assistant message and less than
+    /// Whether a fact with token set `set` is a copy of an assistant message: at least
+    /// [`COPY_ASSISTANT_SHARE`] of its tokens in one assistant message and less than
     /// [`COPY_USER_SHARE`] in the user's messages.
-    fn assistant_copy(&self, vocab: &mut Vocab, set: &[u32]) -> Option<f64> {
+    fn assistant_copy(&self, vocab: &mut Vocab, set: &[u32]) -> bool {
         if set.len() < COPY_MIN_TOKENS {
-            return None;
+            return false;
         }
         let n = set.len() as f64;
         let best = self.assistant.iter().map(|s| vocab.overlap(set, &[s]) as f64 / n).fold(0.0, f64::max);
         if best < COPY_ASSISTANT_SHARE {
-            return None;
+            return false;
         }
         let user: Vec<&[u32]> = self.user.iter().map(Vec::as_slice).collect();
-        let said = vocab.overlap(set, &user) as f64 / n;
-        (said < COPY_USER_SHARE).then_some(best)
+        (vocab.overlap(set, &user) as f64 / n) < COPY_USER_SHARE
     }
 }
 
 /// Positions of the facts to evict so that at most `cfg.max_facts` of those not `gone`
 /// remain: facts not marked `last` before those marked, then expired first, then by the
 /// policy, among equals the newest (`createdAt`, then position). Facts `protect` returns
-/// true for are never chosen.
-fn eviction(doc: &Document, gone: &[bool], last: &[bool], cfg: &ApplyConfig, now_ms: u64, protect: impl Fn(&Fact) -> bool) -> Vec<usize> {
+/// true for are never chosen. (Not inlined: two callers would carry a copy each.)
+#[inline(never)]
+fn eviction(doc: &Document, gone: &[bool], last: &[bool], cfg: &ApplyConfig, now_ms: u64, protect: &dyn Fn(&Fact) -> bool) -> Vec<usize> {
     let alive = gone.iter().filter(|g| !**g).count();
     let excess = alive.saturating_sub(cfg.max_facts);
     if excess == 0 {
@@ -679,7 +647,7 @@ fn keep_score(f: &Fact, policy: EvictionPolicy, now_ms: u64) -> f64 {
 pub fn enforce_max_facts(doc: &mut Document, cfg: &ApplyConfig, now_iso: &str, keep: &[&str]) -> Vec<Fact> {
     let now_ms = millis_from_iso(now_iso).unwrap_or(0);
     let gone = vec![false; doc.facts.len()];
-    let evicted = eviction(doc, &gone, &[], cfg, now_ms, |f| keep.contains(&f.id.as_str()));
+    let evicted = eviction(doc, &gone, &[], cfg, now_ms, &|f: &Fact| keep.contains(&f.id.as_str()));
     if evicted.is_empty() {
         return Vec::new();
     }
@@ -700,16 +668,19 @@ pub fn enforce_max_facts(doc: &mut Document, cfg: &ApplyConfig, now_iso: &str, k
     out
 }
 
-/// A map from strings to their position, as the map type the relevance index already uses
-/// (one hash table type compiled into the wasm instead of one per element type). The first
-/// position of a repeated key wins.
-fn key_map<S: AsRef<str>>(keys: impl Iterator<Item = S>) -> FxMap<Box<str>, u32> {
+/// Fact id → position, as the map type the relevance index already uses (one hash table
+/// type compiled into the wasm instead of one per element type). The first position of a
+/// repeated id wins.
+fn ids_of(facts: &[Fact]) -> FxMap<Box<str>, u32> {
     let mut m: FxMap<Box<str>, u32> = FxMap::default();
-    for (i, k) in keys.enumerate() {
-        m.entry(Box::from(k.as_ref())).or_insert(i as u32);
+    for (i, f) in facts.iter().enumerate() {
+        m.entry(Box::from(f.id.as_str())).or_insert(i as u32);
     }
     m
 }
+
+/// The detail of a `scope-gated` refusal.
+const NOT_ABOUT_THE_USER: &str = "labelled not a lasting fact about the user";
 
 #[cfg(test)]
 mod tests;

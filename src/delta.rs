@@ -26,12 +26,11 @@ pub struct Labels {
 }
 
 impl Labels {
-    /// The first label that keeps the item out of memory, as `(label, value)`; `None` when
-    /// the item is about the user, durable and descriptive.
-    pub fn refusal(&self) -> Option<(&'static str, &str)> {
-        let checks =
-            [("scope", &self.scope, "user"), ("durability", &self.durability, "durable"), ("authority", &self.authority, "descriptive")];
-        checks.into_iter().find_map(|(name, value, accepted)| value.as_deref().filter(|v| *v != accepted).map(|v| (name, v)))
+    /// Whether the item is about the user, durable and descriptive (a missing label counts
+    /// as the accepted value).
+    pub fn accepted(&self) -> bool {
+        let ok = |v: &Option<String>, accepted: &str| v.as_deref().map_or(true, |v| v == accepted);
+        ok(&self.scope, "user") && ok(&self.durability, "durable") && ok(&self.authority, "descriptive")
     }
 }
 
@@ -67,14 +66,13 @@ pub struct NewFact {
     pub source_error: Option<String>,
 }
 
-/// One entry of `factsToRemove`: a plain id, or DeerFlow HEAD's removal object.
+/// One entry of `factsToRemove`: a plain id, or DeerFlow HEAD's removal object (its
+/// free-text `reason` is accepted and not kept).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Removal {
     /// The fact to remove.
     pub id: String,
-    /// Why, as the model said (reported, not stored).
-    pub reason: Option<String>,
     /// `scope` of the removal; a non-`user` scope removes nothing.
     pub scope: Option<String>,
     /// Index into `newFacts` of the fact that replaces this one: the removal applies only if
@@ -106,8 +104,8 @@ pub struct Skipped {
 
 impl Skipped {
     /// A skipped part with a reason code and a detail.
-    pub fn new(path: impl Into<String>, reason: &str, detail: impl Into<String>) -> Skipped {
-        Skipped { path: path.into(), reason: reason.to_string(), detail: detail.into(), fact: None }
+    pub fn new(path: String, reason: &str, detail: &str) -> Skipped {
+        Skipped { path, reason: reason.to_string(), detail: detail.to_string(), fact: None }
     }
 
     /// The same, naming the fact concerned.
@@ -115,6 +113,26 @@ impl Skipped {
         self.fact = Some(id.to_string());
         self
     }
+}
+
+/// `list[i]`, e.g. `newFacts[2]`: a path in the reply (written without `format!`, whose
+/// machinery costs code at every call site).
+pub fn path(list: &str, i: usize) -> String {
+    let mut s = String::with_capacity(list.len() + 4);
+    s.push_str(list);
+    s.push('[');
+    crate::json::write_u64(&mut s, i as u64);
+    s.push(']');
+    s
+}
+
+/// The pieces joined into one string (without `format!`, see [`path`]).
+pub fn cat(pieces: &[&str]) -> String {
+    let mut s = String::new();
+    for p in pieces {
+        s.push_str(p);
+    }
+    s
 }
 
 /// The stable reason codes of [`Skipped::reason`] (documented in docs/pipeline.md).

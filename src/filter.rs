@@ -74,111 +74,31 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
     out
 }
 
-/// Words that are an acknowledgement on their own, in languages written with spaces.
-const ACK_WORDS: &[&str] = &[
-    "ok",
-    "okay",
-    "okey",
-    "okie",
-    "k",
-    "kk",
-    "thanks",
-    "thank",
-    "thx",
-    "ty",
-    "tysm",
-    "cool",
-    "great",
-    "nice",
-    "perfect",
-    "awesome",
-    "excellent",
-    "good",
-    "got",
-    "gotcha",
-    "sure",
-    "alright",
-    "right",
-    "fine",
-    "noted",
-    "understood",
-    "sense",
-    "lol",
-    "haha",
-    "hah",
-    "hmm",
-    "wow",
-    "cheers",
-    "yay",
-    "np",
-    "danke",
-    "merci",
-    "gracias",
-    "grazie",
-    "obrigado",
-    "obrigada",
-    "vale",
-    "genau",
-    "d'accord",
-    "super",
-    "top",
-];
+/// Words that are an acknowledgement on their own, in languages written with spaces
+/// (one string, split when used: a table of `&str` would cost 8 bytes of wasm per entry).
+const ACK_WORDS: &str = "ok okay okey okie k kk thanks thank thx ty tysm cool great nice perfect awesome excellent good \
+    got gotcha sure alright right fine noted understood sense lol haha hah hmm wow cheers yay np danke merci gracias grazie \
+    obrigado obrigada vale genau d'accord super top";
 
 /// Words that may stand beside those ("thank you so much", "got it", "makes sense").
-const ACK_FILLERS: &[&str] = &["you", "so", "much", "a", "lot", "very", "it", "all", "makes", "sounds", "bien", "that's", "thats"];
+const ACK_FILLERS: &str = "you so much a lot very it all makes sounds bien that's thats";
 
 /// Acknowledgements in Chinese, Japanese and Korean (a message may chain several: 好的谢谢).
-const ACK_CJK: &[&str] = &[
-    "好的",
-    "好滴",
-    "好吧",
-    "好",
-    "嗯嗯",
-    "嗯",
-    "哦哦",
-    "哦",
-    "噢",
-    "谢谢你",
-    "谢谢",
-    "謝謝",
-    "多谢",
-    "感谢",
-    "收到",
-    "明白了",
-    "明白",
-    "知道了",
-    "懂了",
-    "行",
-    "可以",
-    "没问题",
-    "太好了",
-    "棒",
-    "了解",
-    "了解です",
-    "はい",
-    "ありがとうございます",
-    "ありがとう",
-    "わかりました",
-    "なるほど",
-    "どうも",
-    "いいね",
-    "承知しました",
-    "네",
-    "넵",
-    "감사합니다",
-    "고마워",
-    "알겠습니다",
-    "알겠어",
-    "좋아요",
-    "오케이",
-];
+const ACK_CJK: &str =
+    "好的 好滴 好吧 好 嗯嗯 嗯 哦哦 哦 噢 谢谢你 谢谢 謝謝 多谢 感谢 收到 明白了 明白 知道了 懂了 行 可以 没问题 太好了 棒 \
+    了解 了解です はい ありがとうございます ありがとう わかりました なるほど どうも いいね 承知しました 네 넵 감사합니다 고마워 \
+    알겠습니다 알겠어 좋아요 오케이";
+
+fn listed(list: &str, w: &str) -> bool {
+    list.split_ascii_whitespace().any(|x| x == w)
+}
 
 /// Whether a user message is only an acknowledgement ("ok", "thanks!", "Thank you so much",
 /// "好的谢谢", "👍", "!!"): every word is an acknowledgement or a filler beside one
 /// ("you", "so", "it" …); emoji and punctuation are ignored. "yes" and "no" are not
 /// acknowledgements (they answer questions). A message of 40 or more characters never is one.
 pub fn is_acknowledgement(text: &str) -> bool {
-    if text.chars().nth(39).is_some() {
+    if text.chars().count() >= 40 {
         return false;
     }
     let lower = crate::unicode::lowercase(text);
@@ -201,8 +121,9 @@ pub fn is_acknowledgement(text: &str) -> bool {
             cjk_acks(w)
         } else {
             let w = w.trim_matches('\'');
-            core |= ACK_WORDS.contains(&w);
-            ACK_WORDS.contains(&w) || ACK_FILLERS.contains(&w)
+            let ack = listed(ACK_WORDS, w);
+            core |= ack;
+            ack || listed(ACK_FILLERS, w)
         }
     });
     all && core
@@ -213,7 +134,7 @@ fn cjk_acks(w: &str) -> bool {
     if w.is_empty() {
         return true;
     }
-    ACK_CJK.iter().any(|a| w.strip_prefix(a).is_some_and(cjk_acks))
+    ACK_CJK.split_ascii_whitespace().any(|a| w.strip_prefix(a).is_some_and(cjk_acks))
 }
 
 /// Whether a filtered conversation is worth queueing: at least one user and one assistant

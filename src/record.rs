@@ -146,13 +146,17 @@ impl Threads {
     fn from_value(v: Option<&Value>) -> Threads {
         let mut out = Threads::default();
         let Some(map) = v.and_then(Value::as_object) else { return out };
-        for (thread, w) in map {
-            let tail: Option<Vec<u64>> =
-                w.get("tail").and_then(Value::as_array).map(|a| a.iter().map(|h| h.as_str().and_then(from_hex)).collect()).unwrap_or(None);
-            let (Some(tail), Some(at)) = (tail, w.get("at").and_then(Value::as_u64)) else { continue };
-            if tail.len() <= TAIL && !thread.is_empty() {
-                out.list.push(Watermark { thread: thread.clone(), tail, at });
+        'threads: for (thread, w) in map {
+            let (Some(hashes), Some(at)) = (w.get("tail").and_then(Value::as_array), w.get("at").and_then(Value::as_u64)) else { continue };
+            if thread.is_empty() || hashes.len() > TAIL {
+                continue;
             }
+            let mut tail = Vec::with_capacity(hashes.len());
+            for h in hashes {
+                let Some(h) = h.as_str().and_then(from_hex) else { continue 'threads };
+                tail.push(h);
+            }
+            out.list.push(Watermark { thread: thread.clone(), tail, at });
         }
         out
     }

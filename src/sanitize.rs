@@ -69,7 +69,7 @@ pub const MAX_CATEGORY_CHARS: usize = 32;
 pub fn safe_category(category: &str) -> Cow<'_, str> {
     let category = category.trim();
     let ok = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
-    if category.chars().all(ok) && category.chars().nth(MAX_CATEGORY_CHARS).is_none() {
+    if category.chars().all(ok) && category.chars().count() <= MAX_CATEGORY_CHARS {
         return Cow::Borrowed(category);
     }
     let mut out = String::new();
@@ -237,11 +237,13 @@ fn bare_urls(s: &str) -> String {
         }
         out.push_str(&s[last..i]);
         if keep_host {
-            let authority = &s[i + scheme..end];
-            let authority = authority.split(['/', '?', '#', '\\']).next().unwrap_or("");
-            let host = authority.rsplit('@').next().unwrap_or("");
-            let host = host.split(':').next().unwrap_or("");
-            out.push_str(host);
+            // The authority ends at `/ ? # \`; the host follows any `user:pass@` and stops
+            // before a `:port` (all ASCII, so byte offsets stay on character boundaries).
+            let a = &b[i + scheme..end];
+            let len = a.iter().position(|c| matches!(c, b'/' | b'?' | b'#' | b'\\')).unwrap_or(a.len());
+            let from = a[..len].iter().rposition(|&c| c == b'@').map_or(0, |p| p + 1);
+            let to = from + a[from..len].iter().position(|&c| c == b':').unwrap_or(len - from);
+            out.push_str(&s[i + scheme + from..i + scheme + to]);
         }
         last = end;
         i = end.max(i + 1);

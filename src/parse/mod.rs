@@ -24,7 +24,7 @@
 
 mod scan;
 
-use crate::delta::{reasons, Delta, Labels, NewFact, Removal, SectionUpdate, Skipped};
+use crate::delta::{cat, path, reasons, Delta, Labels, NewFact, Removal, SectionUpdate, Skipped};
 use crate::document::{read_confidence, SectionId, DEFAULT_CATEGORY};
 use crate::error::{Error, Result};
 use crate::json::{Map, Value};
@@ -271,7 +271,7 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
             for (i, item) in items.iter().enumerate() {
                 match read_fact(item) {
                     Ok(f) => delta.new_facts.push(f),
-                    Err(detail) => delta.skipped.push(Skipped::new(format!("newFacts[{i}]"), reasons::INVALID, detail)),
+                    Err(detail) => delta.skipped.push(Skipped::new(path("newFacts", i), reasons::INVALID, &detail)),
                 }
             }
         }
@@ -283,13 +283,13 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
             for (i, item) in items.iter().enumerate() {
                 match read_removal(item) {
                     Ok(r) => push_removal(&mut delta.facts_to_remove, r),
-                    Err(detail) => delta.skipped.push(Skipped::new(format!("factsToRemove[{i}]"), reasons::INVALID, detail)),
+                    Err(detail) => delta.skipped.push(Skipped::new(path("factsToRemove", i), reasons::INVALID, &detail)),
                 }
             }
         }
         Some(item @ (Value::String(_) | Value::Object(_))) => match read_removal(item) {
             Ok(r) => push_removal(&mut delta.facts_to_remove, r),
-            Err(detail) => delta.skipped.push(Skipped::new("factsToRemove", reasons::INVALID, detail)),
+            Err(detail) => delta.skipped.push(Skipped::new("factsToRemove".into(), reasons::INVALID, &detail)),
         },
         Some(other) => return Err(format!("`factsToRemove` must be an array of fact ids, found {}", other.type_name())),
     }
@@ -300,15 +300,15 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
                 match id {
                     Value::String(s) => push_id(&mut delta.facts_to_reinforce, s),
                     other => delta.skipped.push(Skipped::new(
-                        format!("factsToReinforce[{i}]"),
+                        path("factsToReinforce", i),
                         reasons::INVALID,
-                        format!("a fact id must be a string, found {}", other.type_name()),
+                        &cat(&["a fact id must be a string, found ", other.type_name()]),
                     )),
                 }
             }
         }
         Some(Value::String(id)) => push_id(&mut delta.facts_to_reinforce, id),
-        Some(other) => return Err(format!("`factsToReinforce` must be an array of fact ids, found {}", other.type_name())),
+        Some(other) => return Err(cat(&["`factsToReinforce` must be an array of fact ids, found ", other.type_name()])),
     }
     Ok(delta)
 }
@@ -335,32 +335,30 @@ fn read_removal(v: &Value) -> Result<Option<Removal>, String> {
     let obj = match v {
         Value::String(s) => return Ok(Some(Removal::id(s.trim())).filter(|r| !r.id.is_empty())),
         Value::Object(o) => o,
-        other => return Err(format!("a removal must be a fact id or {{id, replacementFactIndex?}}, found {}", other.type_name())),
+        other => return Err(cat(&["a removal must be a fact id or {id, replacementFactIndex?}, found ", other.type_name()])),
     };
     let id = match obj.get("id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
         Some(Value::String(_)) | None | Some(Value::Null) => return Err("id is missing".into()),
-        Some(other) => return Err(format!("id must be a string, found {}", other.type_name())),
+        Some(other) => return Err(cat(&["id must be a string, found ", other.type_name()])),
     };
     let bad_index = || "replacementFactIndex must be a whole number ≥ 0".to_string();
     let replacement = match obj.get("replacementFactIndex") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => Some(n.as_u64().ok_or_else(bad_index)? as usize),
         Some(Value::String(s)) => Some(Value::parse(s.trim()).ok().and_then(|v| v.as_u64()).ok_or_else(bad_index)? as usize),
-        Some(other) => return Err(format!("replacementFactIndex must be a number, found {}", other.type_name())),
+        Some(other) => return Err(cat(&["replacementFactIndex must be a number, found ", other.type_name()])),
     };
-    Ok(Some(Removal { id, reason: label(obj, "reason")?, scope: label(obj, "scope")?, replacement }))
+    Ok(Some(Removal { id, scope: label(obj, "scope")?, replacement }))
 }
 
-/// An optional string field, trimmed (and lower-cased, unless it is the free-text
-/// `reason`); blank counts as absent.
+/// An optional label, trimmed and lower-cased; blank counts as absent.
 fn label(obj: &Map, key: &str) -> Result<Option<String>, String> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) if key == "reason" => Ok(Some(s.trim().to_string())),
         Some(Value::String(s)) => Ok(Some(crate::unicode::lowercase(s.trim()))),
-        Some(other) => Err(format!("{key} must be a string, found {}", other.type_name())),
+        Some(other) => Err(cat(&[key, " must be a string, found ", other.type_name()])),
     }
 }
 
@@ -379,7 +377,7 @@ fn read_sections(group: &str, sections: &Map, delta: &mut Delta) {
         }
         match read_section(value) {
             Ok(update) => delta.sections[id.index()] = update,
-            Err(detail) => delta.skipped.push(Skipped::new(format!("{group}.{key}"), reasons::INVALID, detail)),
+            Err(detail) => delta.skipped.push(Skipped::new(cat(&[group, ".", key]), reasons::INVALID, &detail)),
         }
     }
 }

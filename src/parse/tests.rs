@@ -152,10 +152,7 @@ fn facts_to_remove_takes_ids_and_removal_objects() {
     let d = ok(r#"{"factsToRemove": ["fact_1", 7, {"id": "fact_2", "replacementFactIndex": 0, "scope": " User ", "reason": "moved"},
         " fact_3 ", "fact_1", "", {"reason": "no id"}, {"id": "fact_4", "replacementFactIndex": -1}, {"id": "fact_5", "replacementFactIndex": "2"}]}"#);
     assert_eq!(ids(&d), vec!["fact_1", "fact_2", "fact_3", "fact_5"]);
-    assert_eq!(
-        d.facts_to_remove[1],
-        Removal { id: "fact_2".into(), reason: Some("moved".into()), scope: Some("user".into()), replacement: Some(0) }
-    );
+    assert_eq!(d.facts_to_remove[1], Removal { id: "fact_2".into(), scope: Some("user".into()), replacement: Some(0) });
     assert_eq!(d.facts_to_remove[3].replacement, Some(2));
     let paths: Vec<&str> = d.skipped.iter().map(|s| s.path.as_str()).collect();
     assert_eq!(paths, vec!["factsToRemove[1]", "factsToRemove[6]", "factsToRemove[7]"]);

@@ -64,7 +64,7 @@ test("refusals come in processed.skipped with stable reasons, a detail and the f
     ["newFacts[1]", "scope-gated", null],
     ["newFacts[2]", "unchanged", old.id],
   ]);
-  assert.match(processed.skipped[1].detail, /scope is "thread"/);
+  assert.match(processed.skipped[1].detail, /not a lasting fact about the user/);
   const doc = await memory.get();
   assert.deepEqual(
     doc.facts.map((f) => [f.id, f.content, f.confirmationCount]),
