@@ -18,8 +18,9 @@
 // lock whose holder is a dead process on this host, or which is older than `staleLockMs`, is
 // broken. "This host" means the same host name, PID namespace and boot: containers that
 // share a directory (and often a host name) cannot see each other's processes, so their
-// locks are judged by age only. Breakers take turns (`.lock.break`) and remove a lock only
-// if it is still the one they judged stale, so a fresh lock is never taken away.
+// locks are judged by age only. Breakers take turns (`.lock.break`, created complete like
+// the lock) and remove a lock only if it is still the one they judged stale, so a fresh
+// lock is never taken away.
 //
 // The directory is created if it is missing and its parent exists; a missing parent, a
 // file in its place or a read-only directory is an error with code STORAGE_UNAVAILABLE
@@ -249,8 +250,7 @@ export class FileStore {
     const content = JSON.stringify({ pid: process.pid, host: HOST, space: PID_SPACE, at: Date.now(), token });
     // The lock appears with its content in one step (a hard link of a complete temp file),
     // so a holder killed while taking it never leaves an empty lock that only age can break.
-    const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
-    await writeFile(temp, content, { flag: "wx" });
+    const temp = await this.#temp(content);
     try {
       for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
         if (await createLock(temp, path, content)) return token;
@@ -262,6 +262,18 @@ export class FileStore {
     }
   }
 
+  /** A new temp file holding `content`; if writing it fails (a full disk), it is removed. */
+  async #temp(content) {
+    const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
+    try {
+      await writeFile(temp, content, { flag: "wx" });
+    } catch (e) {
+      await unlink(temp).catch(() => {});
+      throw e;
+    }
+    return temp;
+  }
+
   /** Removes the lock if its holder is dead or it is too old; true if it is gone. */
   async #breakIfStale(path) {
     const seen = await this.#readStale(path);
@@ -270,11 +282,19 @@ export class FileStore {
     // Breakers take turns, and each removes the lock only if it is still the stale one it
     // read: had another breaker removed it and a new holder taken the lock meanwhile, the
     // new lock is left alone.
+    // The guard is created like the lock, complete or not at all: a guard left empty (the
+    // disk filled up between creating and writing it) looked live for `staleLockMs` to
+    // every writer, each time.
     const guard = join(this.dir, BREAK);
+    const content = JSON.stringify({ pid: process.pid, host: HOST, space: PID_SPACE, at: Date.now(), token: "break" });
+    const temp = await this.#temp(content);
+    let mine;
     try {
-      await writeFile(guard, JSON.stringify({ pid: process.pid, host: HOST, space: PID_SPACE, at: Date.now(), token: "break" }), { flag: "wx" });
-    } catch (e) {
-      if (e.code !== "EEXIST") throw e;
+      mine = await createLock(temp, guard, content);
+    } finally {
+      await unlink(temp).catch(() => {});
+    }
+    if (!mine) {
       // Another breaker is at it (for a moment), or one died there: clear a stale guard.
       if ((await this.#readStale(guard)) !== false) await unlink(guard).catch(() => {});
       return false;
@@ -349,14 +369,24 @@ async function createLock(temp, path, content) {
     if (e.code === "EEXIST") return false;
     if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"].includes(e.code)) throw e;
   }
-  // A file system without hard links: O_EXCL create, then write.
+  // A file system without hard links: O_EXCL create, then write; a write that fails
+  // removes what it created.
+  let fh;
   try {
-    await writeFile(path, content, { flag: "wx" });
-    return true;
+    fh = await open(path, "wx");
   } catch (e) {
     if (e.code === "EEXIST") return false;
     throw e;
   }
+  try {
+    await fh.writeFile(content, "utf8");
+  } catch (e) {
+    await fh.close().catch(() => {});
+    await unlink(path).catch(() => {});
+    throw e;
+  }
+  await fh.close();
+  return true;
 }
 
 function parseLock(raw) {

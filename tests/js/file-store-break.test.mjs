@@ -2,9 +2,10 @@
 // `.lock.break` and remove the lock only if it is still the stale one they read; a guard
 // left by a breaker that died is cleared.
 //
-// The race is forced, not waited for: `writeFile` of node:fs/promises is wrapped (before the
-// store is imported) so that the moment a breaker takes its turn, another breaker has just
-// replaced the stale lock with a live holder's fresh one.
+// The race is forced, not waited for: `link` of node:fs/promises (how the guard is created,
+// complete, from a temp file) is wrapped before the store is imported, so that the moment a
+// breaker takes its turn, another breaker has just replaced the stale lock with a live
+// holder's fresh one.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -15,16 +16,16 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 
 const fsp = createRequire(import.meta.url)("node:fs/promises");
-const realWriteFile = fsp.writeFile;
+const realLink = fsp.link;
 /** Runs once, right before the next `.lock.break` is created. */
 let beforeGuard = null;
-fsp.writeFile = async (path, ...rest) => {
-  if (typeof path === "string" && path.endsWith("/.lock.break") && beforeGuard) {
+fsp.link = async (from, to) => {
+  if (typeof to === "string" && to.endsWith("/.lock.break") && beforeGuard) {
     const hook = beforeGuard;
     beforeGuard = null;
     hook();
   }
-  return realWriteFile(path, ...rest);
+  return realLink(from, to);
 };
 syncBuiltinESMExports();
 const { fileStore } = await import("user-memory/node");
