@@ -10,17 +10,18 @@
 // Routes:
 //   GET  /api/config                 { configured, model, endpoint, problem } (never the key)
 //   POST /api/llm/chat/completions   forwarded to ${OPENAI_BASE_URL}/chat/completions with the
-//                                    key and the model added; streamed responses pass through
+//                                    key and the model added; answers (streamed ones as they
+//                                    come) go back with the key masked (scripts/mask-key.mjs)
 //   GET  /pkg/…                      the built package (pkg/)
 //   GET  /…                          the page (www/)
 //
 // `startServer()` is exported for the tests.
 import { existsSync } from "node:fs";
 import { createServer } from "node:http";
-import { Readable } from "node:stream";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { staticHandler } from "../tests/helpers/static-server.mjs";
+import { maskBody, maskText, StreamMask } from "./mask-key.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DEFAULT_PORT = 8787;
@@ -78,11 +79,6 @@ function readBody(req) {
   });
 }
 
-/** `text` without the key (any message that goes to the browser passes through here). */
-function redact(text, key) {
-  return key && key.length >= 6 ? text.split(key).join("***") : text;
-}
-
 /**
  * Requests to /api/ must come from this server's own page: the Host must be the address we
  * listen on (no DNS rebinding) and a browser's Origin, when sent, must match it (no other
@@ -131,22 +127,30 @@ async function proxyChat(req, res, ep) {
     upstream = await fetch(`${ep.baseUrl}/chat/completions`, { method: "POST", headers, body: JSON.stringify(body), signal: controller.signal });
   } catch (e) {
     if (controller.signal.aborted) return;
-    const cause = redact(String(e.cause?.code ?? e.cause?.message ?? e.message), ep.key);
+    const cause = maskText(String(e.cause?.code ?? e.cause?.message ?? e.message), ep.key);
     return sendJson(res, 502, { error: { message: `could not reach the LLM endpoint ${new URL(ep.baseUrl).host}: ${cause}` } });
   }
+  // Every answer is masked, successful ones too: a model asked to repeat its instructions
+  // or headers may echo the key, plainly or one piece per streamed event.
   const type = upstream.headers.get("content-type") ?? "application/json";
-  if (!upstream.ok || !upstream.body) {
-    const text = redact(await upstream.text().catch(() => ""), ep.key);
+  if (!type.includes("text/event-stream") || !upstream.body) {
+    const text = maskBody(await upstream.text().catch(() => ""), ep.key);
     res.writeHead(upstream.status, { "content-type": type, "cache-control": "no-store" });
     return res.end(text);
   }
-  const out = { "content-type": type, "cache-control": "no-store" };
-  if (type.includes("text/event-stream")) out["x-accel-buffering"] = "no";
-  res.writeHead(upstream.status, out);
+  res.writeHead(upstream.status, { "content-type": type, "cache-control": "no-store", "x-accel-buffering": "no" });
   res.flushHeaders();
-  const stream = Readable.fromWeb(upstream.body);
-  stream.on("error", () => res.destroy());
-  stream.pipe(res);
+  const mask = new StreamMask(ep.key);
+  const decoder = new TextDecoder();
+  try {
+    for await (const bytes of upstream.body) {
+      const out = mask.push(decoder.decode(bytes, { stream: true }));
+      if (out && !res.write(out)) await new Promise((r) => res.once("drain", r));
+    }
+    res.end(mask.push(decoder.decode()) + mask.end());
+  } catch {
+    res.destroy();
+  }
 }
 
 /**
@@ -179,7 +183,7 @@ export async function startServer({ port = DEFAULT_PORT, env = process.env, fall
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
       res.end("not found");
     } catch (e) {
-      if (!res.headersSent) sendJson(res, 500, { error: { message: redact(String(e?.message ?? e), ep.key) } });
+      if (!res.headersSent) sendJson(res, 500, { error: { message: maskText(String(e?.message ?? e), ep.key) } });
       else res.destroy();
     }
   });

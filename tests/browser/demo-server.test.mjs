@@ -76,6 +76,34 @@ test("streamed answers pass through as server-sent events, unchanged", async () 
   assert.equal(llm.requests[n].body.stream, true);
 });
 
+test("a successful answer that echoes the key reaches the browser with the key masked, also JSON-escaped", async () => {
+  llm.script.push({ content: `Your server sends Authorization: Bearer ${KEY}` });
+  const plain = await post(demo);
+  assert.equal(plain.status, 200);
+  assert.ok(!plain.text.includes(KEY), plain.text);
+  assert.equal(JSON.parse(plain.text).choices[0].message.content, "Your server sends Authorization: Bearer ***");
+  // The same key with its dashes as JSON escapes: only decoding finds it.
+  const escaped = KEY.replaceAll("-", "\\u002d");
+  llm.script.push({ body: `{"choices":[{"index":0,"message":{"role":"assistant","content":"key ${escaped}"}}]}` });
+  const res = await post(demo);
+  assert.equal(JSON.parse(res.text).choices[0].message.content, "key ***");
+});
+
+test("a streamed answer that echoes the key, a few characters per event, is masked as a whole", async () => {
+  // The scripted server streams the content in 8-character pieces: no event holds the key.
+  const content = `Sure. The key is ${KEY}, and again: ${KEY.slice(0, 9)}${KEY.slice(9)}. Done.`;
+  llm.script.push({ content, pieceDelayMs: 5 });
+  const res = await post(demo, { ...chatBody, stream: true });
+  assert.equal(res.status, 200);
+  assert.match(res.headers["content-type"], /^text\/event-stream/);
+  const events = res.text.split("\n\n").filter((e) => e.startsWith("data: ") && e !== "data: [DONE]");
+  const text = events.map((e) => JSON.parse(e.slice(6)).choices[0]?.delta?.content ?? "").join("");
+  assert.equal(text, "Sure. The key is ***, and again: ***. Done.", "the browser reads the whole answer, masked");
+  for (const part of [KEY, KEY.slice(3), KEY.slice(-10)]) assert.ok(!res.text.includes(part), `"${part}" does not reach the browser`);
+  assert.ok(res.text.trimEnd().endsWith("data: [DONE]"));
+  assert.ok(events.length > 5, "still streamed in many events");
+});
+
 test("upstream errors keep their status and body, with the key masked", async () => {
   llm.script.push({ status: 401, body: { error: { message: `Incorrect API key provided: ${KEY}` } } });
   const res = await post(demo);
