@@ -35,6 +35,8 @@ pub struct Config {
     pub enabled: bool,
     /// Whether timers drive the queue; `false` leaves it to `processDue()` (default `true`).
     pub auto_process: bool,
+    /// How long `close()` waits for storage before it gives up (default 10 000 ms).
+    pub close_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -57,6 +59,7 @@ impl Default for Config {
             max_extraction_tokens: DEFAULT_MAX_EXTRACTION_TOKENS,
             enabled: true,
             auto_process: true,
+            close_timeout_ms: 10_000,
         }
     }
 }
@@ -86,6 +89,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "neutralizeLinks",
     "enabled",
     "autoProcess",
+    "closeTimeoutMs",
     "prompt",
 ];
 
@@ -179,6 +183,9 @@ impl Config {
         if let Some(x) = opt_bool(obj, "autoProcess", "autoProcess")? {
             c.auto_process = x;
         }
+        if let Some(x) = opt_uint(obj, "closeTimeoutMs", "closeTimeoutMs")? {
+            c.close_timeout_ms = positive(x, "closeTimeoutMs")?;
+        }
         match obj.get("prompt") {
             None | Some(Value::Null) => {}
             Some(Value::Object(p)) => {
@@ -217,7 +224,8 @@ impl ToJson for Config {
             .bool("injectionEnabled", self.inject.enabled)
             .bool("neutralizeLinks", self.inject.neutralize_links)
             .bool("enabled", self.enabled)
-            .bool("autoProcess", self.auto_process);
+            .bool("autoProcess", self.auto_process)
+            .u64("closeTimeoutMs", self.close_timeout_ms);
         let mut prompt = ObjectWriter::new(o.key("prompt"));
         prompt.opt_str("instructions", self.prompt.instructions.as_deref()).opt_str("append", self.prompt.append.as_deref());
         prompt.finish();

@@ -9,6 +9,7 @@ mod common;
 
 use common::*;
 use std::cell::Cell;
+use std::future::Future;
 use std::rc::Rc;
 use user_memory::engine::{Event, UpdateReason};
 use user_memory::error::{Error, Result};
@@ -499,5 +500,59 @@ fn a_token_counter_calling_back_into_the_engine_is_served() {
         assert!(counter.calls.get() > 1);
         assert_eq!(engine.queue_status().pending, vec!["from-counter".to_string()], "the re-entrant observe() was queued");
         assert_eq!(engine.options().inject.top_facts, 5, "the re-entrant configure() took effect");
+    });
+}
+
+/// A store that stops answering when told to (an adapter whose promises never settle).
+struct Silenced {
+    inner: VersionedKv,
+    silent: Cell<bool>,
+}
+
+impl Store for Silenced {
+    fn load(&self, slot: Slot) -> LocalFuture<'_, Result<Option<Versioned>>> {
+        if self.silent.get() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.load(slot)
+    }
+    fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<Commit>> {
+        if self.silent.get() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.commit(slot, base, value)
+    }
+    fn discard(&self, slot: Slot) -> LocalFuture<'_, Result<()>> {
+        self.inner.discard(slot)
+    }
+    fn describe(&self) -> String {
+        "storage adapter silent".into()
+    }
+}
+
+#[test]
+fn close_gives_up_on_storage_that_never_answers_and_says_which() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let store = Rc::new(Silenced { inner: VersionedKv::new(kv.clone(), "default"), silent: Cell::new(false) });
+        let rig =
+            RigBuilder::shared(&kv, &FakeClock::at(T0)).store(store.clone()).config(|c| c.close_timeout_ms = 2_000).open().await.unwrap();
+        rig.engine.observe("t1", &turn("I keep bees", "ok")).unwrap().unwrap().await.unwrap();
+        let stored = kv.snapshot();
+        store.silent.set(true);
+        // An observation the silent store will never get, and a write already stuck in it.
+        let mut stuck = Box::pin(rig.engine.observe("t2", &turn("I keep goats", "ok")).unwrap().unwrap());
+        let polled = std::future::poll_fn(|cx| std::task::Poll::Ready(stuck.as_mut().poll(cx))).await;
+        assert!(polled.is_pending(), "the write is stuck in the silent store");
+        let started = rig.clock.now();
+        let err = rig.engine.close().await.unwrap_err();
+        assert_eq!(err.code(), "STORAGE_UNAVAILABLE");
+        assert!(err.message().contains("storage adapter silent") && err.message().contains("2000 ms"), "{}", err.message());
+        assert_eq!(rig.clock.now() - started, 2_000, "after closeTimeoutMs");
+        assert_eq!(rig.events.error_codes(), vec!["STORAGE_UNAVAILABLE"], "also an error event");
+        // A second close() gives up the same way (the stuck write still holds the store).
+        assert_eq!(rig.engine.close().await.unwrap_err().code(), "STORAGE_UNAVAILABLE");
+        assert_eq!(kv.snapshot(), stored, "the stored queue is as it was");
+        drop(stuck);
     });
 }

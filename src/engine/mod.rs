@@ -36,7 +36,7 @@ use crate::record::{Record, Threads};
 use crate::relevance::FactIndex;
 use crate::search::{self, SearchHit, SearchOptions};
 use crate::storage::Store;
-use crate::sync::{AsyncLock, LocalFuture};
+use crate::sync::{race, AsyncLock, Either, LocalFuture};
 use crate::time::{Clock, Millis};
 use crate::tokens::TokenCounter;
 use std::cell::{Cell, RefCell};
@@ -600,12 +600,19 @@ impl Engine {
 
     /// Stops the timer, writes pending observations, and gives up this instance's claims.
     /// Pending entries stay persisted for the next `open()`.
+    ///
+    /// Storage that does not answer within `closeTimeoutMs` (an adapter whose promise never
+    /// settles) is given up on: `STORAGE_UNAVAILABLE` naming the store, also as an `error`
+    /// event. Nothing more is written; the stored queue is what the last completed write left.
     pub async fn close(&self) -> Result<()> {
+        let limit = self.config().close_timeout_ms;
         if self.inner.state.borrow().closed {
             // A second close() resolves only after the first one's queue write: a caller
             // that exits the process when it resolves must not cut that write short.
-            let _written = self.inner.store_lock.lock().await;
-            return Ok(());
+            return match race(Box::pin(self.inner.store_lock.lock()), self.parts().clock.sleep(limit)).await {
+                Either::Left(_written) => Ok(()),
+                Either::Right(()) => Err(self.storage_silent(limit)),
+            };
         }
         self.inner.state.borrow_mut().closed = true;
         self.parts().scheduler.arm(None);
@@ -614,8 +621,25 @@ impl Engine {
         self.parts().llm.cancel();
         self.cancel_embedder();
         let me = self.parts().instance_id.clone();
-        let result = self.update_queue(&mut |q| q.release(&me)).await;
+        let result = match race(self.update_queue(&mut |q| q.release(&me)), self.parts().clock.sleep(limit)).await {
+            Either::Left(written) => written,
+            Either::Right(()) => {
+                let error = self.storage_silent(limit);
+                self.emit(Event::Error(ErrorEvent { error: error.clone(), thread_id: None, attempt: None }));
+                Err(error)
+            }
+        };
         self.parts().scheduler.arm(None);
         result
+    }
+
+    /// What `close()` says when storage did not answer within `limit` ms.
+    fn storage_silent(&self, limit: u64) -> Error {
+        Error::StorageUnavailable(format!(
+            "close() gave up after {limit} ms (closeTimeoutMs): {} did not answer. Nothing more is written: the stored \
+             queue is what the last completed write left (a write still in flight may yet land), and observations not \
+             written by then are not saved",
+            self.parts().store.describe()
+        ))
     }
 }

@@ -305,6 +305,11 @@ export interface UserMemoryOptions {
   enabled?: boolean;
   /** `false`: no timers; call `processDue()` yourself (Workers, alarms). Default true. */
   autoProcess?: boolean;
+  /**
+   * How long `close()` waits for storage (its last queue write, or an operation still running)
+   * before it rejects with `STORAGE_UNAVAILABLE` naming the store. Default 10 000.
+   */
+  closeTimeoutMs?: number;
   /** Replace (`instructions`) or extend (`append`) the extraction prompt. */
   prompt?: { instructions?: string; append?: string };
   /** An embedding model fused with the lexical ranking (README: Semantic recall). `false`/`null`: none (the default). */
@@ -333,6 +338,7 @@ export interface ResolvedOptions {
   neutralizeLinks: boolean;
   enabled: boolean;
   autoProcess: boolean;
+  closeTimeoutMs: number;
   prompt: { instructions: string | null; append: string | null };
   persist: boolean;
   persistence: Persistence;
