@@ -129,14 +129,15 @@ impl Engine {
     /// another model are dropped; the slot is read and missing vectors are filled in the
     /// background through `spawner`.
     pub fn set_embedder(&self, embedder: Option<Rc<dyn Embedder>>, spawner: Rc<dyn Spawner>) {
+        let model = embedder.as_ref().map(|e| e.model().to_string());
+        let old = self.inner.embed.borrow_mut().embedder.take();
+        // Cancelling aborts the old model's calls, which runs their abort listeners (user
+        // code that may call back in): with no borrow held.
+        if let Some(old) = old.filter(|old| model.as_deref() != Some(old.model())) {
+            old.cancel();
+        }
         {
             let mut em = self.inner.embed.borrow_mut();
-            let model = embedder.as_ref().map(|e| e.model().to_string());
-            if let Some(old) = em.embedder.take() {
-                if model.as_deref() != Some(old.model()) {
-                    old.cancel();
-                }
-            }
             if model.as_deref() != Some(em.vectors.model()) {
                 em.vectors = Rc::new(VectorSet::new(model.as_deref().unwrap_or(""), 0));
                 em.revision = 0;

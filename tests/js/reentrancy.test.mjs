@@ -329,3 +329,43 @@ test("hostile values thrown or returned by callbacks become errors with a code",
   const memory = await openMemory({ agent: freshAgent("keys"), storage: keysLie, llm: async () => "{}" });
   await works(memory, "keys() returning a hostile array");
 });
+
+test("the embedder and its abort signal calling back (switching the embedder, ranking, observing) never trap the module", async () => {
+  let memory = null;
+  const calls = [];
+  const errors = [];
+  const guard = (f) => {
+    try {
+      const r = f();
+      if (r && typeof r.then === "function") r.catch((e) => TRAP.test(String(e?.message)) && errors.push(e));
+    } catch (e) {
+      if (TRAP.test(String(e?.message))) errors.push(e);
+    }
+  };
+  const vector = (t) => [t.length % 7, 1, (t.charCodeAt(0) || 0) % 5];
+  // A model whose calls never answer, and whose abort listener calls back into the memory.
+  const hanging = {
+    model: "hanging",
+    function: (texts, { signal }) => {
+      calls.push(texts.length);
+      signal.addEventListener("abort", () => {
+        guard(() => memory.configure({ embed: { model: "third", function: (ts) => ts.map(vector) } }));
+        guard(() => memory.inject(turn("tea")));
+        guard(() => memory.search("tea"));
+        guard(() => memory.status());
+      });
+      guard(() => memory.inject(turn("tea")));
+      guard(() => memory.observe("t-embed", turn("I drink tea", "ok")));
+      return new Promise(() => {});
+    },
+  };
+  memory = await openMemory({ agent: freshAgent("embed-reenter"), storage: "memory", autoProcess: false, llm: async () => "{}", embed: hanging });
+  await memory.addFact({ content: "Drinks green tea" });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.ok(calls.length > 0, "the hanging model was called");
+  // Switching the model aborts its calls: the listener runs inside configure().
+  memory.configure({ embed: { model: "second", function: (ts) => ts.map(vector) } });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(errors, [], "no wasm trap");
+  await works(memory, "an embedder calling back");
+});
