@@ -7,14 +7,16 @@
 //! than another tab's finished write, even inside a Web Lock), so the store is wrapped in a
 //! [`LeaderStore`]: one tab per origin and agent performs every read and write, the others
 //! ask it over `BroadcastChannel`. Where `navigator.locks` or `BroadcastChannel` is missing,
-//! every tab uses localStorage directly: the document is never torn, but two tabs committing
-//! within the same few milliseconds can lose one of the two updates.
+//! every tab uses localStorage directly through [`Verified`]: the document is never torn, and
+//! a commit overwritten by another tab's commit of the same revision is detected and replayed
+//! (docs/storage.md: measured, the remaining window is a write that takes longer than
+//! [`VERIFY_MS`] to reach the other tab).
 
 use super::convert::prop;
 use super::error::storage_error;
 use super::leader::LeaderStore;
 use crate::error::{Error, Result};
-use crate::storage::{KvCapabilities, KvStore, Store, VersionedKv};
+use crate::storage::{Commit, KvCapabilities, KvStore, Slot, Store, Versioned, VersionedKv};
 use crate::sync::LocalFuture;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
@@ -95,6 +97,55 @@ impl KvStore for LocalStorageKv {
     }
 }
 
+/// How long a commit without a leader waits before checking that no other tab overwrote it.
+/// A localStorage write of one window became visible in another after a median 3–5 ms, at
+/// most 62 ms, in Chromium, Firefox and WebKitGTK (bench/engines.mjs legacy; docs/storage.md).
+pub(crate) const VERIFY_MS: i32 = 200;
+
+/// localStorage without a leader (no Web Locks or no BroadcastChannel: Safari before 15.4).
+///
+/// Each tab writes itself, and its view of the other tabs' writes lags by milliseconds, so two
+/// tabs committing the same revision within that lag both see their revision check pass; the
+/// pointer written last wins and the other commit is silently gone. Here a commit waits
+/// [`VERIFY_MS`] and reads the slot again: if it now holds the same revision with another
+/// value, this commit was overwritten and is reported as [`Commit::Conflict`], so the engine
+/// re-reads and replays its change on top (no second LLM call). The cost is the wait, on
+/// every commit, in those browsers only.
+struct Verified {
+    inner: Rc<VersionedKv>,
+}
+
+impl Store for Verified {
+    fn load(&self, slot: Slot) -> LocalFuture<'_, Result<Option<Versioned>>> {
+        self.inner.load(slot)
+    }
+
+    fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<Commit>> {
+        Box::pin(async move {
+            let Commit::Committed(rev) = self.inner.commit(slot, base, value.clone()).await? else { return Ok(Commit::Conflict) };
+            super::leader::sleep(VERIFY_MS).await;
+            match self.inner.load(slot).await? {
+                // Another tab's commit of the same revision landed after ours.
+                Some(now) if now.revision == rev && now.value != value => Ok(Commit::Conflict),
+                // Ours, or newer commits on top of it, or the slot was reset meanwhile.
+                _ => Ok(Commit::Committed(rev)),
+            }
+        })
+    }
+
+    fn cleanup(&self) -> LocalFuture<'_, Result<()>> {
+        self.inner.cleanup()
+    }
+
+    fn discard(&self, slot: Slot) -> LocalFuture<'_, Result<()>> {
+        self.inner.discard(slot)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
 /// Whether this runtime can elect a leader tab (`navigator.locks` and `BroadcastChannel`).
 pub(crate) fn can_elect() -> bool {
     let locks = prop(&prop(&js_sys::global(), "navigator"), "locks");
@@ -105,12 +156,12 @@ pub(crate) fn can_elect() -> bool {
 pub(crate) type Opened = (Rc<dyn Store>, Option<Rc<LeaderStore>>);
 
 /// Opens the localStorage store of `agent`: led by one tab where the browser can elect one,
-/// else direct.
+/// else direct, each commit verified.
 pub(crate) fn open(agent: &str) -> Result<Opened> {
     let kv = Rc::new(LocalStorageKv::new()?);
     let direct = Rc::new(VersionedKv::new(kv, agent));
     if !can_elect() {
-        return Ok((direct, None));
+        return Ok((Rc::new(Verified { inner: direct }), None));
     }
     let leader = LeaderStore::start(direct)?;
     Ok((leader.clone(), Some(leader)))

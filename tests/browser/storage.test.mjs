@@ -72,9 +72,9 @@ after(async () => {
   await server?.close();
 });
 
-/** A new window on the test page, ready to use. */
-async function newPage() {
-  const page = await browser.newPage(`${server.url}/`);
+/** A new window on the test page (`query`: e.g. "?legacy"), ready to use. */
+async function newPage(query = "") {
+  const page = await browser.newPage(`${server.url}/${query}`);
   await page.waitFor(() => window.ready === true);
   return page;
 }
@@ -308,6 +308,27 @@ test("localstorage: after the page clears localStorage (a logout), leader and fo
   assert.equal(await add(follower, "New 5"), "ok");
   await leader.close();
   await follower.close();
+});
+
+test("localstorage without BroadcastChannel and Web Locks (Safari before 15.4): two windows adding facts at the same moment lose none", async () => {
+  // Every window writes localStorage itself here. Before commits were verified, two adds 0 ms
+  // apart lost a fact in 18 of 20 runs in WebKitGTK (bench/engines.mjs legacy).
+  const agent = freshAgent("legacy");
+  const [a, b] = [await newPage("?legacy"), await newPage("?legacy")];
+  assert.equal(await a.evaluate(() => typeof BroadcastChannel === "undefined" && navigator.locks === undefined), true, "no BroadcastChannel, no Web Locks");
+  await open(a, { agent, storage: "localstorage" });
+  await open(b, { agent, storage: "localstorage" });
+  const start = Date.now() + 300;
+  const addAt = ([at, prefix]) =>
+    window.sleepUntil(at).then(() => Promise.all([0, 1, 2].map((i) => window.memory.addFact({ content: `${prefix} ${i}` }))));
+  await Promise.all([a.evaluate(addAt, [start, "From A"]), b.evaluate(addAt, [start, "From B"])]);
+  for (const p of [a, b]) await p.evaluate(() => window.memory.close());
+  await reload(a);
+  await open(a, { agent, storage: "localstorage" });
+  const facts = await storedFacts(a);
+  assert.deepEqual(facts, ["From A 0", "From A 1", "From A 2", "From B 0", "From B 1", "From B 2"]);
+  await a.close();
+  await b.close();
 });
 
 test("localstorage filled to its quota gives STORAGE_QUOTA and the old document stays", async () => {
