@@ -69,6 +69,8 @@ for (const engine of ENGINES) {
       // Queued, then learned: every fact of the delta appears in the memory pane.
       await page.waitFor(() => document.querySelector("#mem-status").dataset.state === "updated");
       const expected = MIA.json.newFacts.map((f) => f.content).sort();
+      // The list is drawn after the status changes.
+      await page.waitFor((n) => document.querySelectorAll("#facts-list .fact-text").length === n, expected.length);
       assert.deepEqual((await factsShown(page)).sort(), expected);
       assert.equal(extractionRequests(from).length, 1);
       assert.equal(extractionRequests(from)[0].headers.authorization, `Bearer ${KEY}`, "through the server's proxy, with its key");
