@@ -121,7 +121,12 @@ impl Config {
 
     fn apply(&mut self, obj: &Map) -> Result<()> {
         if let Some(k) = obj.keys().find(|k| !KNOWN_OPTIONS.contains(&k.as_str())) {
-            return Err(Error::invalid(format!("unknown option `{k}`")));
+            // A field of `llm` given at the top level is the likeliest slip of all.
+            if crate::llm::config::is_llm_key(k) {
+                return Err(Error::invalid(format!("unknown option `{k}`: it belongs inside `llm` ({{ llm: {{ {k}, … }} }})")));
+            }
+            let hint = crate::spelling::did_you_mean(k, &[KNOWN_OPTIONS, &["llm", "storage", "countTokens"]].concat());
+            return Err(Error::invalid(format!("unknown option `{k}`{hint}")));
         }
         let c = self;
         if let Some(agent) = opt_str(obj, "agent", "agent")? {
@@ -190,7 +195,8 @@ impl Config {
             None | Some(Value::Null) => {}
             Some(Value::Object(p)) => {
                 if let Some(k) = p.keys().find(|k| *k != "instructions" && *k != "append") {
-                    return Err(Error::invalid(format!("unknown option `prompt.{k}` (known: instructions, append)")));
+                    let hint = crate::spelling::did_you_mean(k, &["instructions", "append"]);
+                    return Err(Error::invalid(format!("unknown option `prompt.{k}`{hint} (known: instructions, append)")));
                 }
                 c.prompt.instructions = opt_str(p, "prompt.instructions", "instructions")?;
                 c.prompt.append = opt_str(p, "prompt.append", "append")?;
@@ -257,7 +263,8 @@ fn positive(x: u64, name: &str) -> Result<u64> {
 pub(crate) fn check_known_keys(option: &str, obj: &Map, known: &[&[&str]]) -> Result<()> {
     let all = || known.iter().flat_map(|k| k.iter());
     let Some(k) = obj.keys().find(|k| !all().any(|n| n == k)) else { return Ok(()) };
-    let mut msg = format!("unknown option `{option}.{k}` (known:");
+    let names: Vec<&str> = all().copied().collect();
+    let mut msg = format!("unknown option `{option}.{k}`{} (known:", crate::spelling::did_you_mean(k, &names));
     for (i, name) in all().enumerate() {
         msg.push_str(if i == 0 { " " } else { ", " });
         msg.push_str(name);
@@ -340,6 +347,19 @@ mod tests {
         assert!(!paused.enabled && paused.agent == "coder");
         assert_eq!(c.with_changes(&json!({"agent": "other"})).unwrap_err().code(), "INVALID_INPUT");
         assert_eq!(c.with_changes(&json!({"topFacts": -1})).unwrap_err().code(), "INVALID_INPUT");
+    }
+
+    #[test]
+    fn a_mistyped_option_gets_a_suggestion_and_an_llm_field_is_pointed_inside_llm() {
+        let message = |v| Config::from_value(&v).unwrap_err().message();
+        assert_eq!(message(json!({"debounce": 5})), "unknown option `debounce`: did you mean `debounceMs`?");
+        assert_eq!(message(json!({"autoprocess": false})), "unknown option `autoprocess`: did you mean `autoProcess`?");
+        assert_eq!(message(json!({"apiKey": "k"})), "unknown option `apiKey`: it belongs inside `llm` ({ llm: { apiKey, … } })");
+        assert_eq!(message(json!({"flavour": 1})), "unknown option `flavour`");
+        assert_eq!(
+            message(json!({"prompt": {"instruction": "x"}})),
+            "unknown option `prompt.instruction`: did you mean `instructions`? (known: instructions, append)"
+        );
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub mod scrub;
 pub mod search;
 pub mod similar;
 pub mod sort;
+pub mod spelling;
 pub mod storage;
 pub mod sync;
 pub mod time;

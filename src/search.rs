@@ -52,7 +52,8 @@ impl SearchOptions {
             }
         };
         if let Some(k) = obj.keys().find(|k| *k != "limit" && *k != "minScore") {
-            return Err(Error::invalid(format!("unknown search option `{k}` (known: limit, minScore)")));
+            let hint = crate::spelling::did_you_mean(k, &["limit", "minScore"]);
+            return Err(Error::invalid(format!("unknown search option `{k}`{hint} (known: limit, minScore)")));
         }
         let mut o = SearchOptions::default();
         if let Some(n) = opt_uint(obj, "limit", "limit")? {

@@ -73,6 +73,11 @@ pub use crate::http::DEFAULT_TIMEOUT_MS;
 /// The keys of `llm` besides the [`Connection::KEYS`].
 const OWN_KEYS: &[&str] = &["provider", "model", "temperature", "maxTokens", "jsonMode", "stream"];
 
+/// Whether `key` is a field of the `llm` option object.
+pub fn is_llm_key(key: &str) -> bool {
+    OWN_KEYS.contains(&key) || Connection::KEYS.contains(&key)
+}
+
 impl LlmConfig {
     /// What must never appear in an error message, in storage or in the document: the API
     /// key and the values of the user's headers.
@@ -166,7 +171,7 @@ mod tests {
         let e = LlmConfig::from_value(&json!({"model": "m", "timeout": 5})).unwrap_err();
         assert_eq!(
             e.message(),
-            "unknown option `llm.timeout` (known: provider, model, temperature, maxTokens, jsonMode, stream, baseUrl, apiKey, headers, timeoutMs, maxRetries, maxResponseBytes)"
+            "unknown option `llm.timeout`: did you mean `timeoutMs`? (known: provider, model, temperature, maxTokens, jsonMode, stream, baseUrl, apiKey, headers, timeoutMs, maxRetries, maxResponseBytes)"
         );
     }
 

@@ -91,6 +91,20 @@ pub fn parse_delta(text: &str, secrets: &Secrets) -> Result<Delta> {
     }
 }
 
+/// Why an instance opened without `llm` does not extract (the error of [`NoLlm`], and of
+/// `flush()` / `processDue()` on such an instance).
+pub const NO_LLM: &str = "this instance was opened without `llm`: it injects, searches, edits and queues observed conversations, but extracting needs an instance opened with `llm` (what is queued stays in storage for it)";
+
+/// The extraction model of an instance opened without `llm` (read-only use, e.g. a request
+/// handler that only injects): every call fails with `INVALID_INPUT` ([`NO_LLM`]).
+pub struct NoLlm;
+
+impl Llm for NoLlm {
+    fn complete<'a>(&'a self, _request: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
+        Box::pin(async { Err(Error::invalid(NO_LLM)) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,13 +10,15 @@ use super::error::{to_js, IntoJsResult};
 use super::options;
 use super::persist::{self, Persistence};
 use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
-use super::stores::{open_backend, open_store};
+use super::stores::{in_node, open_backend, open_store};
 use super::tabs::Tabs;
+use crate::engine::{DebugEvent, Event, EventSink};
 use crate::engine::{Engine, Parts, RunReport};
 use crate::error::{Error, Result};
 use crate::ids::{IdSource, RandomIds};
 use crate::inject::Explanation;
 use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
+use crate::llm::{NoLlm, NO_LLM};
 use crate::search::{SearchHit, SearchOptions};
 use crate::storage::Slot;
 use crate::sync::LocalFuture;
@@ -48,6 +50,18 @@ pub struct UserMemory {
     persist: bool,
     /// What the browser says about its storage (persist.rs); `status()` reports it.
     persistence: Rc<Cell<Persistence>>,
+    /// The storage in force, as `options().storage` reports it.
+    storage: String,
+    /// Opened with an `llm`: flush() and processDue() can extract.
+    extracts: bool,
+    /// A Node process whose memory defaulted to `"memory"` while timers extract: its first
+    /// queued conversation warns (once per process) that memory ends with the process.
+    ephemeral: bool,
+}
+
+thread_local! {
+    /// Whether this process has delivered its `EPHEMERAL_STORAGE` debug event.
+    static WARNED_EPHEMERAL: Cell<bool> = const { Cell::new(false) };
 }
 
 #[wasm_bindgen]
@@ -313,7 +327,10 @@ impl UserMemory {
         let pending = self.engine.observe(&thread, &msgs).js()?;
         let p = match pending {
             None => Promise::resolve(&JsValue::FALSE),
-            Some(fut) => Call::Persist(Box::pin(fut)).promise(),
+            Some(fut) => {
+                self.warn_if_ephemeral(&thread);
+                Call::Persist(Box::pin(fut)).promise()
+            }
         };
         // Mark the promise as handled: callers that ignore it never see an unhandled
         // rejection; callers that await it still get the error.
@@ -356,6 +373,9 @@ impl UserMemory {
     /// with the first failure's error after trying the rest.
     #[wasm_bindgen(unchecked_return_type = "Promise<RunReport>")]
     pub fn flush(&self) -> Promise {
+        if !self.extracts {
+            return Promise::reject(&to_js(&Error::invalid(NO_LLM)));
+        }
         Call::Flush(self.engine.clone()).promise()
     }
 
@@ -363,6 +383,9 @@ impl UserMemory {
     /// schedulers). Failures are reported as `error` events and in the report.
     #[wasm_bindgen(js_name = processDue, unchecked_return_type = "Promise<RunReport>")]
     pub fn process_due(&self) -> Promise {
+        if !self.extracts {
+            return Promise::reject(&to_js(&Error::invalid(NO_LLM)));
+        }
         Call::ProcessDue(self.engine.clone()).promise()
     }
 
@@ -458,6 +481,9 @@ impl UserMemory {
             return Err(to_js(&Error::invalid("`persist` is chosen at open(); it cannot change on an open instance")));
         }
         let mut v = to_json(&changes, "the options").js()?;
+        if !self.extracts && v.get("autoProcess").and_then(Value::as_bool) == Some(true) {
+            return Err(to_js(&Error::invalid("`autoProcess: true` needs `llm`: this instance was opened without one")));
+        }
         if let Some(o) = v.as_object_mut() {
             o.remove("embed");
         }
@@ -469,11 +495,12 @@ impl UserMemory {
         Ok(())
     }
 
-    /// The options in force (without `llm`, `storage` and `countTokens`), with `persist`
-    /// and the storage's `persistence`.
+    /// The options in force (without `llm` and `countTokens`), with the storage in force,
+    /// `persist` and the storage's `persistence`.
     #[wasm_bindgen(unchecked_return_type = "ResolvedOptions")]
     pub fn options(&self) -> JsValue {
         let out = from_json(&self.engine.options().to_json());
+        set(&out, "storage", &JsValue::from_str(&self.storage));
         set(&out, "persist", &JsValue::from_bool(self.persist));
         set(&out, "persistence", &JsValue::from_str(self.persistence.get().as_str()));
         set(&out, "embed", &from_json(&self.embed.borrow()));
@@ -528,11 +555,27 @@ impl UserMemory {
 }
 
 impl UserMemory {
+    /// The `EPHEMERAL_STORAGE` debug event, once per process, to the first instance that
+    /// queues a conversation into memory that ends with the process while a listener hears it.
+    fn warn_if_ephemeral(&self, thread: &str) {
+        if !self.ephemeral || WARNED_EPHEMERAL.get() || !self.events.listens("debug") {
+            return;
+        }
+        WARNED_EPHEMERAL.set(true);
+        self.events.emit(Event::Debug(DebugEvent {
+            code: "EPHEMERAL_STORAGE",
+            message: "memory is kept in this process only: no `storage` was given and Node has no IndexedDB, so it defaulted to \"memory\"; what is learned, and conversations still queued, are lost when the process exits. Pass storage: fileStore(dir) from user-memory/node (or another store) to keep it".into(),
+            thread_id: Some(thread.to_string()),
+            reason: None,
+        }));
+    }
+
     async fn open_inner(options: JsValue) -> Result<UserMemory> {
         let opts = options::read(&options)?;
         let backend = open_backend(&opts.storage, &opts.config.agent).await?;
         let persistence = persist::start(backend.browser, opts.persist).await;
-        let store = backend.store;
+        let ephemeral = backend.defaulted_to_memory && opts.config.auto_process && in_node();
+        let (store, storage, extracts) = (backend.store, backend.name, opts.llm.is_some());
         let counter: Rc<dyn TokenCounter> = match opts.count_tokens {
             Some(f) => Rc::new(JsCounter { f, running: Cell::new(false) }),
             None => Rc::new(Estimate),
@@ -544,7 +587,7 @@ impl UserMemory {
         let engine = Engine::open(Parts {
             config: opts.config,
             store,
-            llm: opts.llm,
+            llm: opts.llm.unwrap_or_else(|| Rc::new(NoLlm)),
             clock: Rc::new(JsClock),
             ids,
             counter,
@@ -564,7 +607,17 @@ impl UserMemory {
             // is reported by the background fill, which reads them again).
             let _ = engine.refresh_vectors().await;
         }
-        Ok(UserMemory { engine, events, tabs: backend.tabs, persist: opts.persist, persistence, embed: opts.embed.resolved.into() })
+        Ok(UserMemory {
+            engine,
+            events,
+            tabs: backend.tabs,
+            persist: opts.persist,
+            persistence,
+            embed: opts.embed.resolved.into(),
+            storage,
+            extracts,
+            ephemeral,
+        })
     }
 
     async fn storage_for(options: &JsValue) -> Result<(Rc<dyn crate::storage::Store>, String)> {

@@ -15,7 +15,8 @@ use wasm_bindgen::{JsCast, JsValue};
 /// The options, validated and split by kind.
 pub(crate) struct Options {
     pub(crate) config: Config,
-    pub(crate) llm: Rc<dyn Llm>,
+    /// `None`: opened without `llm` (never extracts; `autoProcess` is off).
+    pub(crate) llm: Option<Rc<dyn Llm>>,
     pub(crate) storage: JsValue,
     pub(crate) count_tokens: Option<Function>,
     /// `persist: true`: ask the browser to keep its storage (`navigator.storage.persist()`).
@@ -50,8 +51,11 @@ fn check_finite_at(v: &JsValue, path: &str, depth: usize) -> Result<()> {
 
 /// Splits and validates the options object.
 pub(crate) fn read(options: &JsValue) -> Result<Options> {
+    if options.is_undefined() || options.is_null() {
+        return read(&js_sys::Object::new().into());
+    }
     if !options.is_object() {
-        return Err(Error::invalid("UserMemory.open() needs an options object with at least `llm`"));
+        return Err(Error::invalid("UserMemory.open() takes an options object, e.g. { llm: { baseUrl, apiKey, model } }"));
     }
     let mut json = Map::new();
     let mut llm = JsValue::UNDEFINED;
@@ -88,16 +92,24 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
             }
         }
     }
-    let config = Config::from_value(&Value::Object(json))?;
+    let mut config = Config::from_value(&Value::Object(json))?;
     let embed = read_embed(&embed)?;
-    let llm: Rc<dyn Llm> = if let Some(f) = llm.dyn_ref::<Function>() {
-        Rc::new(JsFunctionLlm::new(f.clone()))
+    let llm: Option<Rc<dyn Llm>> = if let Some(f) = llm.dyn_ref::<Function>() {
+        Some(Rc::new(JsFunctionLlm::new(f.clone())))
+    } else if llm.is_undefined() || llm.is_null() {
+        // Read-only use (a request handler that only injects): no timers, and observe()
+        // only queues, for an instance that has an llm to process.
+        if prop(options, "autoProcess").as_bool() == Some(true) {
+            return Err(Error::invalid("`autoProcess: true` needs `llm`: an instance opened without one never extracts"));
+        }
+        config.auto_process = false;
+        None
     } else if llm.is_object() {
         check_finite(&llm, "llm")?;
-        Rc::new(FetchLlm::new(LlmConfig::from_value(&to_json(&llm, "`llm`")?)?))
+        Some(Rc::new(FetchLlm::new(LlmConfig::from_value(&to_json(&llm, "`llm`")?)?)))
     } else {
         return Err(Error::invalid(
-            "`llm` is required: { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt, signal }) => string",
+            "`llm` must be { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt, signal }) => string (or left out, to only read and queue)",
         ));
     };
     Ok(Options { config, llm, storage, count_tokens, persist, embed })

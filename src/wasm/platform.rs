@@ -111,6 +111,11 @@ impl JsEvents {
         self.listeners.borrow_mut().retain(|l| l.id != id);
     }
 
+    /// Whether a listener for `kind` is registered.
+    pub(crate) fn listens(&self, kind: &str) -> bool {
+        self.listeners.borrow().iter().any(|l| l.kind == kind)
+    }
+
     /// Removes all listeners.
     pub(crate) fn clear(&self) {
         self.listeners.borrow_mut().clear();

@@ -14,6 +14,11 @@ pub(crate) fn has_global(name: &str) -> bool {
     !(v.is_undefined() || v.is_null())
 }
 
+/// Whether this is a Node.js process (also Bun and Deno, which provide `process.versions.node`).
+pub(crate) fn in_node() -> bool {
+    prop(&prop(&prop(&js_sys::global(), "process"), "versions"), "node").is_string()
+}
+
 /// What [`open_backend`] opened.
 pub(crate) struct Backend {
     /// The store the engine uses.
@@ -24,6 +29,11 @@ pub(crate) struct Backend {
     /// Whether this is the browser's own storage (IndexedDB, localStorage), which the browser
     /// may evict and `navigator.storage.persist()` protects.
     pub(crate) browser: bool,
+    /// What `options().storage` reports: `"indexeddb"`, `"localstorage"`, `"memory"`, or an
+    /// adapter's `name` (`"adapter"` if it has none).
+    pub(crate) name: String,
+    /// Whether no `storage` was given and the default fell back to `"memory"`.
+    pub(crate) defaulted_to_memory: bool,
 }
 
 /// Opens the store for `agent` named by the `storage` option (for one-off use: `inspect`,
@@ -37,21 +47,32 @@ pub(crate) async fn open_store(storage: &JsValue, agent: &str) -> Result<Rc<dyn 
 pub(crate) async fn open_backend(storage: &JsValue, agent: &str) -> Result<Backend> {
     if storage.is_undefined() || storage.is_null() {
         let kind = if has_global("indexedDB") { "indexeddb" } else { "memory" };
-        return named_store(kind, agent).await;
+        let mut backend = named_store(kind, agent).await?;
+        backend.defaulted_to_memory = kind == "memory";
+        return Ok(backend);
     }
     if let Some(kind) = storage.as_string() {
         return named_store(&kind, agent).await;
     }
     if storage.is_object() {
         let kv = JsKvStore::new(storage.clone())?;
-        return Ok(Backend { store: Rc::new(VersionedKv::new(Rc::new(kv), agent)), tabs: None, browser: false });
+        let name = prop(storage, "name").as_string().unwrap_or_else(|| "adapter".into());
+        return Ok(Backend {
+            store: Rc::new(VersionedKv::new(Rc::new(kv), agent)),
+            tabs: None,
+            browser: false,
+            name,
+            defaulted_to_memory: false,
+        });
     }
     Err(Error::invalid("`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object"))
 }
 
 async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
+    // The browser's own storage (IndexedDB, localStorage) is everything but "memory" here.
+    let backend = |store, tabs| Backend { store, tabs, browser: kind != "memory", name: kind.to_string(), defaulted_to_memory: false };
     match kind {
-        "memory" => Ok(Backend { store: Rc::new(VersionedKv::new(shared_memory_kv(), agent)), tabs: None, browser: false }),
+        "memory" => Ok(backend(Rc::new(VersionedKv::new(shared_memory_kv(), agent)), None)),
         "indexeddb" => {
             if !has_global("indexedDB") {
                 return Err(Error::StorageUnavailable(
@@ -60,7 +81,7 @@ async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
             }
             let store = super::idb::open(agent).await?;
             let (store, tabs) = Tabs::start("indexeddb", agent, store, None);
-            Ok(Backend { store, tabs, browser: true })
+            Ok(backend(store, tabs))
         }
         "localstorage" => {
             if !has_global("localStorage") {
@@ -70,10 +91,11 @@ async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
             }
             let (store, leader) = super::local::open(agent)?;
             let (store, tabs) = Tabs::start("localstorage", agent, store, leader);
-            Ok(Backend { store, tabs, browser: true })
+            Ok(backend(store, tabs))
         }
         other => Err(Error::invalid(format!(
-            "`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object, found \"{other}\""
+            "`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object, found \"{other}\"{}",
+            crate::spelling::did_you_mean(other, &["indexeddb", "localstorage", "memory"])
         ))),
     }
 }

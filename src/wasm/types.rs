@@ -259,7 +259,7 @@ export interface StorageAdapter {
   name?: string;
 }
 
-/** Options of `UserMemory.open()`. Everything but `llm` is optional. */
+/** Options of `UserMemory.open()`. All optional; without `llm` the instance only reads, edits and queues. */
 export interface UserMemoryOptions {
   /** Memory namespace (1–64 characters, case-sensitive). Default `"default"`. */
   agent?: string;
@@ -270,7 +270,12 @@ export interface UserMemoryOptions {
    * without waiting for the answer (Firefox asks the user). Default false.
    */
   persist?: boolean;
-  llm: LlmEndpoint | LlmFunction;
+  /**
+   * The extraction model. Without it the instance is for reading (a request handler that
+   * only injects): `observe()` still queues, in storage, for an instance with an `llm` to
+   * process; `flush()` and `processDue()` reject with `INVALID_INPUT`; `autoProcess` is off.
+   */
+  llm?: LlmEndpoint | LlmFunction;
   /** Quiet time after the last `observe()` before extraction. Default 30 000. */
   debounceMs?: number;
   /** Longest wait of a queued conversation under a continuous stream. Default 300 000. */
@@ -322,6 +327,8 @@ export type RuntimeOptions = Partial<Omit<UserMemoryOptions, "agent" | "llm" | "
 /** The options in force, as `options()` returns them. */
 export interface ResolvedOptions {
   agent: string;
+  /** The storage in force: `"indexeddb"`, `"localstorage"`, `"memory"` (the default where there is no IndexedDB: Node, Workers), or an adapter's `name` (`"adapter"` without one). */
+  storage: "indexeddb" | "localstorage" | "memory" | (string & {});
   debounceMs: number;
   maxWaitMs: number;
   maxAttempts: number;

@@ -1,0 +1,119 @@
+// What open() makes visible and allows, through the built package: options().storage names
+// the storage in force; a Node process whose memory defaulted to "memory" is told once (a
+// debug event); open() without llm reads and queues for an instance that has one; a
+// mistyped option name gets "did you mean".
+import { after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { UserMemory } from "user-memory";
+import { fileStore } from "user-memory/node";
+import { closeAll, freshAgent, openMemory, runChild, test, turn } from "../helpers/pipeline.mjs";
+
+const dir = mkdtempSync(join(tmpdir(), "um-open-"));
+after(async () => {
+  await closeAll();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const llm = async () => JSON.stringify({ newFacts: [{ content: "Keeps bees", category: "context", confidence: 0.9 }] });
+const mapStore = (name) => {
+  const map = new Map();
+  const s = { get: (k) => map.get(k) ?? null, set: (k, v) => void map.set(k, v), delete: (k) => void map.delete(k) };
+  return name ? Object.assign(s, { name }) : s;
+};
+
+test("options().storage names the storage in force: the Node default, a named store, an adapter", async () => {
+  const cases = [
+    [undefined, "memory"],
+    ["memory", "memory"],
+    [fileStore(join(dir, "files")), `fileStore(${JSON.stringify(join(dir, "files"))})`],
+    [mapStore("my kv"), "my kv"],
+    [mapStore(), "adapter"],
+  ];
+  for (const [storage, expected] of cases) {
+    const memory = await openMemory({ agent: freshAgent("storage"), storage, llm });
+    assert.equal(memory.options().storage, expected);
+    await memory.close();
+  }
+});
+
+test("a Node process whose memory defaulted to in-memory storage is told once, at the first queued conversation", async () => {
+  const run = await runChild(`
+    import { UserMemory } from "user-memory";
+    const llm = async () => '{"newFacts":[]}';
+    const events = [];
+    const listen = (m, name) => m.on("debug", (e) => e.code === "EPHEMERAL_STORAGE" && events.push([name, e.threadId, e.message]));
+    const conv = ${JSON.stringify(turn("I keep bees", "Sweet"))};
+    // Not told: storage chosen (even "memory"), or no timers extracting.
+    const chosen = await UserMemory.open({ agent: "a", storage: "memory", llm });
+    const manual = await UserMemory.open({ agent: "b", autoProcess: false, llm });
+    listen(chosen, "chosen"); listen(manual, "manual");
+    chosen.observe("t0", conv); manual.observe("t0", conv);
+    // Told once for the process, however many instances queue.
+    const first = await UserMemory.open({ agent: "c", llm });
+    const second = await UserMemory.open({ agent: "d", llm });
+    listen(first, "first"); listen(second, "second");
+    first.observe("t1", [{ role: "user", content: "only a question" }]);   // nothing queued: not yet
+    first.observe("t2", conv); first.observe("t3", conv); second.observe("t4", conv);
+    for (const m of [chosen, manual, first, second]) await m.close();
+    console.log(JSON.stringify({ events }));
+  `);
+  assert.equal(run.code, 0, run.stderr);
+  const { events } = JSON.parse(run.stdout);
+  assert.equal(events.length, 1, JSON.stringify(events));
+  const [name, thread, message] = events[0];
+  assert.deepEqual([name, thread], ["first", "t2"]);
+  assert.match(message, /defaulted to "memory".*lost when the process exits.*fileStore\(dir\)/s);
+});
+
+test("open() without llm: reads, edits and queues; flush() and processDue() say why not; an instance with llm processes the queue", async () => {
+  const storage = fileStore(join(dir, "read-only"));
+  const agent = freshAgent("ro");
+  const reader = await openMemory({ agent, storage });
+  assert.equal(reader.options().autoProcess, false, "no timers without an llm");
+  await reader.addFact({ content: "Lives in Porto" });
+  assert.match(await reader.inject([{ role: "user", content: "Where do I live?" }]), /Lives in Porto/);
+  assert.equal((await reader.search("Porto")).length, 1);
+  assert.equal(await reader.observe("t1", turn("I keep bees", "Sweet")), true, "queued, in storage");
+  assert.deepEqual(reader.status().pending, ["t1"]);
+  for (const call of [() => reader.flush(), () => reader.processDue()]) {
+    await assert.rejects(call(), { name: "UserMemoryError", code: "INVALID_INPUT", message: /opened without `llm`.*queued stays in storage/ });
+  }
+  assert.throws(() => reader.configure({ autoProcess: true }), { code: "INVALID_INPUT", message: /needs `llm`/ });
+  await reader.close();
+
+  // A worker with an llm, over the same storage, takes the queued conversation.
+  const worker = await openMemory({ agent, storage, llm });
+  assert.deepEqual(await worker.flush(), { processed: ["t1"], failed: [] });
+  assert.deepEqual((await worker.get()).facts.map((f) => f.content).sort(), ["Keeps bees", "Lives in Porto"]);
+  await worker.close();
+});
+
+test("open() with no options at all, or with autoProcess but no llm", async () => {
+  const memory = await UserMemory.open();
+  assert.equal(memory.options().agent, "default");
+  await memory.close();
+  await assert.rejects(UserMemory.open({ autoProcess: true }), { code: "INVALID_INPUT", message: "`autoProcess: true` needs `llm`: an instance opened without one never extracts" });
+  await assert.rejects(UserMemory.open({ llm: 42 }), { code: "INVALID_INPUT", message: /or left out, to only read and queue/ });
+});
+
+test("a mistyped option name gets a suggestion; an llm field at the top level is pointed inside llm", async () => {
+  const cases = [
+    [{ llm: { baseURL: "http://127.0.0.1:9/v1", model: "m" } }, "unknown option `llm.baseURL`: did you mean `baseUrl`? (known: "],
+    [{ llm: { base_url: "http://127.0.0.1:9/v1", model: "m" } }, "unknown option `llm.base_url`: did you mean `baseUrl`?"],
+    [{ llm, debounce: 5000 }, "unknown option `debounce`: did you mean `debounceMs`?"],
+    [{ llm, maxfacts: 5 }, "unknown option `maxfacts`: did you mean `maxFacts`?"],
+    [{ apiKey: "k", model: "m" }, "unknown option `apiKey`: it belongs inside `llm` ({ llm: { apiKey, … } })"],
+    [{ llm, storage: "indexedDB" }, 'found "indexedDB": did you mean `indexeddb`?'],
+  ];
+  for (const [options, message] of cases) {
+    const e = await UserMemory.open(options).then(() => null, (e) => e);
+    assert.equal(e?.code, "INVALID_INPUT", JSON.stringify(options));
+    assert.ok(e.message.includes(message), `${e.message}\n  should contain: ${message}`);
+  }
+  const memory = await openMemory({ agent: freshAgent("typo"), storage: "memory", llm });
+  assert.throws(() => memory.configure({ debounceMS: 10 }), { code: "INVALID_INPUT", message: "unknown option `debounceMS`: did you mean `debounceMs`?" });
+  await assert.rejects(memory.search("x", { limt: 3 }), { code: "INVALID_INPUT", message: /did you mean `limit`/ });
+});
