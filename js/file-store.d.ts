@@ -45,3 +45,5 @@ export declare function fileStore(dir: string, options?: FileStoreOptions): File
 
 /** The file name (inside the directory) that `key` is stored under. */
 export declare function fileName(key: string): string;
+
+export { memoryPool, MemoryPool, type MemoryLease, type MemoryPoolOptions } from "./pool.js";

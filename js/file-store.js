@@ -45,6 +45,9 @@ const PID_SPACE = pidSpace();
 /** A short tag of this host and PID space in temp file names, so orphans are only judged by pid here. */
 const HOST_TAG = createHash("sha256").update(`${HOST}\n${PID_SPACE}`).digest("hex").slice(0, 8);
 
+// A server keeping one memory per user also wants a bounded cache of open instances.
+export { memoryPool, MemoryPool } from "./pool.js";
+
 /**
  * Creates a file store in `dir`. See {@link FileStore}.
  * @param {string} dir

@@ -34,6 +34,7 @@ import {
   type ResolvedEmbed,
 } from "user-memory";
 import wasmUrl from "user-memory/wasm";
+import { memoryPool, type MemoryLease } from "user-memory/node";
 import { fileName, FileStore, fileStore, type FileStoreOptions } from "user-memory/node";
 import { DurableObjectStore, durableObjectStore, type DurableObjectStorageLike } from "user-memory/workers";
 import { memoryTools, PROVIDER_OPTIONS_KEY, userMemoryMiddleware, type MemoryTools, type UserMemoryMiddlewareOptions } from "user-memory/ai-sdk";
@@ -154,8 +155,12 @@ export async function everything(): Promise<void> {
     prompt: { append: "Remember the user's favourite editor." },
     embed: { function: async (texts, { signal, purpose }) => texts.map(() => (signal.aborted || purpose === "query" ? [1, 0] : new Float32Array([0, 1]))), model: "toy", queryTimeoutMs: 500 },
   };
-  // @ts-expect-error llm is required
-  await UserMemory.open({ agent: "x" });
+  // Without llm: for reading (and queueing for an instance that has one).
+  const reader = await UserMemory.open({ agent: "x", storage: "memory" });
+  const where: string = reader.options().storage;
+  void where;
+  // @ts-expect-error llm is an endpoint or a function
+  await UserMemory.open({ agent: "x", llm: "gpt-4o-mini" });
   // @ts-expect-error storage names are checked
   await UserMemory.open({ llm: endpoint, storage: "sessionstorage" });
 
@@ -307,4 +312,16 @@ export async function aiSdk(model: Exclude<LanguageModel, string>, memory: UserM
   }
   // @ts-expect-error memoryTools needs the memory
   memoryTools({ limit: 3 });
+}
+
+// ---- Node servers: a pool of open instances, one per user ----
+export async function pooled(): Promise<number> {
+  const pool = memoryPool({ max: 10, open: (userId) => UserMemory.open({ agent: userId, storage: "memory", llm: async () => "{}" }) });
+  const count: number = await pool.use("user-1", async (memory) => (await memory.get()).facts.length);
+  const lease: MemoryLease = await pool.acquire("user-2");
+  lease.release();
+  // @ts-expect-error the pool needs open()
+  memoryPool({ max: 3 });
+  await pool.close();
+  return count + pool.size;
 }
