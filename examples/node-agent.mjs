@@ -9,7 +9,7 @@
 // Memory lives in MEMORY_DIR (default ./memory): before each model call the relevant part is
 // injected into the system prompt; after each answer the conversation is observed; what is
 // still queued is processed when you leave (Ctrl-D, Ctrl-C or "/exit"). Run it again and it
-// remembers. "/memory" prints what it knows.
+// remembers. "/memory" prints what it knows, and what is still queued with when it is due.
 import { createInterface } from "node:readline";
 import { UserMemory } from "user-memory";
 import { fileStore } from "user-memory/node";
@@ -59,6 +59,16 @@ async function turn(text) {
   memory.observe(threadId, messages);
 }
 
+/** What "/memory" says about the queue: right after chatting, extraction is still up to
+ * `debounceMs` (30 s) away, so say when, rather than nothing. */
+function pendingLine(known) {
+  const { pending, nextDueAt, processing } = memory.status();
+  if (processing) return "(learning from the conversation right now…)";
+  if (!pending.length) return known ? "(nothing waiting to be learned)" : "(nothing remembered yet)";
+  const due = nextDueAt === null ? "when you leave" : `in ${Math.max(0, Math.ceil((nextDueAt - Date.now()) / 1000))} s (or when you leave)`;
+  return `(${pending.length} conversation${pending.length === 1 ? "" : "s"} queued: extraction due ${due})`;
+}
+
 let leaving;
 /** Processes what is queued, closes memory and exits (once, however we leave). */
 function leave(code = 0) {
@@ -101,6 +111,7 @@ for await (const line of rl) {
   if (text === "/memory") {
     const doc = await memory.get();
     for (const f of doc.facts) console.log(`- [${f.category} | ${f.confidence.toFixed(2)}] ${f.content}`);
+    console.log(pendingLine(doc.facts.length));
   } else if (text) {
     try {
       await turn(text);

@@ -229,6 +229,11 @@ test("examples/node-agent.mjs: chats through stdin, remembers in MEMORY_DIR, inj
     const system = chats[1].body.messages[0];
     assert.equal(system.role, "system");
     assert.match(system.content, /<memory>[\s\S]*Writes Go microservices at Acme[\s\S]*<\/memory>/);
+    // Right after chatting, "/memory" shows the known fact and that the new turn is queued.
+    s2.stdin.write("/memory\n");
+    const [, due] = await waitFor(s2, /\(1 conversation queued: extraction due in (\d+) s \(or when you leave\)\)/);
+    assert.ok(Number(due) > 0 && Number(due) <= 30, `due in ${due} s`);
+    assert.match(s2.out, /- \[context \| 0\.90\] Writes Go microservices at Acme/);
     s2.kill("SIGINT");
     assert.equal((await s2.exited).code, 0, s2.err);
 
@@ -238,6 +243,7 @@ test("examples/node-agent.mjs: chats through stdin, remembers in MEMORY_DIR, inj
     assert.equal((await s3.exited).code, 0, s3.err);
     assert.match(s3.out, /Writes Go microservices at Acme/);
     assert.match(s3.out, /Lives in Lisbon/);
+    assert.match(s3.out, /\(nothing waiting to be learned\)/);
     assert.equal(chats.length, 2, "/memory is not sent to the model");
   } finally {
     await llm.close();
