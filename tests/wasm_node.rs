@@ -65,7 +65,10 @@ fn assert_memory_error(err: &JsValue, code: &str) {
 
 #[wasm_bindgen_test]
 async fn errors_arrive_as_error_objects_with_a_stable_code() {
-    let err = JsFuture::from(UserMemory::open(Object::new().into())).await.unwrap_err();
+    // `llm` may be left out (read-only use), but not be something else.
+    let no_llm = Object::new();
+    set(&no_llm, "llm", 42);
+    let err = JsFuture::from(UserMemory::open(no_llm.into())).await.unwrap_err();
     assert_memory_error(&err, "INVALID_INPUT");
 
     let bad = options("a", "memory".into());
