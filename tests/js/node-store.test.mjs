@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { hostname, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
@@ -198,8 +198,12 @@ test("a read-only directory is STORAGE_UNAVAILABLE, naming the path", (t) => {
   chmodSync(scratch, 0o755);
   // A copy of the module the unprivileged user can surely read (the checkout may not be).
   const copy = join(scratch, "file-store.mjs");
-  copyFileSync(fileURLToPath(import.meta.resolve("user-memory/node")), copy);
+  const source = fileURLToPath(import.meta.resolve("user-memory/node"));
+  copyFileSync(source, copy);
   chmodSync(copy, 0o644);
+  // …with the module it re-exports (memoryPool).
+  copyFileSync(join(dirname(source), "pool.js"), join(scratch, "pool.js"));
+  chmodSync(join(scratch, "pool.js"), 0o644);
   const moduleUrl = pathToFileURL(copy).href;
   const code = `import { fileStore } from ${JSON.stringify(moduleUrl)};
     fileStore(${JSON.stringify(dir)}).set("k", "v").then(() => console.log("written"), (e) => console.log(e.code + " " + e.message));`;
