@@ -73,7 +73,9 @@ impl InputMessage {
             Some(_) => true,
         };
         match (v.get("parts"), v.get("content")) {
-            (Some(Value::Array(parts)), _) | (_, Some(Value::Array(parts))) => InputMessage::from_parts(role, parts, tool_calls),
+            (Some(Value::Array(parts)), _) | (_, Some(Value::Array(parts))) => {
+                InputMessage::from_parts(role, &parts.iter().map(Part::from_value).collect::<Vec<_>>(), tool_calls)
+            }
             (_, content) => {
                 let content = content.and_then(Value::as_str).unwrap_or_default().to_string();
                 InputMessage { role, content, has_tool_calls: tool_calls, has_upload: false }
@@ -89,22 +91,21 @@ impl InputMessage {
     /// Tools the provider ran itself (`providerExecuted: true`) are part of the answer and
     /// do not count. A `file` part marks an upload. Other parts (reasoning, images,
     /// sources, data) are ignored.
-    pub fn from_parts(role: Role, parts: &[Value], tool_calls: bool) -> InputMessage {
+    pub fn from_parts(role: Role, parts: &[Part], tool_calls: bool) -> InputMessage {
         let mut out = InputMessage { role, content: String::new(), has_tool_calls: tool_calls, has_upload: false };
         let mut tool_step = false;
         for p in parts {
-            if let Some(t) = part_text(p) {
+            let kind = p.kind.as_deref().unwrap_or("text");
+            if is_text_kind(kind) {
+                let Some(t) = &p.text else { continue };
                 if !out.content.is_empty() {
                     out.content.push(' ');
                 }
                 out.content.push_str(t);
                 tool_step &= t.trim().is_empty();
-                continue;
-            }
-            let kind = p.get("type").and_then(Value::as_str).unwrap_or_default();
-            if kind == "file" {
+            } else if kind == "file" {
                 out.has_upload = true;
-            } else if is_tool_part(kind) && p.get("providerExecuted").and_then(Value::as_bool) != Some(true) {
+            } else if is_tool_part(kind) && !p.provider_executed {
                 out.content.clear();
                 tool_step = true;
             }
@@ -112,6 +113,37 @@ impl InputMessage {
         out.has_tool_calls |= tool_step;
         out
     }
+}
+
+/// One part of a message's `content` or `parts` list, reduced to what the filter reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Part {
+    /// `type`; a part without one is text.
+    pub kind: Option<String>,
+    /// `text`, of text (and reasoning) parts.
+    pub text: Option<String>,
+    /// `providerExecuted: true`: a tool the provider ran as part of the answer.
+    pub provider_executed: bool,
+}
+
+impl Part {
+    /// Reads one part: an object, or a bare string (a text part).
+    pub fn from_value(p: &Value) -> Part {
+        let text = |key| p.get(key).and_then(Value::as_str).map(str::to_string);
+        match p {
+            Value::String(s) => Part { text: Some(s.clone()), ..Part::default() },
+            _ => Part {
+                kind: text("type"),
+                text: text("text"),
+                provider_executed: p.get("providerExecuted").and_then(Value::as_bool) == Some(true),
+            },
+        }
+    }
+}
+
+/// Whether a part `type` is a text part's.
+fn is_text_kind(kind: &str) -> bool {
+    matches!(kind, "text" | "output_text" | "input_text")
 }
 
 /// Whether a part's `type` names a tool call or result.
@@ -125,8 +157,7 @@ fn part_text(p: &Value) -> Option<&str> {
     match p {
         Value::String(s) => Some(s.as_str()),
         Value::Object(o) => {
-            let kind = o.get("type").and_then(Value::as_str).unwrap_or("text");
-            if matches!(kind, "text" | "output_text" | "input_text") {
+            if is_text_kind(o.get("type").and_then(Value::as_str).unwrap_or("text")) {
                 o.get("text").and_then(Value::as_str)
             } else {
                 None

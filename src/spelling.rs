@@ -4,36 +4,44 @@
 /// (`baseURL` → `baseUrl`), else within two edits and less than half the name
 /// (`debounce` → `debounceMs`, `maxFact` → `maxFacts`). `None` when nothing is that close.
 pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
-    if let Some(k) = known.iter().find(|k| k.eq_ignore_ascii_case(name)) {
-        return Some(k);
-    }
-    let lower = name.to_ascii_lowercase();
-    let mut best: Option<(usize, &'a str)> = None;
+    let mut best = None;
+    let mut best_d = 3;
     for k in known {
-        let d = distance(&lower, &k.to_ascii_lowercase());
-        if d <= 2 && 2 * d < name.chars().count() && best.map_or(true, |(b, _)| d < b) {
-            best = Some((d, k));
+        let d = distance(name.as_bytes(), k.as_bytes());
+        if d < best_d && 2 * d < name.len() {
+            (best, best_d) = (Some(*k), d);
         }
     }
-    best.map(|(_, k)| k)
+    best
 }
 
 /// `": did you mean `x`?"` to append to a message naming `name`, or `""`.
 pub fn did_you_mean(name: &str, known: &[&str]) -> String {
-    closest(name, known).map_or_else(String::new, |k| format!(": did you mean `{k}`?"))
+    match closest(name, known) {
+        Some(k) => String::from(": did you mean `") + k + "`?",
+        None => String::new(),
+    }
 }
 
-/// Levenshtein distance over characters (names are short: a two-row table).
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut row = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
+/// Levenshtein distance over bytes, ignoring ASCII case (option names are short ASCII; a
+/// name over 40 bytes is close to nothing).
+fn distance(a: &[u8], b: &[u8]) -> usize {
+    const MAX: usize = 40;
+    if a.len() > MAX || b.len() > MAX {
+        return usize::MAX;
+    }
+    let mut prev = [0usize; MAX + 1];
+    let mut row = [0usize; MAX + 1];
+    for (j, p) in prev.iter_mut().enumerate().take(b.len() + 1) {
+        *p = j;
+    }
+    for (i, ca) in a.iter().enumerate() {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
-            row[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(row[j] + 1);
+            let cost = usize::from(!ca.eq_ignore_ascii_case(cb));
+            row[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1);
         }
-        std::mem::swap(&mut prev, &mut row);
+        prev = row;
     }
     prev[b.len()]
 }
@@ -57,6 +65,7 @@ mod tests {
     #[test]
     fn unrelated_names_get_no_suggestion() {
         assert_eq!(closest("temperature", LLM), None);
+
         assert_eq!(closest("x", LLM), None, "one letter is no misspelling of anything");
         assert_eq!(closest("url", LLM), None);
         assert_eq!(did_you_mean("organization", LLM), "");

@@ -93,7 +93,11 @@ pub fn parse_delta(text: &str, secrets: &Secrets) -> Result<Delta> {
 
 /// Why an instance opened without `llm` does not extract (the error of [`NoLlm`], and of
 /// `flush()` / `processDue()` on such an instance).
-pub const NO_LLM: &str = "this instance was opened without `llm`: it injects, searches, edits and queues observed conversations, but extracting needs an instance opened with `llm` (what is queued stays in storage for it)";
+pub const NO_LLM: &str =
+    "opened without `llm`: this instance reads and queues; extracting needs one opened with `llm` (the queue stays in storage for it)";
+
+/// Why `autoProcess: true` is refused without `llm`.
+pub const AUTO_NEEDS_LLM: &str = "`autoProcess: true` needs `llm` (an instance without one never extracts)";
 
 /// The extraction model of an instance opened without `llm` (read-only use, e.g. a request
 /// handler that only injects): every call fails with `INVALID_INPUT` ([`NO_LLM`]).

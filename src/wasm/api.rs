@@ -482,7 +482,7 @@ impl UserMemory {
         }
         let mut v = to_json(&changes, "the options").js()?;
         if !self.extracts && v.get("autoProcess").and_then(Value::as_bool) == Some(true) {
-            return Err(to_js(&Error::invalid("`autoProcess: true` needs `llm`: this instance was opened without one")));
+            return Err(to_js(&Error::invalid(crate::llm::AUTO_NEEDS_LLM)));
         }
         if let Some(o) = v.as_object_mut() {
             o.remove("embed");
@@ -564,7 +564,7 @@ impl UserMemory {
         WARNED_EPHEMERAL.set(true);
         self.events.emit(Event::Debug(DebugEvent {
             code: "EPHEMERAL_STORAGE",
-            message: "memory is kept in this process only: no `storage` was given and Node has no IndexedDB, so it defaulted to \"memory\"; what is learned, and conversations still queued, are lost when the process exits. Pass storage: fileStore(dir) from user-memory/node (or another store) to keep it".into(),
+            message: "no `storage` was given, so memory is kept in this process only (\"memory\") and lost on exit, queued conversations too: pass storage: fileStore(dir) from user-memory/node, or another store".into(),
             thread_id: Some(thread.to_string()),
             reason: None,
         }));

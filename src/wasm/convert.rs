@@ -9,9 +9,8 @@
 //! instead of js-sys's `Array::iter`, `Array::is_array` and `Object::keys`.
 
 use crate::error::{Error, Result};
-use crate::json::Map;
 use crate::json::Value;
-use crate::message::{InputMessage, Role};
+use crate::message::{InputMessage, Part, Role};
 use js_sys::{Array, Function, Promise, Reflect, JSON};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
@@ -119,20 +118,15 @@ fn message(m: &JsValue) -> InputMessage {
 
 /// One content part reduced to what [`InputMessage::from_parts`] reads (`type`, `text`,
 /// `providerExecuted`), so tool outputs and a file's data URL never cross the boundary.
-fn part(p: &JsValue) -> Value {
-    if let Some(s) = p.as_string() {
-        return Value::String(s);
+fn part(p: &JsValue) -> Part {
+    match p.as_string() {
+        Some(s) => Part { text: Some(s), ..Part::default() },
+        None => Part {
+            kind: prop(p, "type").as_string(),
+            text: prop(p, "text").as_string(),
+            provider_executed: prop(p, "providerExecuted").as_bool() == Some(true),
+        },
     }
-    let mut o = Map::new();
-    for key in ["type", "text"] {
-        if let Some(s) = prop(p, key).as_string() {
-            o.insert(key.to_string(), Value::String(s));
-        }
-    }
-    if let Some(b) = prop(p, "providerExecuted").as_bool() {
-        o.insert("providerExecuted".to_string(), Value::Bool(b));
-    }
-    Value::Object(o)
 }
 
 /// Sets `obj[key] = value`.

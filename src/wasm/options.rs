@@ -100,7 +100,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
         // Read-only use (a request handler that only injects): no timers, and observe()
         // only queues, for an instance that has an llm to process.
         if prop(options, "autoProcess").as_bool() == Some(true) {
-            return Err(Error::invalid("`autoProcess: true` needs `llm`: an instance opened without one never extracts"));
+            return Err(Error::invalid(crate::llm::AUTO_NEEDS_LLM));
         }
         config.auto_process = false;
         None
@@ -109,7 +109,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
         Some(Rc::new(FetchLlm::new(LlmConfig::from_value(&to_json(&llm, "`llm`")?)?)))
     } else {
         return Err(Error::invalid(
-            "`llm` must be { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, or an async function ({ system, prompt, signal }) => string (or left out, to only read and queue)",
+            "`llm` must be { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, an async function ({ system, prompt, signal }) => string, or left out (read-only)",
         ));
     };
     Ok(Options { config, llm, storage, count_tokens, persist, embed })

@@ -65,7 +65,7 @@ test("a Node process whose memory defaulted to in-memory storage is told once, a
   assert.equal(events.length, 1, JSON.stringify(events));
   const [name, thread, message] = events[0];
   assert.deepEqual([name, thread], ["first", "t2"]);
-  assert.match(message, /defaulted to "memory".*lost when the process exits.*fileStore\(dir\)/s);
+  assert.match(message, /no `storage` was given.*\("memory"\) and lost on exit.*fileStore\(dir\)/s);
 });
 
 test("open() without llm: reads, edits and queues; flush() and processDue() say why not; an instance with llm processes the queue", async () => {
@@ -79,7 +79,7 @@ test("open() without llm: reads, edits and queues; flush() and processDue() say 
   assert.equal(await reader.observe("t1", turn("I keep bees", "Sweet")), true, "queued, in storage");
   assert.deepEqual(reader.status().pending, ["t1"]);
   for (const call of [() => reader.flush(), () => reader.processDue()]) {
-    await assert.rejects(call(), { name: "UserMemoryError", code: "INVALID_INPUT", message: /opened without `llm`.*queued stays in storage/ });
+    await assert.rejects(call(), { name: "UserMemoryError", code: "INVALID_INPUT", message: /opened without `llm`.*queue stays in storage/ });
   }
   assert.throws(() => reader.configure({ autoProcess: true }), { code: "INVALID_INPUT", message: /needs `llm`/ });
   await reader.close();
@@ -95,8 +95,8 @@ test("open() with no options at all, or with autoProcess but no llm", async () =
   const memory = await UserMemory.open();
   assert.equal(memory.options().agent, "default");
   await memory.close();
-  await assert.rejects(UserMemory.open({ autoProcess: true }), { code: "INVALID_INPUT", message: "`autoProcess: true` needs `llm`: an instance opened without one never extracts" });
-  await assert.rejects(UserMemory.open({ llm: 42 }), { code: "INVALID_INPUT", message: /or left out, to only read and queue/ });
+  await assert.rejects(UserMemory.open({ autoProcess: true }), { code: "INVALID_INPUT", message: "`autoProcess: true` needs `llm` (an instance without one never extracts)" });
+  await assert.rejects(UserMemory.open({ llm: 42 }), { code: "INVALID_INPUT", message: /or left out \(read-only\)/ });
 });
 
 test("a mistyped option name gets a suggestion; an llm field at the top level is pointed inside llm", async () => {
