@@ -292,7 +292,9 @@ mod tests {
         }
         let e = EmbedConfig::from_value(json!({"model": "m", "baseURL": "x"}).as_object().unwrap()).unwrap_err();
         assert!(
-            e.message().starts_with("unknown option `embed.baseURL`: did you mean `baseUrl`? (known: model, dimensions, batchSize, queryTimeoutMs, baseUrl"),
+            e.message().starts_with(
+                "unknown option `embed.baseURL`: did you mean `baseUrl`? (known: model, dimensions, batchSize, queryTimeoutMs, baseUrl"
+            ),
             "{}",
             e.message()
         );
