@@ -10,7 +10,8 @@ pub mod retry;
 pub mod schema;
 pub mod stream;
 
-use crate::delta::Delta;
+use crate::delta::{reasons, Delta, Skipped};
+use crate::document::SectionId;
 use crate::error::{Error, Result};
 use crate::http::Secrets;
 use crate::parse::parse_reply;
@@ -78,16 +79,66 @@ pub trait Llm {
 
 static NO_SECRETS: Secrets = Secrets::NONE;
 
-/// The delta in a reply ([`parse_reply`]), with `secrets` masked in the error when there is
-/// none: the error quotes the reply, and masking the reply before quoting it means no
-/// excerpt can cut a secret in half.
+/// The delta in a reply ([`parse_reply`]) with the configuration's `secrets` kept out of
+/// it: the error, when there is no delta, quotes the reply with them masked (masked before
+/// the excerpt is cut, so none is cut in half); a valid delta loses every part that would
+/// store one ([`withhold_secrets`]).
 pub fn parse_delta(text: &str, secrets: &Secrets) -> Result<Delta> {
     match parse_reply(text) {
         Err(e) if secrets.found_in(text) => Err(match parse_reply(&secrets.mask(text)) {
             Err(masked) => masked,
             Ok(_) => Error::LlmBadOutput(secrets.mask(&e.message())),
         }),
-        other => other,
+        Ok(mut delta) => {
+            if secrets.found_in(text) {
+                withhold_secrets(&mut delta, secrets);
+            }
+            Ok(delta)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Drops every new fact (content, category, `sourceError`) and section summary of `delta`
+/// that contains a secret, reporting each in `skipped` with reason `secret`: whatever the
+/// model echoes, the key never reaches storage or the next prompt. A removal paired with a
+/// withheld fact is dropped too (it fails closed); later replacement indices follow their
+/// facts.
+pub fn withhold_secrets(delta: &mut Delta, secrets: &Secrets) {
+    const WHY: &str = "quotes a secret of the llm configuration (the API key or a header value)";
+    let mut index = Vec::with_capacity(delta.new_facts.len());
+    let mut kept = Vec::with_capacity(delta.new_facts.len());
+    for (i, f) in std::mem::take(&mut delta.new_facts).into_iter().enumerate() {
+        let strings = [Some(f.content.as_str()), Some(f.category.as_str()), f.source_error.as_deref()];
+        if strings.into_iter().flatten().any(|s| secrets.found_in(s)) {
+            delta.skipped.push(Skipped::new(format!("newFacts[{i}]"), reasons::SECRET, WHY));
+            index.push(None);
+        } else {
+            index.push(Some(kept.len()));
+            kept.push(f);
+        }
+    }
+    delta.new_facts = kept;
+    let mut removals = Vec::with_capacity(delta.facts_to_remove.len());
+    for (k, mut r) in std::mem::take(&mut delta.facts_to_remove).into_iter().enumerate() {
+        match r.replacement.map(|j| index.get(j).copied()) {
+            // A replacement index past the facts stays past them (apply refuses it).
+            Some(Some(None)) => {
+                let why = "its replacement quoted a secret and was withheld";
+                delta.skipped.push(Skipped::new(format!("factsToRemove[{k}]"), reasons::REPLACEMENT_NOT_APPLIED, why).with_fact(&r.id));
+                continue;
+            }
+            Some(Some(Some(j))) => r.replacement = Some(j),
+            _ => {}
+        }
+        removals.push(r);
+    }
+    delta.facts_to_remove = removals;
+    for id in SectionId::ALL {
+        if delta.sections[id.index()].as_ref().is_some_and(|s| secrets.found_in(&s.summary)) {
+            delta.sections[id.index()] = None;
+            delta.skipped.push(Skipped::new(format!("{}.{}", id.group(), id.key()), reasons::SECRET, WHY));
+        }
     }
 }
 
@@ -131,5 +182,43 @@ mod tests {
         assert!(!e.message().contains("sk-proj"), "{}", e.message());
         // Without secrets it is parse_reply.
         assert_eq!(parse_delta(&reply, &Secrets::NONE).unwrap_err(), plain);
+    }
+
+    #[test]
+    fn a_valid_delta_echoing_a_secret_loses_those_parts_and_reports_them() {
+        let key = "sk-proj-0123456789abcdefghijklmnop";
+        let secrets = Secrets::new([key]);
+        let reply = format!(
+            r#"{{"newFacts": [
+                {{"content": "Lives in Lisbon", "confidence": 0.9}},
+                {{"content": "Their OpenAI key is {key}", "confidence": 0.95}},
+                {{"content": "Plays the cello", "confidence": 0.9}},
+                {{"content": "Corrected: uses a new key", "category": "correction", "sourceError": "old key {key}", "confidence": 0.9}}],
+              "factsToRemove": [{{"id": "fact_aaaaaaaa", "replacementFactIndex": 1}}, {{"id": "fact_bbbbbbbb", "replacementFactIndex": 2}}, "fact_cccccccc"],
+              "user": {{"workContext": {{"summary": "Uses the key {key} at work", "shouldUpdate": true}},
+                        "topOfMind": {{"summary": "Learning the cello", "shouldUpdate": true}}}}}}"#
+        );
+        let d = parse_delta(&reply, &secrets).unwrap();
+        let contents: Vec<&str> = d.new_facts.iter().map(|f| f.content.as_str()).collect();
+        assert_eq!(contents, ["Lives in Lisbon", "Plays the cello"]);
+        // The removal paired with the withheld fact is dropped; the other follows its fact.
+        let removals: Vec<(&str, Option<usize>)> = d.facts_to_remove.iter().map(|r| (r.id.as_str(), r.replacement)).collect();
+        assert_eq!(removals, [("fact_bbbbbbbb", Some(1)), ("fact_cccccccc", None)]);
+        assert!(d.section(SectionId::WorkContext).is_none());
+        assert_eq!(d.section(SectionId::TopOfMind).unwrap().summary, "Learning the cello");
+        let skipped: Vec<(&str, &str)> = d.skipped.iter().map(|s| (s.path.as_str(), s.reason.as_str())).collect();
+        assert_eq!(
+            skipped,
+            [
+                ("newFacts[1]", "secret"),
+                ("newFacts[3]", "secret"),
+                ("factsToRemove[0]", "replacement-not-applied"),
+                ("user.workContext", "secret")
+            ]
+        );
+        assert!(!format!("{d:?}").contains("sk-proj"), "nothing of the key is left in the delta");
+        // Without secrets in the reply nothing is touched.
+        let clean = r#"{"newFacts": [{"content": "Lives in Lisbon"}]}"#;
+        assert_eq!(parse_delta(clean, &secrets).unwrap(), parse_reply(clean).unwrap());
     }
 }

@@ -312,3 +312,35 @@ test("a 200 reply that is no delta but quotes the key and a header value: LLM_BA
   assert.ok(!leaks(JSON.stringify(ev)) && !leaks(ev.error.message), ev.message);
   await memory.close();
 });
+
+test("a valid delta echoing the key: that fact and summary are neither stored nor injected, and processed.skipped says why", async () => {
+  llm.reset();
+  const adapter = recordingAdapter();
+  const memory = await openMemory({
+    agent: freshAgent("secret-delta"),
+    storage: adapter,
+    debounceMs: 600_000,
+    llm: { baseUrl: llm.baseUrl, apiKey: KEY, model: "m", maxRetries: 0 },
+  });
+  const events = record(memory, ["processed", "error"]);
+  llm.script.push({
+    json: {
+      newFacts: [
+        { content: "Lives in Lisbon", category: "context", confidence: 0.9 },
+        { content: `Their API key is ${KEY}`, category: "context", confidence: 0.95 },
+      ],
+      user: { workContext: { summary: `Deploys with the key ${KEY}`, shouldUpdate: true } },
+    },
+  });
+  await memory.observe("t", turn("I live in Lisbon", "Nice."));
+  assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
+  const doc = await memory.get();
+  assert.deepEqual(doc.facts.map((f) => f.content), ["Lives in Lisbon"]);
+  assert.equal(doc.user.workContext.summary, "");
+  for (const [k, v] of adapter.written) assert.ok(!v.includes(KEY), `stored ${k}`);
+  assert.ok(!(await memory.inject(turn("where do I live?", ""))).includes(KEY));
+  const skipped = events.of("processed")[0].skipped.map((s) => [s.path, s.reason]);
+  assert.deepEqual(skipped.filter(([, r]) => r === "secret"), [["newFacts[1]", "secret"], ["user.workContext", "secret"]]);
+  assert.ok(!JSON.stringify(events.events).includes(KEY));
+  await memory.close();
+});
