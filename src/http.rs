@@ -94,40 +94,58 @@ impl Connection {
     /// Reads the connection keys of an endpoint option object; `default_base_url` when it
     /// has no `baseUrl`. Other keys are left to the caller.
     pub fn read(name: EndpointName, obj: &Map, default_base_url: &str) -> Result<Connection> {
-        let path = |key: &str| format!("{}.{key}", name.option);
-        let base_url = opt_str(obj, &path("baseUrl"), "baseUrl")?.unwrap_or_else(|| default_base_url.to_string());
+        // The messages name the key; the option goes in front once, here.
+        Connection::read_keys(name, obj, default_base_url).map_err(|e| match e {
+            Error::InvalidInput(m) => Error::InvalidInput(m.replacen('`', &format!("`{}.", name.option), 1)),
+            e => e,
+        })
+    }
+
+    fn read_keys(name: EndpointName, obj: &Map, default_base_url: &str) -> Result<Connection> {
+        let base_url = opt_str(obj, "baseUrl", "baseUrl")?.unwrap_or_else(|| default_base_url.to_string());
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://") || base_url.starts_with('/')) {
-            return Err(Error::invalid(format!("`{}` must be an http(s) URL or an absolute path, found \"{base_url}\"", path("baseUrl"))));
+            return Err(Error::invalid(format!("`baseUrl` must be an http(s) URL or an absolute path, found \"{base_url}\"")));
+        }
+        if (base_url.starts_with("http") && origin(&base_url).is_none()) || base_url.bytes().any(|b| b <= b' ') {
+            return Err(Error::invalid(format!("`baseUrl` is not a URL: \"{base_url}\"")));
         }
         let mut headers = Vec::new();
         match obj.get("headers") {
             None | Some(Value::Null) => {}
             Some(Value::Object(h)) => {
                 for (k, v) in h {
-                    match v {
-                        Value::String(s) => headers.push((k.clone(), s.clone())),
-                        other => {
-                            return Err(Error::invalid(format!("`{}.{k}` must be a string, found {}", path("headers"), other.type_name())))
-                        }
+                    let Value::String(s) = v else {
+                        return Err(Error::invalid(format!("`headers.{k}` must be a string, found {}", v.type_name())));
+                    };
+                    // What `fetch` would refuse, refused here with a message that does not
+                    // quote the value (it may be a key).
+                    let what = if !is_header_name(k) { "name" } else { "value" };
+                    if !is_header_name(k) || !is_header_value(s) {
+                        return Err(Error::invalid(format!(
+                            "`headers.{k}`: the header {what} has characters HTTP does not allow (a line break?)"
+                        )));
                     }
+                    headers.push((k.clone(), s.clone()));
                 }
             }
-            Some(other) => {
-                return Err(Error::invalid(format!("`{}` must be an object of strings, found {}", path("headers"), other.type_name())))
-            }
+            Some(other) => return Err(Error::invalid(format!("`headers` must be an object of strings, found {}", other.type_name()))),
         }
-        let max_response_bytes = opt_uint(obj, &path("maxResponseBytes"), "maxResponseBytes")?.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
+        let api_key = opt_str(obj, "apiKey", "apiKey")?.filter(|k| !k.is_empty());
+        if api_key.as_deref().is_some_and(|k| !is_header_value(k)) {
+            return Err(Error::invalid("`apiKey` has characters HTTP does not allow in a header (a line break?)"));
+        }
+        let max_response_bytes = opt_uint(obj, "maxResponseBytes", "maxResponseBytes")?.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
         if max_response_bytes < 1024 {
-            return Err(Error::invalid(format!("`{}` must be at least 1024 (bytes)", path("maxResponseBytes"))));
+            return Err(Error::invalid("`maxResponseBytes` must be at least 1024 (bytes)"));
         }
         Ok(Connection {
             name,
             base_url,
-            api_key: opt_str(obj, &path("apiKey"), "apiKey")?.filter(|k| !k.is_empty()),
+            api_key,
             headers,
-            timeout_ms: opt_uint(obj, &path("timeoutMs"), "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS),
-            max_retries: opt_uint(obj, &path("maxRetries"), "maxRetries")?.unwrap_or(DEFAULT_MAX_RETRIES).min(10) as u32,
+            timeout_ms: opt_uint(obj, "timeoutMs", "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS),
+            max_retries: opt_uint(obj, "maxRetries", "maxRetries")?.unwrap_or(DEFAULT_MAX_RETRIES).min(10) as u32,
             max_response_bytes,
         })
     }
@@ -148,6 +166,17 @@ impl Connection {
         }
         default_headers
     }
+}
+
+/// Whether `name` is an HTTP header name (a token: letters, digits and ``!#$%&'*+-.^_`|~``).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Whether `value` can be an HTTP header value: no line break or NUL, and nothing beyond
+/// Latin-1 (which `fetch` refuses).
+fn is_header_value(value: &str) -> bool {
+    value.chars().all(|c| c as u32 <= 0xFF && !matches!(c, '\r' | '\n' | '\0'))
 }
 
 /// Secret strings of a configuration (keys, header values) that are masked wherever text
@@ -362,10 +391,17 @@ mod tests {
             (json!({"maxResponseBytes": 10}), "llm.maxResponseBytes"),
             (json!({"maxResponseBytes": -1}), "llm.maxResponseBytes"),
             (json!({"timeoutMs": 1.5}), "llm.timeoutMs"),
+            (json!({"baseUrl": "http://exa mple.test/v1"}), "llm.baseUrl"),
+            (json!({"baseUrl": "https://"}), "llm.baseUrl"),
+            (json!({"headers": {"X-Key": "sk-secret\r\nInjected: 1"}}), "llm.headers.X-Key"),
+            (json!({"headers": {"Bad Name": "1"}}), "llm.headers.Bad Name"),
+            (json!({"headers": {"X-Emoji": "🔑"}}), "llm.headers.X-Emoji"),
+            (json!({"apiKey": "sk-secret\n"}), "llm.apiKey"),
         ] {
             let e = read(bad).unwrap_err();
             assert_eq!(e.code(), "INVALID_INPUT");
             assert!(e.message().contains(named), "{}", e.message());
+            assert!(!e.message().contains("sk-secret"), "a header value is never quoted: {}", e.message());
         }
         // The embeddings endpoint's messages name its own option.
         let e = Connection::read(EndpointName::EMBED, json!({"baseUrl": "x"}).as_object().unwrap(), "").unwrap_err();

@@ -56,12 +56,14 @@ impl ObjectWatch {
     }
 }
 
-/// Whether `text` ends inside a `<think>` / `<thinking>` / `<reasoning>` block.
+/// Whether `text` ends inside a `<think>` / `<thinking>` / `<reasoning>` block. (Forward
+/// searches only: a reverse substring search would link a second searcher into the wasm.)
 fn in_reasoning(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
+    let last = |pat: &str| lower.match_indices(pat).last().map(|(i, _)| i);
     [("<think", "</think"), ("<reasoning", "</reasoning")]
         .iter()
-        .any(|(open, close)| lower.rfind(open).is_some_and(|o| lower.rfind(close).map_or(true, |c| c < o)))
+        .any(|(open, close)| last(open).is_some_and(|o| last(close).map_or(true, |c| c < o)))
 }
 
 /// Decodes a server-sent-event body of one provider into a [`Completion`], chunk by chunk.

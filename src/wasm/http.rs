@@ -8,29 +8,27 @@
 //! [`HttpClient::post`]; the protocol (what the body means) stays with the transport.
 
 use super::cancel::Cancel;
-use super::convert::prop;
+use super::convert::{prop, set};
 use super::error::js_message;
 use crate::error::{Error, Result};
 use crate::http::{follow_redirect, is_redirect, status_error, too_large, Connection, HttpRequest, Secrets, MAX_ERROR_BODY_BYTES};
 use crate::llm::retry::{delay_ms, is_retryable, parse_retry_after};
-use js_sys::{Promise, Uint8Array};
+use js_sys::{Object, Promise, Uint8Array};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{
-    AbortController, Headers, ReadableStreamDefaultReader, Request, RequestInit, RequestRedirect, Response, ResponseType, TextDecoder,
-};
+use web_sys::{AbortController, ReadableStreamDefaultReader, Response, TextDecoder};
 
 #[wasm_bindgen]
 extern "C" {
     /// `globalThis`: a window, a worker, Node or workerd.
     type GlobalScope;
-    /// `globalThis.fetch(request)`, called as a method so `this` is the global (workerd
+    /// `globalThis.fetch(url, init)`, called as a method so `this` is the global (workerd
     /// throws "Illegal invocation" otherwise).
     #[wasm_bindgen(method, catch, js_name = fetch)]
-    fn fetch_with_request(this: &GlobalScope, input: &Request) -> std::result::Result<Promise, JsValue>;
+    fn fetch_with_init(this: &GlobalScope, url: &str, init: &Object) -> std::result::Result<Promise, JsValue>;
 }
 
 /// Where the bytes of a successful (2xx) answer go, chunk by chunk, as they arrive.
@@ -226,29 +224,22 @@ impl HttpClient {
         }
     }
 
-    /// The `Request` for one hop of a try.
-    fn build(&self, url: &str, request: &HttpRequest, controller: &AbortController) -> Result<Request> {
-        let init = RequestInit::new();
-        init.set_method("POST");
-        let headers = Headers::new().map_err(|e| Error::LlmFailed(js_message(&e)))?;
-        let option = self.conn.name.option;
+    /// The `fetch` options of a try: a plain object (the header names and values were
+    /// checked when the options were read, see [`Connection::read`]).
+    fn init(request: &HttpRequest, controller: &AbortController) -> Object {
+        let init = Object::new();
+        let headers = Object::new();
         for (k, v) in &request.headers {
-            // (Not the platform's message: it quotes the value, which may be a key.)
-            headers.set(k, v).map_err(|_| {
-                Error::invalid(format!(
-                    "invalid {option} header `{k}`: its name or value has characters HTTP does not allow (a line break?)"
-                ))
-            })?;
+            set(&headers, k, &JsValue::from_str(v));
         }
-        init.set_headers(&headers);
-        init.set_body(&JsValue::from_str(&request.body));
-        init.set_signal(Some(&controller.signal()));
+        set(&init, "method", &JsValue::from_str("POST"));
+        set(&init, "headers", &headers);
+        set(&init, "body", &JsValue::from_str(&request.body));
+        set(&init, "signal", &controller.signal());
         // Redirects are ours to judge (crate::http::follow_redirect): `fetch` would send the
         // key, the headers and the body on to wherever the server points.
-        init.set_redirect(RequestRedirect::Manual);
-        Request::new_with_str_and_init(url, &init).map_err(|e| {
-            Error::invalid(self.secrets.mask(&format!("invalid {option}.baseUrl \"{}\": {}", self.conn.base_url, js_message(&e))))
-        })
+        set(&init, "redirect", &JsValue::from_str("manual"));
+        init
     }
 
     /// One try: the request, the same-origin redirects it may follow, and the body.
@@ -258,13 +249,13 @@ impl HttpClient {
         let watchdog = Watchdog::new(self.conn.timeout_ms, controller.clone());
         let fail = |e: JsValue, url: &str, reading: bool| self.call_error(&e, url, reading, streamed, watchdog.fired.get());
         let global: GlobalScope = js_sys::global().unchecked_into();
+        let init = Self::init(request, &controller);
         let mut url = request.url.clone();
         let mut hops = 0;
         let response = loop {
-            let req = self.build(&url, request, &controller)?;
-            let promise = global.fetch_with_request(&req).map_err(|e| fail(e, &url, false))?;
+            let promise = global.fetch_with_init(&url, &init).map_err(|e| fail(e, &url, false))?;
             let response: Response = JsFuture::from(promise).await.map_err(|e| fail(e, &url, false))?.unchecked_into();
-            if response.type_() == ResponseType::Opaqueredirect {
+            if prop(&response, "type").as_string().as_deref() == Some("opaqueredirect") {
                 // A browser: the target of the redirect is hidden from us, so it cannot be
                 // judged; nothing was sent there.
                 return Err(TryFailure::final_(Error::LlmNetwork(format!(
