@@ -1,4 +1,4 @@
-//! The options of `UserMemory.open()` (SPEC §9, §11 Options), validated.
+//! The options of `UserMemory.open()` (docs/design.md#options), validated.
 //!
 //! The platform layer hands over the JSON-representable options as a [`Value`]
 //! object; functions and adapter objects (`llm` as a function, `storage` as an adapter,

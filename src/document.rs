@@ -1,4 +1,4 @@
-//! The memory document: DeerFlow's `memory.json`, version "1.0" (SPEC §2).
+//! The memory document: DeerFlow's `memory.json`, version "1.0" (docs/design.md#documents).
 //!
 //! Six fixed summary sections plus a list of scored facts. Every object level keeps the
 //! fields this library does not know (`extra`), so a document imported from DeerFlow or
@@ -16,7 +16,7 @@ pub use crate::json::parse_decimal;
 /// The document format version written by this library.
 pub const VERSION: &str = "1.0";
 
-/// Default confidence for facts that have none (SPEC §7).
+/// Default confidence for facts that have none (docs/design.md#documents).
 pub const DEFAULT_CONFIDENCE: f64 = 0.5;
 
 /// Category given to facts that have none.

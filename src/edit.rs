@@ -1,4 +1,4 @@
-//! Manual edits: `addFact`, `updateFact`, `removeFact`, `clear` (SPEC §9, §11 Documents).
+//! Manual edits: `addFact`, `updateFact`, `removeFact`, `clear` (docs/design.md#documents).
 //!
 //! Each edit is a pure function on a [`Document`], so the engine can replay it on a newer
 //! document when a commit finds a conflict, exactly like an LLM delta.

@@ -9,7 +9,7 @@ use std::fmt;
 
 /// Why an operation failed.
 ///
-/// The variants map one-to-one to the stable codes of SPEC §9 (see [`Error::code`]).
+/// The variants map one-to-one to the stable codes of docs/design.md#errors (see [`Error::code`]).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {

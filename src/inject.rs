@@ -1,4 +1,4 @@
-//! Selecting facts and rendering the `<memory>` block (SPEC §8, §11 Injection).
+//! Selecting facts and rendering the `<memory>` block (docs/design.md#injection).
 //!
 //! ```text
 //! <memory>

@@ -1,4 +1,4 @@
-//! The incremental fact index and similarity scoring (SPEC §8).
+//! The incremental fact index and similarity scoring (docs/relevance.md).
 //!
 //! [`FactIndex`] is an inverted index over the facts of one document. [`FactIndex::sync`]
 //! diffs the document's facts against what is indexed (by id, content and `createdAt`) and

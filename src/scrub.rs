@@ -1,4 +1,4 @@
-//! Scrubbing of upload mentions (SPEC §7 step 5, DeerFlow's post-LLM scrubber).
+//! Scrubbing of upload mentions (docs/design.md#applying-a-delta, DeerFlow's post-LLM scrubber).
 //!
 //! Uploads are session-specific: a memory that says "the user uploaded report.pdf" makes
 //! later sessions look for a file that is not there. After every update, sentences that

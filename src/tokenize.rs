@@ -1,4 +1,4 @@
-//! Tokenisation for relevance scoring (SPEC §8).
+//! Tokenisation for relevance scoring (docs/relevance.md).
 //!
 //! * Alphabetic scripts (Latin, Cyrillic, Greek, …): maximal runs of letters and digits,
 //!   lower-cased; full-width ASCII (`Ｒｅｄｉｓ`) is folded to ASCII first. Everything else

@@ -1,4 +1,4 @@
-//! Token counting for the injection budget (SPEC §8, §11 Injection).
+//! Token counting for the injection budget (docs/design.md#injection).
 //!
 //! [`TokenCounter`] is the seam: the platform layer can hand in a real tokenizer (a tiktoken
 //! port as a JS function); [`Estimate`] is the built-in default.

@@ -1,4 +1,4 @@
-//! The debounce queue state machine (SPEC §5, §11 "Queue and failures"): timing, claims,
+//! The debounce queue state machine (docs/design.md#queue-and-failures): timing, claims,
 //! outcomes and persistence, driven by hand-passed times (nothing sleeps).
 
 // A test crate: the size rules of clippy.toml are for the wasm build.

@@ -8,7 +8,7 @@
 //!
 //! Concurrency inside one instance is serialised by two [`AsyncLock`]s: `store_lock` around
 //! every storage read-modify-write, `process_lock` around a processing batch (one batch at a
-//! time, SPEC §5). Across instances (tabs, processes) the storage revisions and the queue
+//! time: docs/design.md#queue-and-failures). Across instances (tabs, processes) the storage revisions and the queue
 //! claims do the work.
 
 mod edits;

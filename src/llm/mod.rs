@@ -57,8 +57,8 @@ impl LlmReply {
 
 /// Something that answers an [`LlmRequest`] with the model's text.
 ///
-/// Implementations retry transient transport failures themselves (SPEC §11: "within one
-/// attempt the transport retries …"); an `Err` is final for this attempt.
+/// Implementations retry transient transport failures themselves, within one attempt
+/// (docs/design.md#queue-and-failures); an `Err` is final for this attempt.
 pub trait Llm {
     /// Sends the request and returns the reply.
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>>;

@@ -1,4 +1,4 @@
-//! When the transport retries within one attempt (SPEC §11): 429, 5xx, timeouts and network
+//! When the transport retries within one attempt (docs/design.md#queue-and-failures): 429, 5xx, timeouts and network
 //! errors, up to `maxRetries` times, with exponential backoff from 500 ms, honouring
 //! `Retry-After` capped at 60 s. Other 4xx are final.
 

@@ -1,4 +1,4 @@
-//! Robust parsing of model replies into a [`Delta`] (SPEC §6, §11 Parsing).
+//! Robust parsing of model replies into a [`Delta`] (docs/design.md#parsing).
 //!
 //! Real models wrap their JSON in code fences and prose, think aloud in `<think>` blocks
 //! (with braces and draft JSON inside), write `NaN`, leave trailing commas and quote their
@@ -41,7 +41,7 @@ pub const DELTA_KEYS: [&str; 5] = ["user", "history", "newFacts", "factsToRemove
 pub const KNOWN_CATEGORIES: [&str; 6] = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
 const EXCERPT_CHARS: usize = 200;
 
-/// Finds the delta in a model reply (SPEC §6, §11 Parsing).
+/// Finds the delta in a model reply (docs/design.md#parsing).
 ///
 /// Errors are [`Error::LlmBadOutput`] with a message that says what was wrong and quotes
 /// a short excerpt of the reply.

@@ -1,4 +1,4 @@
-//! The debounce queue state machine (SPEC §5, §11 Queue and failures).
+//! The debounce queue state machine (docs/design.md#queue-and-failures).
 //!
 //! The queue is plain data ([`QueueFile`]) persisted in storage, so every instance (tab,
 //! worker, process) sharing the storage sees the same entries, plus pure functions over it

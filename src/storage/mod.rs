@@ -1,4 +1,4 @@
-//! The storage seam (SPEC §3, §11 StorageAdapter).
+//! The storage seam (docs/design.md#storage).
 //!
 //! Storage holds three **slots** per agent: the memory document, the pending update queue
 //! and the fact vectors of the embedding model (when one is configured). Each slot is a versioned string: every successful commit advances its revision by

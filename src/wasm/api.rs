@@ -1,4 +1,4 @@
-//! The exported `UserMemory` class (SPEC §9).
+//! The exported `UserMemory` class (the README's API table).
 //!
 //! Every async method clones the engine handle and returns a `Promise` built from an
 //! `async move` block, so no borrow of `self` lives across an `.await`: JS may call any
@@ -389,7 +389,7 @@ impl UserMemory {
         Call::ProcessDue(self.engine.clone()).promise()
     }
 
-    /// When the queue is next due (epoch ms), or `null` (SPEC §9).
+    /// When the queue is next due (epoch ms), or `null`.
     #[wasm_bindgen(js_name = nextDueAt, unchecked_return_type = "number | null")]
     pub fn next_due_at(&self) -> JsValue {
         self.engine.next_due_at().map_or(JsValue::NULL, |t| JsValue::from_f64(t as f64))

@@ -1,4 +1,4 @@
-//! The IndexedDB backend (SPEC §3) on raw `web-sys`.
+//! The IndexedDB backend (docs/storage.md) on raw `web-sys`.
 //!
 //! Database `user-memory`, object store `slots`: the slots of every agent, under the key
 //! `"{agent}/{slot}"` (`slot` is `doc`, `queue` or `vectors`, so the key splits unambiguously

@@ -1,5 +1,5 @@
 //! A user-supplied storage adapter `{ get, set, delete, keys?, compareAndSet? }` as a
-//! [`KvStore`] (SPEC §9, §11 StorageAdapter). Methods may return values or promises.
+//! [`KvStore`] (docs/design.md#storage). Methods may return values or promises.
 
 use super::convert::{items, promise_of, prop};
 use super::error::storage_error;

@@ -1,4 +1,4 @@
-//! The localStorage backend (SPEC §3).
+//! The localStorage backend (docs/storage.md).
 //!
 //! [`LocalStorageKv`] is `localStorage` as a [`KvStore`]; [`VersionedKv`] makes it atomic with
 //! the versioned key swap (keys `user-memory/{agent}/…`; crash orphans are removed on open).

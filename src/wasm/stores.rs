@@ -42,7 +42,7 @@ pub(crate) async fn open_store(storage: &JsValue, agent: &str) -> Result<Rc<dyn 
     Ok(open_backend(storage, agent).await?.store)
 }
 
-/// Opens the store for `agent` named by the `storage` option (SPEC §11: default IndexedDB
+/// Opens the store for `agent` named by the `storage` option (docs/design.md#options: default IndexedDB
 /// where it exists, else memory), with its cross-tab session for the browser backends.
 pub(crate) async fn open_backend(storage: &JsValue, agent: &str) -> Result<Backend> {
     if storage.is_undefined() || storage.is_null() {

@@ -1,4 +1,4 @@
-//! One writer per origin for localStorage (SPEC §3).
+//! One writer per origin for localStorage (docs/storage.md#several-tabs).
 //!
 //! localStorage is not immediately consistent between tabs: measured in headless Chromium, a
 //! tab that takes a Web Lock right after another tab wrote and released it reads the old
