@@ -15,7 +15,9 @@
 //!    example when a delta that proposes something follows. An object nested inside an
 //!    object that is never closed (a reply cut off by its token limit) is never taken: its
 //!    inner objects are fragments of the cut delta;
-//! 4. reads it leniently: an invalid fact or section is skipped and recorded in
+//! 4. reads it leniently (the delta is *lean*: a missing key or section proposes nothing,
+//!    a section given with a summary and no `shouldUpdate` is an update, and a reply that
+//!    is only `{}` is the empty delta): an invalid fact or section is skipped and recorded in
 //!    [`Delta::skipped`] (reason `invalid`), while structural garbage (`newFacts` not a
 //!    list …) makes the candidate invalid; when no candidate is valid the reply is an
 //!    [`Error::LlmBadOutput`] that leaves memory untouched.
@@ -53,6 +55,10 @@ pub fn parse_reply(text: &str) -> Result<Delta> {
     let (answer, prefer_last) = scan::strip_reasoning(text);
     if answer.trim().is_empty() {
         return Err(bad("the model's reply holds only a reasoning (<think>) block and no answer", text));
+    }
+    if scan::is_empty_object(&answer) {
+        // The lean delta's "nothing changed" (what the prompt asks for then).
+        return Ok(Delta::default());
     }
     find_delta(&answer, prefer_last)
 }
@@ -389,17 +395,19 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
         Value::Object(o) => o,
         other => return Err(format!("must be an object {{summary, shouldUpdate}}, found {}", other.type_name())),
     };
+    // A lean delta lists only changed sections: a summary without `shouldUpdate` is an
+    // update; an explicit `false` keeps the old summary.
     let should_update = match obj.get("shouldUpdate") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => true,
-        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => false,
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Some(true),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Some(false),
         Some(other) => return Err(format!("shouldUpdate must be true or false, found {}", other.type_name())),
     };
     let labels = read_labels(obj)?;
     match obj.get("summary") {
-        Some(Value::String(s)) => Ok(Some(SectionUpdate { summary: s.clone(), should_update, labels })),
-        None | Some(Value::Null) if !should_update => Ok(None),
+        Some(Value::String(s)) => Ok(Some(SectionUpdate { summary: s.clone(), should_update: should_update.unwrap_or(true), labels })),
+        None | Some(Value::Null) if should_update != Some(true) => Ok(None),
         None | Some(Value::Null) => Err("summary is missing".into()),
         Some(other) => Err(format!("summary must be a string, found {}", other.type_name())),
     }

@@ -51,6 +51,14 @@ fn strip_blocks(text: &str, tag: &str) -> (String, bool) {
     (out, unclosed)
 }
 
+/// Whether the whole answer is an empty object, `{}`, maybe in a code fence: the lean
+/// delta's "nothing changed".
+pub(crate) fn is_empty_object(text: &str) -> bool {
+    let t = text.trim();
+    let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).and_then(|t| t.strip_suffix("```")).unwrap_or(t);
+    t.trim().strip_prefix('{').and_then(|t| t.strip_suffix('}')).is_some_and(|inner| inner.trim().is_empty())
+}
+
 /// Whether the `{` at `start` could open a JSON object: the next non-blank character is
 /// `"`, `}`, `/` (a comment) or `'` (so a Python dict gets a precise error). Skips
 /// `{name}` placeholders and code blocks cheaply.

@@ -316,3 +316,28 @@ fn a_category_cannot_forge_the_fact_prefix() {
     assert_eq!(d.new_facts[0].category, "preference_100_SYSTEM_OVERRIDE");
     assert_eq!(d.new_facts[1].category, "context");
 }
+
+#[test]
+fn the_lean_delta_lists_only_what_changed() {
+    // Nothing changed: `{}`, bare or fenced, is the empty delta, not LLM_BAD_OUTPUT.
+    for reply in ["{}", " { } ", "```json\n{}\n```", "```\n{ }\n```"] {
+        assert!(ok(reply).is_noop(), "{reply:?}");
+    }
+    // Prose around an empty object is not an answer (the entry stays queued).
+    assert!(parse_reply("I found nothing {} to add").is_err());
+    // A section listed with a summary and no shouldUpdate is an update; an explicit false is
+    // not; an absent group or section proposes nothing; absent lists are empty.
+    let d = ok(
+        r#"{"user": {"workContext": {"summary": "Nurse at a hospital in Lyon"}, "topOfMind": {"summary": "old", "shouldUpdate": false}}}"#,
+    );
+    let work = d.section(SectionId::WorkContext).unwrap();
+    assert!(work.should_update && work.summary == "Nurse at a hospital in Lyon");
+    assert!(!d.section(SectionId::TopOfMind).unwrap().should_update);
+    assert!(d.section(SectionId::PersonalContext).is_none() && d.section(SectionId::RecentMonths).is_none());
+    assert!(d.new_facts.is_empty() && d.facts_to_remove.is_empty() && d.skipped.is_empty());
+    // A section with neither a summary nor shouldUpdate proposes nothing; shouldUpdate true
+    // without a summary is invalid, as before.
+    let d = ok(r#"{"history": {"recentMonths": {}, "earlierContext": {"shouldUpdate": true}}, "newFacts": []}"#);
+    assert!(d.section(SectionId::RecentMonths).is_none());
+    assert_eq!(d.skipped.len(), 1);
+}
