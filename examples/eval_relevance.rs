@@ -22,8 +22,7 @@ use user_memory::config::Config;
 use user_memory::document::{Document, Fact};
 use user_memory::inject::{explain, InjectOptions};
 use user_memory::message::ChatMessage;
-use user_memory::relevance::{FactIndex, Params};
-use user_memory::tokenize::TokenizerOptions;
+use user_memory::relevance::{FactIndex, Params, TokenizerOptions};
 use user_memory::tokens::Estimate;
 use user_memory::vectors::{base64_decode, base64_encode};
 
@@ -129,7 +128,7 @@ fn library_hybrid<'a>(emb: &'a Embeddings, opts: InjectOptions) -> impl Fn(&Docu
         }
         let aligned = set.align(&doc.facts);
         let query = QueryVector::new(emb.get(&library_query(case)).to_vec()).unwrap();
-        let dense = user_memory::fusion::Dense { vectors: &set, aligned: &aligned, query: &query };
+        let dense = user_memory::inject::Dense { vectors: &set, aligned: &aligned, query: &query };
         let e = user_memory::inject::explain_hybrid(doc, &index, Some(&dense), &case.messages, &opts, &Estimate);
         let pos: HashMap<&str, usize> = doc.facts.iter().enumerate().map(|(i, f)| (f.id.as_str(), i)).collect();
         let order: Vec<usize> = e.facts.iter().map(|f| pos[f.id.as_str()]).collect();

@@ -42,9 +42,12 @@ const STEPS = {
   lint: ["rustfmt --check, clippy -D warnings (native, and wasm32 with the wasm tests)", "bash", ["-c", [
     "cargo fmt --check",
     "cargo clippy --quiet --all-targets -- -D warnings",
+    "cargo clippy --quiet --lib --features serde -- -D warnings",
     "cargo clippy --quiet --target wasm32-unknown-unknown --lib " + wasmTests().join(" ") + " -- -D warnings",
   ].join(" && ")], {}],
-  rust: ["host cargo test (pure core, engine, doctests)", "cargo", ["test", "--quiet"], {}],
+  // The optional `serde` feature (for Rust users of the rlib, never in the wasm) is built and
+  // its unit tests run here too, so it cannot rot unseen.
+  rust: ["host cargo test (pure core, engine, doctests; the lib again with --features serde)", "bash", ["-c", "cargo test --quiet && cargo test --quiet --lib --features serde"], {}],
   build: ["build the package (wasm-bindgen + wasm-opt) and check the size budget", node, ["scripts/build.mjs", "--if-stale", "--check-size"], {}],
   // Only the tests/wasm_*.rs targets: the native test files use native-only dev-dependencies
   // (and wasm doctests would "pass" without running).

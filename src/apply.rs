@@ -683,4 +683,6 @@ fn ids_of(facts: &[Fact]) -> FxMap<Box<str>, u32> {
 const NOT_ABOUT_THE_USER: &str = "labelled not a lasting fact about the user";
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -102,12 +102,6 @@ impl Error {
         }
     }
 
-    /// Whether the update queue should try this failure again later (transport and
-    /// storage problems) rather than treat it as final for the attempt.
-    pub fn is_transient(&self) -> bool {
-        !matches!(self, Error::InvalidInput(_) | Error::Closed | Error::NotFound(_))
-    }
-
     /// Shorthand for [`Error::InvalidInput`].
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidInput(msg.into())

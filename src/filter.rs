@@ -7,7 +7,7 @@
 //! ("ok", "thanks!", "好的", "👍"): there is nothing in it to remember, and a conversation of
 //! nothing else is not queued at all. The library's own `<memory>…</memory>` block is cut
 //! out of every message, so injected memory never feeds back into extraction. Invisible
-//! and bidi-control characters are stripped (see [`crate::sanitize`]).
+//! and bidi-control characters are stripped (see `src/sanitize.rs`).
 
 use crate::message::{ChatMessage, InputMessage, Role};
 

@@ -3,6 +3,9 @@
 //! a non-2xx answer, the redirect policy and the body limits. The platform layer
 //! (`src/wasm/http.rs`) moves the bytes with `fetch` and applies these rules.
 
+// Only the wasm layer calls the policy functions; natively they are reached by the tests.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use crate::config::{opt_str, opt_uint};
 use crate::error::{Error, Result};
 use crate::json::{Map, Value};
@@ -25,19 +28,19 @@ impl EndpointName {
 
 /// `maxResponseBytes` when none is given: what a reply may hold, decoded (4 MiB; the parser
 /// looks at the first 1 MiB of the reply text).
-pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 4 << 20;
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: u64 = 4 << 20;
 
 /// How much of an error (non-2xx) body is read: enough for any provider's error JSON.
-pub const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+pub(crate) const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// Same-origin redirects followed per request before giving up.
-pub const MAX_REDIRECTS: usize = 3;
+pub(crate) const MAX_REDIRECTS: usize = 3;
 
 /// `timeoutMs` when none is given.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
 /// `maxRetries` when none is given.
-pub const DEFAULT_MAX_RETRIES: u64 = 2;
+pub(crate) const DEFAULT_MAX_RETRIES: u64 = 2;
 
 /// An HTTP `POST`, ready for `fetch`.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,7 +230,7 @@ impl Secrets {
 /// The error for a non-2xx answer: the status, the provider's own error message when the
 /// body has one, else a short excerpt. Secrets echoed back are masked in the whole body
 /// first, so no excerpt can cut one in half.
-pub fn status_error(name: EndpointName, status: u16, body: &str, secrets: &Secrets) -> Error {
+pub(crate) fn status_error(name: EndpointName, status: u16, body: &str, secrets: &Secrets) -> Error {
     let body = secrets.mask(body);
     let detail = Value::parse(&body)
         .ok()
@@ -251,7 +254,7 @@ pub fn status_error(name: EndpointName, status: u16, body: &str, secrets: &Secre
 }
 
 /// The error for a successful answer whose body is longer than `maxResponseBytes`.
-pub fn too_large(name: EndpointName, limit: u64) -> Error {
+pub(crate) fn too_large(name: EndpointName, limit: u64) -> Error {
     Error::LlmBadOutput(format!(
         "the {}'s response is larger than {}.maxResponseBytes ({limit} bytes); reading stopped there",
         name.label, name.option
@@ -259,7 +262,7 @@ pub fn too_large(name: EndpointName, limit: u64) -> Error {
 }
 
 /// The first 200 characters of a body, on one line.
-pub fn snippet(body: &str) -> String {
+pub(crate) fn snippet(body: &str) -> String {
     let one_line: String = body.chars().take(200).map(|c| if c.is_control() { ' ' } else { c }).collect();
     if body.chars().count() > 200 {
         format!("{one_line}…")
@@ -269,7 +272,7 @@ pub fn snippet(body: &str) -> String {
 }
 
 /// Whether a status is a redirect (`fetch` with `redirect: "manual"` hands those back).
-pub fn is_redirect(status: u16) -> bool {
+pub(crate) fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
@@ -278,7 +281,7 @@ pub fn is_redirect(status: u16) -> bool {
 /// is a 307 or 308 (which keep the method and body) to the same origin (scheme, host and
 /// port). Returns the URL to send the same request to, or the `LLM_HTTP` error saying why
 /// not. `hops` is how many redirects this request already followed.
-pub fn follow_redirect(
+pub(crate) fn follow_redirect(
     name: EndpointName,
     url: &str,
     status: u16,
@@ -314,7 +317,7 @@ pub fn follow_redirect(
 
 /// `scheme://host[:port]` of an absolute URL, lower case, without user info and without
 /// the scheme's default port; `None` for anything else.
-pub fn origin(url: &str) -> Option<String> {
+pub(crate) fn origin(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) {
         return None;
@@ -339,7 +342,7 @@ pub fn origin(url: &str) -> Option<String> {
 
 /// `location` resolved against the absolute URL `base` (enough of RFC 3986 to tell the
 /// target's origin and to send the request there; `fetch` normalises the path).
-pub fn resolve(base: &str, location: &str) -> Option<String> {
+pub(crate) fn resolve(base: &str, location: &str) -> Option<String> {
     let has_scheme = location.find(':').is_some_and(|i| {
         i > 0
             && location.as_bytes()[0].is_ascii_alphabetic()

@@ -19,7 +19,7 @@
 //!   (it counts in the budget).
 //! * Memory poisoning: invisible and bidi-control characters are stripped from every value,
 //!   and with `neutralize_links` Markdown links and images keep only their words and bare
-//!   URLs their host name (see [`crate::sanitize`]). A category is rendered from letters,
+//!   URLs their host name (see `src/sanitize.rs`). A category is rendered from letters,
 //!   digits, `_` and `-` only, so it cannot forge the `[category | confidence]` prefix.
 //! * Facts of category `correction` come first among the facts (their own score order),
 //!   before the scored ones, within the budget and `top_facts`; their `sourceError` is
@@ -31,7 +31,7 @@
 //! * Ranking: `score = similarity_weight × similarity + confidence_weight × confidence`, the
 //!   similarity from [`FactIndex::similarities`] (BM25 divided by the query's best score,
 //!   in `[0, 1]`), fused with the embedding similarity when the query has a vector
-//!   ([`crate::fusion`]). The query is the text of the last `recent_turns` turns. Ties: higher
+//!   (`src/fusion.rs`). The query is the text of the last `recent_turns` turns. Ties: higher
 //!   confidence, then newer `createdAt`, then later position. Without messages (or when no
 //!   query term occurs in any fact) all similarities are 0: confidence order.
 //! * Budget: the tags, headers and blank lines count. The summaries are placed first, in
@@ -42,7 +42,7 @@
 //!   by the counter on the whole block; `""` when not even the tags and one line fit.
 
 use crate::document::{Document, SectionId, CORRECTION};
-use crate::fusion::{similarities, Dense};
+use crate::fusion::similarities;
 use crate::message::ChatMessage;
 use crate::relevance::FactIndex;
 use crate::sanitize::{neutralize_links, safe_category, strip_invisible};
@@ -50,6 +50,9 @@ use crate::tokenize::char_at;
 use crate::tokens::TokenCounter;
 use std::borrow::Cow;
 use std::cmp::Ordering;
+
+/// The embedding side of a hybrid ranking ([`inject_hybrid`], [`explain_hybrid`]).
+pub use crate::fusion::Dense;
 
 /// Injection settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,11 +86,11 @@ pub struct FactExplanation {
     /// Lexical similarity to the query in `[0, 1]`: BM25 divided by the best BM25 of this
     /// query (see [`FactIndex::similarities`]); 0 without a query.
     pub lexical: f64,
-    /// Dense (embedding) similarity in `[0, 1]` (see [`crate::fusion`]); `None` without a
+    /// Dense (embedding) similarity in `[0, 1]` (see `src/fusion.rs`); `None` without a
     /// query vector or when the fact has no vector yet.
     pub dense: Option<f64>,
     /// The similarity the score uses: `lexical`, or its fusion with `dense` when the query
-    /// was embedded (see [`crate::fusion`]).
+    /// was embedded (see `src/fusion.rs`).
     pub similarity: f64,
     /// The fact's confidence.
     pub confidence: f64,
@@ -130,7 +133,7 @@ pub fn explain(
 }
 
 /// [`explain`] with the lexical similarity fused with the dense one of `dense` (see
-/// [`crate::fusion`]); `None` is [`explain`].
+/// `src/fusion.rs`); `None` is [`explain`].
 pub fn explain_hybrid(
     doc: &Document,
     index: &FactIndex,

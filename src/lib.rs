@@ -13,16 +13,35 @@
 //!
 //! ## Layers
 //!
-//! * **Pure core** (everything outside `wasm`): the [`document`] model, [`filter`],
-//!   the [`queue`] state machine, [`prompt`], [`parse`], [`apply`], [`tokenize`],
-//!   [`relevance`], [`inject`] and [`search`]. No JS types, no I/O, tested with plain `cargo test`.
-//! * **Seams**: traits for what the core needs from a platform: [`storage::Store`] /
-//!   [`storage::KvStore`], [`llm::Llm`], [`time::Clock`], [`ids::IdSource`],
-//!   [`tokens::TokenCounter`], [`engine::Scheduler`] and [`engine::EventSink`].
+//! * **Pure core** (everything outside `wasm`): no JS types, no I/O, tested with plain
+//!   `cargo test`.
+//! * **Seams**: traits for what the core needs from a platform.
 //! * **Engine** ([`engine`]): the orchestration of the pipeline over those traits; async but
 //!   platform-free, so it is tested natively with an in-memory store and a scripted LLM.
 //! * **Platform** (`wasm`, wasm32 only): the exported JS API, fetch-based LLM
 //!   transports, timers, IndexedDB, localStorage and JS storage adapters.
+//!
+//! ## The public API of the rlib
+//!
+//! * The engine and its seams: [`engine`] ([`engine::Engine`], [`engine::Scheduler`],
+//!   [`engine::EventSink`], the events), [`llm::Llm`] (with its request, reply, config and the
+//!   delta's JSON schema), [`embed::Embedder`], [`time::Clock`], [`ids::IdSource`],
+//!   [`tokens::TokenCounter`] (and the built-in [`tokens::Estimate`]), and
+//!   [`sync::LocalFuture`] that their methods return.
+//! * Storage: the traits [`storage::Store`] and [`storage::KvStore`] and the stores
+//!   ([`storage::MemoryKv`], [`storage::VersionedKv`]; in the wasm build the IndexedDB,
+//!   localStorage and leader-tab stores of `wasm`).
+//! * Data: the memory [`document`], the LLM's [`delta`], the stored [`record`] envelope,
+//!   chat [`message`]s, the fact [`vectors`] of an embedding model, [`json`] values, [`edit`]
+//!   arguments, and [`Error`].
+//! * Options: [`config::Config`].
+//! * The pure steps a Rust user can call on their own: [`filter::filter_messages`],
+//!   [`prompt`] (the extraction request), [`parse::parse_reply`], [`apply::apply_delta`],
+//!   [`relevance::FactIndex`], [`inject::inject`] / [`inject::explain`] and [`search::search`].
+//!
+//! Everything else (the queue state machine, tokenizer, fusion, sanitising and scrubbing,
+//! the HTTP and retry policy, sorting, lowercasing, spelling suggestions) is crate-private:
+//! the parts above are built from it, and its tests live beside it.
 
 // The size rules of clippy.toml guard the wasm; unit tests may use std's sorts, sets and
 // lowercasing (as oracles, among other things).
@@ -46,8 +65,8 @@ pub mod embed;
 pub mod engine;
 pub mod error;
 pub mod filter;
-pub mod fusion;
-pub mod http;
+mod fusion;
+mod http;
 pub mod ids;
 pub mod inject;
 pub mod json;
@@ -55,21 +74,21 @@ pub mod llm;
 pub mod message;
 pub mod parse;
 pub mod prompt;
-pub mod queue;
+mod queue;
 pub mod record;
 pub mod relevance;
-pub mod sanitize;
-pub mod scrub;
+mod sanitize;
+mod scrub;
 pub mod search;
-pub mod similar;
-pub mod sort;
-pub mod spelling;
+mod similar;
+mod sort;
+mod spelling;
 pub mod storage;
 pub mod sync;
 pub mod time;
-pub mod tokenize;
+mod tokenize;
 pub mod tokens;
-pub mod unicode;
+mod unicode;
 pub mod vectors;
 
 #[cfg(target_arch = "wasm32")]

@@ -6,14 +6,17 @@
 //! are interned to `u32` ids and document frequencies are the lengths of the posting lists,
 //! so they stay correct after every sync without a rebuild.
 //!
-//! Scoring is Okapi BM25 over the terms of [`crate::tokenize::for_each_term`] (words, CJK
+//! Scoring is Okapi BM25 over the terms of `for_each_term` (`src/tokenize.rs`) (words, CJK
 //! unigrams and bigrams, bilingual lexicon concepts), CJK unigrams weighted below words and
 //! bigrams in the query. See [`FactIndex::similarities`] for what the returned number means
 //! and `docs/relevance.md` for the measurements behind every choice.
 
 use crate::document::Fact;
 use crate::time::millis_from_iso;
-use crate::tokenize::{for_each_term, FxMap, Term, TokenKind, TokenizerOptions};
+use crate::tokenize::{for_each_term, FxMap, Term, TokenKind};
+
+/// How text is cut into terms ([`Params::tokenizer`]).
+pub use crate::tokenize::TokenizerOptions;
 
 /// Tuning of tokenisation and BM25. [`Params::default`] is what measured best on the
 /// development set (`docs/relevance.md`); the evaluation example varies the fields.

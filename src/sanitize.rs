@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 
 /// Whether `c` is invisible or reorders text (see the module docs for the list).
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(c as u32,
         0x00AD                      // soft hyphen
         | 0x034F                    // combining grapheme joiner
@@ -40,7 +40,7 @@ pub fn is_invisible(c: char) -> bool {
 }
 
 /// `s` without invisible and bidi-control characters; borrowed when there are none.
-pub fn strip_invisible(s: &str) -> Cow<'_, str> {
+pub(crate) fn strip_invisible(s: &str) -> Cow<'_, str> {
     // Every invisible character starts with one of these UTF-8 lead bytes.
     if !s.bytes().any(|b| matches!(b, 0xC2 | 0xCD | 0xD8 | 0xE1 | 0xE2 | 0xE3 | 0xEF | 0xF3)) {
         return Cow::Borrowed(s);
@@ -54,19 +54,12 @@ pub fn strip_invisible(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// [`strip_invisible`] in place.
-pub fn strip_invisible_in(s: &mut String) {
-    if let Cow::Owned(clean) = strip_invisible(s) {
-        *s = clean;
-    }
-}
-
 /// Longest rendered category, in characters.
-pub const MAX_CATEGORY_CHARS: usize = 32;
+pub(crate) const MAX_CATEGORY_CHARS: usize = 32;
 
 /// `category` reduced to letters, digits, `_` and `-` (whitespace runs become `_`), at most
 /// [`MAX_CATEGORY_CHARS`] characters; borrowed when it already is. May be empty.
-pub fn safe_category(category: &str) -> Cow<'_, str> {
+pub(crate) fn safe_category(category: &str) -> Cow<'_, str> {
     let category = category.trim();
     let ok = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
     if category.chars().all(ok) && category.chars().count() <= MAX_CATEGORY_CHARS {
@@ -104,7 +97,7 @@ const BARE_SCHEMES: [&str; 3] = ["javascript:", "vbscript:", "data:"];
 /// Keeps the words of Markdown links and images (`[words](url)`, `![alt](url)`) and cuts
 /// bare URLs (`https://host/path?query`, `www.host/…`, `data:…`, `javascript:…`) to their host
 /// name (or to nothing when they have none). Borrowed when there is nothing to change.
-pub fn neutralize_links(s: &str) -> Cow<'_, str> {
+pub(crate) fn neutralize_links(s: &str) -> Cow<'_, str> {
     if !s.contains("](") && !has_url_start(s) {
         return Cow::Borrowed(s);
     }

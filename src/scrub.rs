@@ -56,12 +56,12 @@ const FEATURE_WORDS: [&str; 30] = [
 ];
 
 /// Whether any sentence of `text` records a file upload.
-pub fn mentions_upload(text: &str) -> bool {
+pub(crate) fn mentions_upload(text: &str) -> bool {
     sentences(text).any(sentence_mentions_upload)
 }
 
 /// Removes the sentences that record file uploads, collapses runs of spaces and trims.
-pub fn scrub_text(text: &str) -> String {
+pub(crate) fn scrub_text(text: &str) -> String {
     let kept: String = sentences(text).filter(|s| !sentence_mentions_upload(s)).collect();
     let mut out = String::with_capacity(kept.len());
     for c in kept.chars() {
@@ -76,7 +76,7 @@ pub fn scrub_text(text: &str) -> String {
 /// Scrubs upload mentions from the six summaries and removes facts that mention uploads.
 /// Summaries without such a mention are left byte for byte as they were. Returns the ids
 /// of the removed facts, in document order.
-pub fn scrub_document(doc: &mut Document) -> Vec<String> {
+pub(crate) fn scrub_document(doc: &mut Document) -> Vec<String> {
     for id in SectionId::ALL {
         let section = doc.section_mut(id);
         if mentions_upload(&section.summary) {

@@ -87,7 +87,7 @@ pub struct SearchHit {
 
 /// The facts of `doc` matching `query`, best first: at most `opts.limit`, each scoring at
 /// least `opts.min_score`, ranked lexically or, with `dense`, by the hybrid similarity of
-/// [`crate::fusion`]. `weights` are the options `inject()` ranks with (only the two weights
+/// `src/fusion.rs`. `weights` are the options `inject()` ranks with (only the two weights
 /// are read).
 ///
 /// `index` should have been [`FactIndex::sync`]ed with `doc.facts`; if it visibly was not

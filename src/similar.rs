@@ -17,7 +17,7 @@ const SUBJECT_TOKENS: [&str; 3] = ["user", "用户", "用戶"];
 
 /// Interns tokens to small ids and builds sets of them.
 #[derive(Default)]
-pub struct Vocab {
+pub(crate) struct Vocab {
     ids: FxMap<Box<str>, u32>,
     /// Per token id: the generation that last marked it (for de-duplication and overlap).
     stamp: Vec<u32>,
@@ -26,18 +26,8 @@ pub struct Vocab {
 
 impl Vocab {
     /// An empty vocabulary.
-    pub fn new() -> Vocab {
+    pub(crate) fn new() -> Vocab {
         Vocab::default()
-    }
-
-    /// Number of distinct tokens seen.
-    pub fn len(&self) -> usize {
-        self.stamp.len()
-    }
-
-    /// Whether no token was seen yet.
-    pub fn is_empty(&self) -> bool {
-        self.stamp.is_empty()
     }
 
     fn next_generation(&mut self) -> u32 {
@@ -50,7 +40,7 @@ impl Vocab {
     }
 
     /// The distinct tokens of `text`, in order of first occurrence.
-    pub fn set(&mut self, text: &str) -> Vec<u32> {
+    pub(crate) fn set(&mut self, text: &str) -> Vec<u32> {
         let generation = self.next_generation();
         let mut out = Vec::new();
         let (ids, stamp) = (&mut self.ids, &mut self.stamp);
@@ -76,7 +66,7 @@ impl Vocab {
     }
 
     /// How many tokens of `a` are also in any of `others`.
-    pub fn overlap(&mut self, a: &[u32], others: &[&[u32]]) -> usize {
+    pub(crate) fn overlap(&mut self, a: &[u32], others: &[&[u32]]) -> usize {
         let generation = self.next_generation();
         for set in others {
             for &t in *set {
@@ -88,7 +78,7 @@ impl Vocab {
 }
 
 /// `|a ∩ b| / |a ∪ b|` from the sizes and the intersection; 0 for two empty sets.
-pub fn jaccard(a_len: usize, b_len: usize, common: usize) -> f64 {
+pub(crate) fn jaccard(a_len: usize, b_len: usize, common: usize) -> f64 {
     let union = a_len + b_len - common;
     if union == 0 {
         0.0
@@ -98,12 +88,12 @@ pub fn jaccard(a_len: usize, b_len: usize, common: usize) -> f64 {
 }
 
 /// The smallest token set [`SetIndex::best`] compares.
-pub const MIN_TOKENS: usize = 2;
+pub(crate) const MIN_TOKENS: usize = 2;
 
 /// An inverted index from tokens to the items (facts) holding them, for finding an item
 /// whose token set is close to a new one without comparing it with every item.
 #[derive(Default)]
-pub struct SetIndex {
+pub(crate) struct SetIndex {
     postings: Vec<Vec<u32>>,
     sizes: Vec<u32>,
     counts: Vec<u32>,
@@ -112,7 +102,7 @@ pub struct SetIndex {
 impl SetIndex {
     /// Adds item number `item` (items are numbered 0, 1, 2 … in the order they are added)
     /// with its token set.
-    pub fn add(&mut self, set: &[u32]) -> u32 {
+    pub(crate) fn add(&mut self, set: &[u32]) -> u32 {
         let item = self.sizes.len() as u32;
         for &t in set {
             let t = t as usize;
@@ -130,7 +120,7 @@ impl SetIndex {
     /// if it reaches `threshold`. Ties go to the earliest item. Sets of fewer than
     /// [`MIN_TOKENS`] tokens never match (one shared word says nothing: "Plan A" and
     /// "Plan B" are one token each). Costs the lengths of the posting lists of `set`'s tokens.
-    pub fn best(&mut self, set: &[u32], threshold: f64, mut accept: impl FnMut(u32) -> bool) -> Option<(u32, f64)> {
+    pub(crate) fn best(&mut self, set: &[u32], threshold: f64, mut accept: impl FnMut(u32) -> bool) -> Option<(u32, f64)> {
         if set.len() < MIN_TOKENS {
             return None;
         }

@@ -8,7 +8,7 @@
 
 /// Sorts `v` stably so that `before(a, b)` holds for no pair where `b` comes first.
 /// `before` must be a strict weak order ("a goes strictly before b").
-pub fn sort_by<T: Copy>(v: &mut [T], mut before: impl FnMut(&T, &T) -> bool) {
+pub(crate) fn sort_by<T: Copy>(v: &mut [T], mut before: impl FnMut(&T, &T) -> bool) {
     let mut buf = Vec::new();
     merge_sort(v, &mut buf, &mut before);
 }

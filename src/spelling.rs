@@ -3,7 +3,7 @@
 /// The entry of `known` that `name` most likely misspells: equal ignoring ASCII case
 /// (`baseURL` → `baseUrl`), else within two edits and less than half the name
 /// (`debounce` → `debounceMs`, `maxFact` → `maxFacts`). `None` when nothing is that close.
-pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     let mut best = None;
     let mut best_d = 3;
     for k in known {
@@ -16,7 +16,7 @@ pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
 }
 
 /// `": did you mean `x`?"` to append to a message naming `name`, or `""`.
-pub fn did_you_mean(name: &str, known: &[&str]) -> String {
+pub(crate) fn did_you_mean(name: &str, known: &[&str]) -> String {
     match closest(name, known) {
         Some(k) => String::from(": did you mean `") + k + "`?",
         None => String::new(),

@@ -58,7 +58,7 @@ pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// What a token is, so scoring can weight the kinds differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenKind {
+pub(crate) enum TokenKind {
     /// A word of letters and digits from an alphabetic script (lower-cased).
     Word,
     /// A single Han, kana or Hangul character.
@@ -69,7 +69,7 @@ pub enum TokenKind {
 
 /// A unit of relevance scoring: a token, or a concept of the lexicon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Term<'a> {
+pub(crate) enum Term<'a> {
     /// A word or a CJK gram.
     Token(&'a str, TokenKind),
     /// A lexicon concept. `word` is true when it stands for an English word, which is then
@@ -89,7 +89,7 @@ pub struct TokenizerOptions {
     pub stopwords: bool,
     /// Strip plural and `-ing` / `-ed` suffixes from ASCII words.
     pub stem: bool,
-    /// Recognise the concepts of the built-in bilingual lexicon ([`for_each_term`]).
+    /// Recognise the concepts of the built-in bilingual lexicon (`for_each_term`).
     pub lexicon: bool,
 }
 
@@ -101,7 +101,7 @@ impl Default for TokenizerOptions {
 
 /// Whether `c` is a Han ideograph, a kana or a Hangul character.
 #[inline]
-pub fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3005 | 0x3007            // 々 〇
         | 0x3040..=0x30FF          // hiragana, katakana (with ー)
@@ -278,7 +278,7 @@ impl Word {
 
 /// Calls `f` once per token of `text`, in order (the lexicon option is ignored here).
 /// Tokens are slices of `text` where possible; one small buffer serves the rest.
-pub fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str, TokenKind)) {
+pub(crate) fn for_each_token(text: &str, opts: TokenizerOptions, mut f: impl FnMut(&str, TokenKind)) {
     tokenize(text, opts, &mut f);
 }
 
@@ -359,7 +359,7 @@ fn lexicon() -> &'static Lexicon {
 /// [`TokenizerOptions::lexicon`], the lexicon concepts it mentions — an English word of the
 /// lexicon (after stopwords and stemming) is given as its concept instead of as a token; a
 /// CJK term (found as a substring) is given as its concept after the grams.
-pub fn for_each_term(text: &str, opts: TokenizerOptions, mut f: impl FnMut(Term)) {
+pub(crate) fn for_each_term(text: &str, opts: TokenizerOptions, mut f: impl FnMut(Term)) {
     terms(text, opts, &mut f);
 }
 
@@ -388,8 +388,9 @@ fn terms(text: &str, opts: TokenizerOptions, f: &mut dyn FnMut(Term)) {
     }
 }
 
-/// The tokens of `text` as owned strings (convenience for tests and tools).
-pub fn tokens(text: &str, opts: TokenizerOptions) -> Vec<String> {
+/// The tokens of `text` as owned strings (for tests).
+#[cfg(test)]
+pub(crate) fn tokens(text: &str, opts: TokenizerOptions) -> Vec<String> {
     let mut out = Vec::new();
     for_each_token(text, opts, |t, _| out.push(t.to_string()));
     out

@@ -26,7 +26,7 @@ fn lower_char(c: char) -> char {
 }
 
 /// Appends the lowercase of `c` (as [`char::to_lowercase`]: `İ` becomes `i̇`).
-pub fn push_lowercase(out: &mut String, c: char) {
+pub(crate) fn push_lowercase(out: &mut String, c: char) {
     if c == '\u{130}' {
         out.push_str("i\u{307}");
     } else {
@@ -36,7 +36,7 @@ pub fn push_lowercase(out: &mut String, c: char) {
 
 /// `s` lowercased character by character. Unlike [`str::to_lowercase`] a final `Σ` becomes
 /// `σ`, not `ς` (no context rule), which is what matching words needs anyway.
-pub fn lowercase(s: &str) -> String {
+pub(crate) fn lowercase(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         push_lowercase(&mut out, c);

@@ -13,20 +13,41 @@ use user_memory::config::Config;
 use user_memory::engine::{Engine, ManualScheduler, Parts};
 use user_memory::error::{Error, Result};
 use user_memory::ids::SequentialIds;
+use user_memory::json::Value;
 use user_memory::llm::{Llm, LlmReply, LlmRequest};
-use user_memory::queue::QueueFile;
 use user_memory::storage::{MemoryKv, Slot, Store, VersionedKv};
 use user_memory::sync::LocalFuture;
 use user_memory::time::Millis;
 use user_memory::tokens::Estimate;
 
-/// The persisted queue, read straight from storage.
-async fn stored_queue(kv: &Rc<MemoryKv>) -> QueueFile {
+/// One entry of the persisted queue, as its JSON says.
+struct StoredEntry {
+    thread_id: String,
+    attempts: u64,
+    retry_at: Option<u64>,
+    claim: Option<(String, u64)>,
+}
+
+/// The persisted queue's entries, read straight from storage (its JSON form:
+/// `{"v":1,"entries":[{threadId, attempts, retryAt?, claim?: {owner, until}, …}]}`).
+async fn stored_queue(kv: &Rc<MemoryKv>) -> Vec<StoredEntry> {
     let store = VersionedKv::new(kv.clone(), "default");
-    match store.load(Slot::Queue).await.unwrap() {
-        Some(v) => QueueFile::from_json(&v.value).0,
-        None => QueueFile::default(),
-    }
+    let Some(v) = store.load(Slot::Queue).await.unwrap() else { return Vec::new() };
+    let file = Value::parse(&v.value).expect("the queue is JSON");
+    let entries = file.get("entries").and_then(Value::as_array).expect("`entries` is an array");
+    let num = |e: &Value, k: &str| e.get(k).and_then(Value::as_u64);
+    entries
+        .iter()
+        .map(|e| StoredEntry {
+            thread_id: e.get("threadId").and_then(Value::as_str).expect("threadId").to_string(),
+            attempts: num(e, "attempts").unwrap_or(0),
+            retry_at: num(e, "retryAt"),
+            claim: e
+                .get("claim")
+                .filter(|c| !c.is_null())
+                .map(|c| (c.get("owner").and_then(Value::as_str).expect("claim.owner").to_string(), num(c, "until").expect("claim.until"))),
+        })
+        .collect()
 }
 
 /// Opens an engine on `kv` with `llm` and a short claim lease.
@@ -75,7 +96,7 @@ impl Llm for SlowLlm {
         Box::pin(async move {
             let thread = thread_of(req);
             let q = stored_queue(&self.kv).await;
-            let claim = q.entry(&thread).and_then(|e| e.claim.clone()).map(|c| (c.owner, c.until));
+            let claim = q.into_iter().find(|e| e.thread_id == thread).and_then(|e| e.claim);
             self.seen.borrow_mut().push((thread.clone(), self.clock.now(), claim));
             self.clock.advance(self.call_ms);
             let during = self.during.borrow_mut().take();
@@ -216,7 +237,7 @@ fn close_cancels_the_call_in_flight_without_counting_a_failed_attempt() {
     assert!(events.error_codes().is_empty(), "a cancelled call is not a failure: {:?}", events.error_codes());
     let q = pool.run_until(stored_queue(&kv));
     assert_eq!(q.len(), 2, "both entries stay queued");
-    for e in &q.entries {
+    for e in &q {
         assert_eq!(e.attempts, 0, "{}: no attempt counted", e.thread_id);
         assert!(e.claim.is_none(), "{}: claim released", e.thread_id);
         assert!(e.retry_at.is_none(), "{}: no retry backoff", e.thread_id);

@@ -1,4 +1,4 @@
-//! Fact vectors (`src/vectors.rs`) and the hybrid similarity (`src/fusion.rs`).
+//! Fact vectors (`src/vectors.rs`); the hybrid similarity is tested in `src/fusion.rs`.
 
 // A test crate: the size rules of clippy.toml are for the wasm build.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -6,14 +6,7 @@
 #[macro_use]
 mod common;
 
-use common::fact;
-use user_memory::document::Document;
-use user_memory::fusion::{similarities, Dense, DENSE_WEIGHT};
-use user_memory::inject::explain_hybrid;
-use user_memory::message::ChatMessage;
-use user_memory::relevance::FactIndex;
-use user_memory::tokens::Estimate;
-use user_memory::vectors::{content_key, QueryVector, VectorSet, NO_VECTOR};
+use user_memory::vectors::{content_key, QueryVector, VectorSet};
 
 /// A deterministic pseudo-random vector.
 fn vector(seed: u64, dims: usize) -> Vec<f32> {
@@ -120,90 +113,4 @@ fn retain_drops_stale_vectors_and_merge_adds_only_missing_ones_of_the_same_model
     };
     a.merge_from(&other);
     assert!(!a.contains(11));
-}
-
-/// Facts whose vectors are axis-aligned, so each dense similarity is known exactly.
-fn setup() -> (Document, FactIndex, VectorSet) {
-    let doc = Document {
-        facts: vec![
-            fact("pet", "Has a dog called Rex", 0.7),
-            fact("food", "Is vegetarian", 0.7),
-            fact("work", "Writes Go microservices", 0.95),
-            fact("new", "Plays the cello", 0.7),
-        ],
-        ..Document::empty()
-    };
-    let mut index = FactIndex::new();
-    index.sync(&doc.facts);
-    let mut set = VectorSet::new("m", 0);
-    for (i, f) in doc.facts.iter().take(3).enumerate() {
-        let mut v = vec![0.0; 4];
-        v[i] = 1.0;
-        v[3] = 0.5;
-        set.insert(content_key(&f.content), v).unwrap();
-    }
-    (doc, index, set)
-}
-
-#[test]
-fn fusion_averages_lexical_and_min_max_dense_and_unvectored_facts_count_lexically() {
-    let (doc, index, set) = setup();
-    let aligned = set.align(&doc.facts);
-    assert_eq!(aligned[3], NO_VECTOR);
-    // The query points at the "food" fact's direction: a steakhouse question shares no word
-    // with "Is vegetarian".
-    let q = QueryVector::new(vec![0.1, 1.0, 0.0, 0.5]).unwrap();
-    let dense = Dense { vectors: &set, aligned: &aligned, query: &q };
-    let s = similarities(&index, "which steakhouse for my dog Rex", Some(&dense));
-    let d = s.dense.as_ref().unwrap();
-    assert_eq!(d[1], Some(1.0), "closest vector");
-    assert_eq!(d[2], Some(0.0), "farthest vector");
-    assert_eq!(d[3], None, "no vector yet");
-    assert_eq!(s.lexical[0], 1.0, "the dog fact matches lexically");
-    for (i, d) in d.iter().enumerate().take(3) {
-        assert!((s.fused[i] - (s.lexical[i] + DENSE_WEIGHT * d.unwrap()) / (1.0 + DENSE_WEIGHT)).abs() < 1e-6);
-    }
-    assert_eq!(s.fused[3], s.lexical[3]);
-    // Through explain: the vegetarian fact now ranks next to the lexical match, ahead of the
-    // more confident work fact that ranked above it lexically.
-    let lexical_only = explain_hybrid(
-        &doc,
-        &index,
-        None,
-        &[ChatMessage::user("which steakhouse for my dog Rex")],
-        &user_memory::config::Config::default().inject,
-        &Estimate,
-    );
-    let hybrid = explain_hybrid(
-        &doc,
-        &index,
-        Some(&dense),
-        &[ChatMessage::user("which steakhouse for my dog Rex")],
-        &user_memory::config::Config::default().inject,
-        &Estimate,
-    );
-    let ids = |e: &user_memory::inject::Explanation| e.facts.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
-    assert_eq!(ids(&lexical_only)[..2], ["pet", "work"]);
-    assert_eq!(ids(&hybrid)[..2], ["pet", "food"]);
-    let food = hybrid.facts.iter().find(|f| f.id == "food").unwrap();
-    assert_eq!((food.lexical, food.dense), (0.0, Some(1.0)));
-    assert!((food.similarity - 0.5).abs() < 1e-6 && (food.score - (0.6 * 0.5 + 0.4 * 0.7)).abs() < 1e-6);
-    assert!(lexical_only.facts.iter().all(|f| f.dense.is_none() && f.similarity == f.lexical));
-}
-
-#[test]
-fn fewer_than_two_vectors_or_a_wrong_query_dimension_fall_back_to_lexical() {
-    let (doc, index, mut set) = setup();
-    let q = QueryVector::new(vec![0.1, 1.0, 0.0, 0.5]).unwrap();
-    let mut one = set.clone();
-    one.retain_facts(&doc.facts[1..2]);
-    for (s, q) in [(&one, &q), (&set, &QueryVector::new(vec![1.0, 0.0]).unwrap())] {
-        let aligned = s.align(&doc.facts);
-        let r = similarities(&index, "dog", Some(&Dense { vectors: s, aligned: &aligned, query: q }));
-        assert_eq!(r.fused, r.lexical);
-    }
-    // A misaligned `aligned` (another document) is ignored rather than misread.
-    assert_eq!(set.retain_facts(&doc.facts), 0);
-    let r = similarities(&index, "dog", Some(&Dense { vectors: &set, aligned: &[0, 1], query: &q }));
-    assert_eq!((r.fused, r.dense), (r.lexical.clone(), None));
 }

@@ -366,7 +366,7 @@ impl Engine {
     }
 
     /// When the queue is next due (epoch ms), or `None` if nothing is queued (see
-    /// [`QueueFile::next_due`](crate::queue::QueueFile::next_due)).
+    /// `QueueFile::next_due` in `src/queue/mod.rs`).
     pub fn next_due_at(&self) -> Option<Millis> {
         self.due_at(&self.inner.state.borrow())
     }

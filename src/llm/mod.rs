@@ -5,10 +5,10 @@
 //! platform layer; everything here is deterministic and tested natively.
 
 pub mod config;
-pub mod protocol;
-pub mod retry;
+pub(crate) mod protocol;
+pub(crate) mod retry;
 pub mod schema;
-pub mod stream;
+pub(crate) mod stream;
 
 use crate::delta::{reasons, Delta, Skipped};
 use crate::document::SectionId;

@@ -3,6 +3,9 @@
 //! it, retry a cut-off one with a larger budget, or fail). The platform layer only moves
 //! bytes.
 
+// Only the wasm layer (src/wasm/) calls this; natively the tests do.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use super::config::DEFAULT_MAX_TOKENS;
 use super::schema::{DELTA_SCHEMA, DELTA_SCHEMA_NAME};
 use super::{LlmConfig, LlmRequest, OutputMode, Provider, Usage};
@@ -12,14 +15,14 @@ use crate::json::{ArrayWriter, ObjectWriter, Value};
 use crate::message::content_text;
 
 /// Anthropic API version header value.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// The largest budget the retry of a cut-off reply asks for (a common output limit).
-pub const MAX_RAISED_TOKENS: u64 = 8192;
+pub(crate) const MAX_RAISED_TOKENS: u64 = 8192;
 
 /// The budget of the one retry of a reply cut off at `budget` tokens: four times as much,
 /// at most [`MAX_RAISED_TOKENS`]; `None` when that is no more.
-pub fn raised_budget(budget: u64) -> Option<u64> {
+pub(crate) fn raised_budget(budget: u64) -> Option<u64> {
     let raised = budget.saturating_mul(4).min(MAX_RAISED_TOKENS);
     (raised > budget).then_some(raised)
 }
@@ -28,7 +31,7 @@ pub fn raised_budget(budget: u64) -> Option<u64> {
 /// only ever loses parts, when the endpoint refuses one ([`downgrade`]); a transport keeps
 /// it per instance, so a refusal costs one extra request once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// How the output is constrained.
     pub output: OutputMode,
     /// Stream the reply as server-sent events.
@@ -42,7 +45,7 @@ pub struct Shape {
 
 impl Shape {
     /// The shape the options ask for.
-    pub fn of(cfg: &LlmConfig) -> Shape {
+    pub(crate) fn of(cfg: &LlmConfig) -> Shape {
         let output = match (cfg.provider, cfg.output) {
             // Anthropic has no JSON mode: text, or the schema through a tool.
             (Provider::Anthropic, OutputMode::Json) => OutputMode::Text,
@@ -65,7 +68,7 @@ fn has_word(text: &str, word: &str) -> bool {
 /// streaming, `temperature`, or `max_tokens` in favour of `max_completion_tokens`). `None`
 /// when the error names nothing that can be left out (it stands). Every step drops a part,
 /// so the fallbacks end.
-pub fn downgrade(provider: Provider, shape: Shape, status: u16, body: &str) -> Option<Shape> {
+pub(crate) fn downgrade(provider: Provider, shape: Shape, status: u16, body: &str) -> Option<Shape> {
     if !matches!(status, 400 | 422) {
         return None;
     }
@@ -97,7 +100,7 @@ pub fn downgrade(provider: Provider, shape: Shape, status: u16, body: &str) -> O
 
 /// Builds the HTTP request for `req` against the endpoint in `cfg`, shaped by `shape`, with
 /// a reply budget of `budget` tokens (`None`: the endpoint's own).
-pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest, shape: Shape, budget: Option<u64>) -> HttpRequest {
+pub(crate) fn build_http_request(cfg: &LlmConfig, req: &LlmRequest, shape: Shape, budget: Option<u64>) -> HttpRequest {
     let conn = &cfg.conn;
     let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
     let mut body = String::new();
@@ -179,7 +182,7 @@ pub fn build_http_request(cfg: &LlmConfig, req: &LlmRequest, shape: Shape, budge
 
 /// A reply as the endpoint gave it, before the verdict.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Completion {
+pub(crate) struct Completion {
     /// The reply text (for a forced tool call: its input, as JSON text).
     pub text: String,
     /// The provider's token counts, when it sent them.
@@ -192,7 +195,7 @@ pub struct Completion {
 
 impl Completion {
     /// Whether the model stopped at the token limit.
-    pub fn cut_off(&self) -> bool {
+    pub(crate) fn cut_off(&self) -> bool {
         matches!(self.finish.as_deref(), Some("length" | "max_tokens"))
     }
 }
@@ -203,7 +206,7 @@ impl Completion {
 /// Anthropic: the input of a `tool_use` block (the forced delta tool), else the `text`
 /// blocks of `content`. A body that is not JSON is `LLM_BAD_OUTPUT` (quoting it with
 /// `secrets` masked).
-pub fn extract_reply(provider: Provider, body: &str, secrets: &Secrets) -> Result<Completion> {
+pub(crate) fn extract_reply(provider: Provider, body: &str, secrets: &Secrets) -> Result<Completion> {
     let v = Value::parse(body)
         .map_err(|_| Error::LlmBadOutput(format!("the endpoint's response is not JSON: {}", snippet(&secrets.mask(body)))))?;
     let string = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
@@ -240,7 +243,7 @@ pub fn extract_reply(provider: Provider, body: &str, secrets: &Secrets) -> Resul
 
 /// The token counts in a provider's `usage` object: OpenAI's `prompt_tokens` /
 /// `completion_tokens`, Anthropic's `input_tokens` / `output_tokens`.
-pub fn usage(provider: Provider, u: Option<&Value>) -> Option<Usage> {
+pub(crate) fn usage(provider: Provider, u: Option<&Value>) -> Option<Usage> {
     let u = u?;
     let (prompt, completion) = match provider {
         Provider::OpenAi => ("prompt_tokens", "completion_tokens"),
@@ -251,7 +254,7 @@ pub fn usage(provider: Provider, u: Option<&Value>) -> Option<Usage> {
 
 /// What to do with a completion.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Hand it to the engine.
     Accept,
     /// It was cut off at the token limit before the delta was complete: ask once more with
@@ -265,7 +268,7 @@ pub enum Verdict {
 /// retry with the raised budget. A cut-off reply that still holds a complete delta is used
 /// (a model that ran on after the object), one that does not is retried once with
 /// [`raised_budget`], then reported naming the cause.
-pub fn judge(provider: Provider, c: &Completion, budget: Option<u64>, retried: Option<u64>) -> Verdict {
+pub(crate) fn judge(provider: Provider, c: &Completion, budget: Option<u64>, retried: Option<u64>) -> Verdict {
     if c.cut_off() && crate::parse::parse_reply(&c.text).is_err() {
         if retried.is_none() {
             if let Some(more) = budget.and_then(raised_budget) {

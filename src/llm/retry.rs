@@ -2,17 +2,20 @@
 //! errors, up to `maxRetries` times, with exponential backoff from 500 ms, honouring
 //! `Retry-After` capped at 60 s. Other 4xx are final.
 
+// Only the wasm layer (src/wasm/) calls this; natively the tests do.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use crate::error::Error;
 use crate::time::{millis_from_iso, Millis};
 
 /// First backoff delay.
-pub const BASE_DELAY_MS: u64 = 500;
+pub(crate) const BASE_DELAY_MS: u64 = 500;
 
 /// Longest wait between two tries, and the cap on `Retry-After`.
-pub const MAX_DELAY_MS: u64 = 60_000;
+pub(crate) const MAX_DELAY_MS: u64 = 60_000;
 
 /// Whether a failed try should be repeated.
-pub fn is_retryable(err: &Error) -> bool {
+pub(crate) fn is_retryable(err: &Error) -> bool {
     match err {
         Error::LlmHttp { status, .. } => *status == 429 || (500..=599).contains(status),
         Error::LlmTimeout(_) | Error::LlmNetwork(_) => true,
@@ -22,7 +25,7 @@ pub fn is_retryable(err: &Error) -> bool {
 
 /// Delay before retry number `retry` (0-based): 500 ms, 1 s, 2 s, … capped at 60 s, or the
 /// server's `Retry-After` (also capped) when it sent one.
-pub fn delay_ms(retry: u32, retry_after_ms: Option<u64>) -> u64 {
+pub(crate) fn delay_ms(retry: u32, retry_after_ms: Option<u64>) -> u64 {
     match retry_after_ms {
         Some(ms) => ms.min(MAX_DELAY_MS),
         None => BASE_DELAY_MS.saturating_mul(1u64 << retry.min(16)).min(MAX_DELAY_MS),
@@ -31,7 +34,7 @@ pub fn delay_ms(retry: u32, retry_after_ms: Option<u64>) -> u64 {
 
 /// Parses a `Retry-After` header: delta-seconds (`"3"`, `"1.5"`) or an HTTP date
 /// (`"Wed, 21 Oct 2015 07:28:00 GMT"`, relative to `now`). `None` if unreadable.
-pub fn parse_retry_after(value: &str, now: Millis) -> Option<u64> {
+pub(crate) fn parse_retry_after(value: &str, now: Millis) -> Option<u64> {
     let v = value.trim();
     if let Some(secs) = crate::document::parse_decimal(v) {
         return (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).min(MAX_DELAY_MS as f64) as u64);

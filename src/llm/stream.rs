@@ -3,6 +3,9 @@
 //! object is complete (a model that would run on — whitespace after a grammar-constrained
 //! object, prose, a second object — is cut off there and stops generating).
 
+// Only the wasm layer (src/wasm/) calls this; natively the tests do.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use super::protocol::{usage, Completion};
 use super::{Provider, Usage};
 use crate::error::{Error, Result};
@@ -11,17 +14,17 @@ use crate::parse::parse_reply;
 
 /// How many closed top-level objects are tried as the delta before reading just goes on
 /// to the end (each try parses the reply so far; a real reply has one or two objects).
-pub const MAX_EARLY_CHECKS: u32 = 8;
+pub(crate) const MAX_EARLY_CHECKS: u32 = 8;
 
 /// Events still read after the delta is complete, so the finish reason and the usage the
 /// endpoint sends right after the last token arrive; a model that runs on is cut off then.
-pub const GRACE_EVENTS: u32 = 8;
+pub(crate) const GRACE_EVENTS: u32 = 8;
 
 /// Watches text as it grows for the end of a top-level JSON object: braces are counted
 /// outside JSON strings, and strings are only tracked inside an object (an apostrophe in
 /// prose opens nothing). A stray `}` in prose never takes the depth below zero.
 #[derive(Debug, Clone, Default)]
-pub struct ObjectWatch {
+pub(crate) struct ObjectWatch {
     depth: u32,
     in_str: bool,
     escaped: bool,
@@ -29,7 +32,7 @@ pub struct ObjectWatch {
 
 impl ObjectWatch {
     /// Takes the next piece of text; `true` when a top-level object closed in it.
-    pub fn feed(&mut self, piece: &str) -> bool {
+    pub(crate) fn feed(&mut self, piece: &str) -> bool {
         let mut closed = false;
         for &b in piece.as_bytes() {
             if self.in_str {
@@ -68,7 +71,7 @@ fn in_reasoning(text: &str) -> bool {
 
 /// Decodes a server-sent-event body of one provider into a [`Completion`], chunk by chunk.
 #[derive(Debug)]
-pub struct StreamDecoder {
+pub(crate) struct StreamDecoder {
     provider: Provider,
     /// The unfinished line of the last chunk.
     line: Vec<u8>,
@@ -93,7 +96,7 @@ pub struct StreamDecoder {
 
 impl StreamDecoder {
     /// A decoder for `provider`'s events.
-    pub fn new(provider: Provider) -> StreamDecoder {
+    pub(crate) fn new(provider: Provider) -> StreamDecoder {
         StreamDecoder {
             provider,
             line: Vec::new(),
@@ -113,7 +116,7 @@ impl StreamDecoder {
 
     /// Takes the next bytes of the body; `true` when reading can stop: the stream ended or
     /// failed, or the delta is complete (and the grace events are read).
-    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> bool {
         let mut rest = bytes;
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
             self.line.extend_from_slice(&rest[..i]);
@@ -244,19 +247,20 @@ impl StreamDecoder {
 
     /// The error the stream reported, if it did (the last line may still be unread: call
     /// after the body ended).
-    pub fn error(&self) -> Option<&str> {
+    pub(crate) fn error(&self) -> Option<&str> {
         self.error.as_deref()
     }
 
     /// Whether the reply already holds a complete delta.
-    pub fn is_complete(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_complete(&self) -> bool {
         self.complete
     }
 
     /// The completion, once the body ended or reading stopped. An error event is
     /// `LLM_NETWORK` (retried: a stream that broke off with `overloaded_error` is worth
     /// another try), its message cleaned by `mask`.
-    pub fn finish(mut self, mask: impl Fn(&str) -> String) -> Result<Completion> {
+    pub(crate) fn finish(mut self, mask: impl Fn(&str) -> String) -> Result<Completion> {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.take_line(&line);

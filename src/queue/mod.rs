@@ -42,7 +42,7 @@ impl Default for QueueConfig {
 
 /// An instance's exclusive right to process an entry until `until`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claim {
+pub(crate) struct Claim {
     /// The instance id of the claimant.
     pub owner: String,
     /// Epoch ms after which the claim is void (the claimant is presumed dead).
@@ -51,7 +51,7 @@ pub struct Claim {
 
 /// One thread's pending update: the newest filtered history of that thread.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The thread id given to `observe()`.
     pub thread_id: String,
     /// The filtered conversation (newest full history of the thread).
@@ -75,14 +75,14 @@ pub struct Entry {
 
 /// The persisted queue: all pending entries, oldest first.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct QueueFile {
+pub(crate) struct QueueFile {
     /// Pending entries in order of `first_at`.
     pub entries: Vec<Entry>,
 }
 
 /// What happened to an entry after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureOutcome {
+pub(crate) enum FailureOutcome {
     /// It stays queued and is due again at `retry_at`; `attempt` is the number of the
     /// attempt that failed (1-based).
     Retry {
@@ -103,13 +103,13 @@ pub enum FailureOutcome {
 }
 
 /// Version of the persisted envelope `{"v":1,"entries":[…]}`.
-pub const QUEUE_FORMAT_VERSION: u32 = 1;
+pub(crate) const QUEUE_FORMAT_VERSION: u32 = 1;
 
 /// First retry delay (after the first failed attempt).
-pub const RETRY_BASE_MS: u64 = 30_000;
+pub(crate) const RETRY_BASE_MS: u64 = 30_000;
 
 /// Longest retry delay.
-pub const RETRY_MAX_MS: u64 = 15 * 60_000;
+pub(crate) const RETRY_MAX_MS: u64 = 15 * 60_000;
 
 /// Where an entry stands for one instance at one time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,12 +126,13 @@ enum Status {
 
 impl Entry {
     /// Whether another instance than `me` holds a live claim on this entry at `now`.
-    pub fn claimed_by_other(&self, me: &str, now: Millis) -> bool {
+    pub(crate) fn claimed_by_other(&self, me: &str, now: Millis) -> bool {
         matches!(self.status(me, now), Status::Foreign(_))
     }
 
     /// Whether `me` holds a live claim on this entry at `now` (it is in progress there).
-    pub fn claimed_by(&self, me: &str, now: Millis) -> bool {
+    #[cfg(test)]
+    pub(crate) fn claimed_by(&self, me: &str, now: Millis) -> bool {
         matches!(self.status(me, now), Status::Mine(_))
     }
 
@@ -162,7 +163,7 @@ impl QueueFile {
     /// written by a newer minor format is still read as far as possible). An entry is dropped
     /// when it does not deserialize, has an empty `threadId` or no messages. When two entries
     /// name the same thread, the one observed last (`lastAt`) is kept. Never panics.
-    pub fn from_json(text: &str) -> (QueueFile, Vec<String>) {
+    pub(crate) fn from_json(text: &str) -> (QueueFile, Vec<String>) {
         let mut problems = Vec::new();
         let value = match crate::json::Value::parse(text) {
             Ok(v) => v,
@@ -214,23 +215,13 @@ impl QueueFile {
     }
 
     /// The queue as JSON for storage: `{"v":1,"entries":[…]}`.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         codec::queue_to_json(self)
     }
 
     /// The entry of `thread_id`, if queued.
-    pub fn entry(&self, thread_id: &str) -> Option<&Entry> {
+    pub(crate) fn entry(&self, thread_id: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.thread_id == thread_id)
-    }
-
-    /// Whether nothing is queued.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Number of queued entries (one per thread).
-    pub fn len(&self) -> usize {
-        self.entries.len()
     }
 
     /// Queues (or replaces) `thread_id`'s messages observed at `now`. Keeps `first_at` and
@@ -240,7 +231,7 @@ impl QueueFile {
     /// `last_at = now`, the new `version` and messages, and clears `attempts`, `retry_at` and
     /// `last_error`: the failures counted against the old content do not count against the
     /// new one.
-    pub fn observe(&mut self, thread_id: &str, messages: Vec<ChatMessage>, now: Millis, version: String) {
+    pub(crate) fn observe(&mut self, thread_id: &str, messages: Vec<ChatMessage>, now: Millis, version: String) {
         if let Some(i) = self.entries.iter().position(|e| e.thread_id == thread_id) {
             if self.entries[i].retry_at.is_some() {
                 // New content for an entry in retry backoff starts waiting afresh: with the
@@ -276,7 +267,7 @@ impl QueueFile {
     /// When the debounce group (the waiting entries: no live claim, no retry backoff) is due
     /// for `me` at `now`: `min(max(last_at) + debounce_ms, min(first_at) + max_wait_ms)`.
     /// `None` when no entry is waiting.
-    pub fn debounce_due(&self, cfg: &QueueConfig, me: &str, now: Millis) -> Option<Millis> {
+    pub(crate) fn debounce_due(&self, cfg: &QueueConfig, me: &str, now: Millis) -> Option<Millis> {
         let mut waiting = self.entries.iter().filter(|e| e.status(me, now) == Status::Waiting);
         let first = waiting.next()?;
         let (mut last_at, mut first_at) = (first.last_at, first.first_at);
@@ -294,7 +285,7 @@ impl QueueFile {
     /// (so a survivor takes over when the claimant died) and `me`'s own (an entry whose
     /// settle write failed stays claimed until then, and must not be forgotten). `None`
     /// exactly when the queue is empty. The result may be `<= now`, meaning "due now".
-    pub fn next_due(&self, cfg: &QueueConfig, me: &str, now: Millis) -> Option<Millis> {
+    pub(crate) fn next_due(&self, cfg: &QueueConfig, me: &str, now: Millis) -> Option<Millis> {
         let mut next = self.debounce_due(cfg, me, now);
         for e in &self.entries {
             let t = match e.status(me, now) {
@@ -312,7 +303,7 @@ impl QueueFile {
     /// When the debounce group is due, all its entries are due together (one LLM call per
     /// thread); entries in backoff are due once their `retry_at` is reached. Entries under a
     /// live claim (of anyone) are never due.
-    pub fn due(&self, cfg: &QueueConfig, me: &str, now: Millis) -> Vec<String> {
+    pub(crate) fn due(&self, cfg: &QueueConfig, me: &str, now: Millis) -> Vec<String> {
         let group_due = self.debounce_due(cfg, me, now).is_some_and(|t| t <= now);
         self.oldest_first(|e| match e.status(me, now) {
             Status::Waiting => group_due,
@@ -324,7 +315,7 @@ impl QueueFile {
     /// Thread ids that `me` may process right now regardless of timing (for `flush()`):
     /// every entry not claimed by another live instance, oldest first. This includes entries
     /// in retry backoff and entries `me` itself has claimed.
-    pub fn claimable(&self, me: &str, now: Millis) -> Vec<String> {
+    pub(crate) fn claimable(&self, me: &str, now: Millis) -> Vec<String> {
         self.oldest_first(|e| !e.claimed_by_other(me, now))
     }
 
@@ -339,7 +330,7 @@ impl QueueFile {
     /// claimed with the version claimed (threads claimed by another live instance or gone
     /// are skipped). A thread `me` already holds is claimed again (its lease renewed); a
     /// thread listed twice is returned once.
-    pub fn claim(&mut self, threads: &[String], me: &str, now: Millis, lease_ms: u64) -> Vec<(String, String)> {
+    pub(crate) fn claim(&mut self, threads: &[String], me: &str, now: Millis, lease_ms: u64) -> Vec<(String, String)> {
         let until = now.saturating_add(lease_ms);
         let mut out: Vec<(String, String)> = Vec::new();
         for t in threads {
@@ -360,7 +351,7 @@ impl QueueFile {
     /// when it has run out and nobody took it). `false` when the entry is gone, unclaimed
     /// (released, or re-created after another instance processed it) or claimed by another
     /// instance: the attempt holding it must then stop.
-    pub fn renew(&mut self, thread_id: &str, me: &str, now: Millis, lease_ms: u64) -> bool {
+    pub(crate) fn renew(&mut self, thread_id: &str, me: &str, now: Millis, lease_ms: u64) -> bool {
         let Some(e) = self.entries.iter_mut().find(|e| e.thread_id == thread_id) else { return false };
         match &mut e.claim {
             Some(c) if c.owner == me => {
@@ -376,7 +367,7 @@ impl QueueFile {
     ///
     /// A kept entry starts waiting anew at `now` (its `last_at`, the newest observe, stays),
     /// and moves behind the entries that have waited longer. An unknown thread is ignored.
-    pub fn succeed(&mut self, thread_id: &str, version: &str, now: Millis) {
+    pub(crate) fn succeed(&mut self, thread_id: &str, version: &str, now: Millis) {
         let Some(i) = self.entries.iter().position(|e| e.thread_id == thread_id) else { return };
         if self.entries[i].version == version {
             self.entries.remove(i);
@@ -397,7 +388,7 @@ impl QueueFile {
     /// * otherwise `attempts` grows by one, `last_error = code`, the claim is cleared, and the
     ///   entry is removed once `attempts >= max_attempts` ([`FailureOutcome::Abandoned`]) or
     ///   else scheduled at `now + retry_delay_ms(attempts)` ([`FailureOutcome::Retry`]).
-    pub fn fail(&mut self, thread_id: &str, version: &str, code: &str, now: Millis, cfg: &QueueConfig) -> FailureOutcome {
+    pub(crate) fn fail(&mut self, thread_id: &str, version: &str, code: &str, now: Millis, cfg: &QueueConfig) -> FailureOutcome {
         let Some(i) = self.entries.iter().position(|e| e.thread_id == thread_id) else {
             return FailureOutcome::Gone;
         };
@@ -419,7 +410,7 @@ impl QueueFile {
     }
 
     /// Drops every claim held by `me` (on `close()`), so others can take the entries at once.
-    pub fn release(&mut self, me: &str) {
+    pub(crate) fn release(&mut self, me: &str) {
         for e in &mut self.entries {
             if e.claim.as_ref().is_some_and(|c| c.owner == me) {
                 e.claim = None;
@@ -433,10 +424,13 @@ impl QueueFile {
 /// Exponential from [`RETRY_BASE_MS`], capped at [`RETRY_MAX_MS`]:
 /// `min(30 s × 2^(attempts − 1), 15 min)`, i.e. 30 s, 60 s, 2 min, 4 min, 8 min, then 15 min.
 /// `attempts = 0` is treated as 1.
-pub fn retry_delay_ms(attempts: u32) -> u64 {
+pub(crate) fn retry_delay_ms(attempts: u32) -> u64 {
     let exp = attempts.max(1) - 1;
     if exp >= 32 {
         return RETRY_MAX_MS;
     }
     RETRY_BASE_MS.saturating_mul(1u64 << exp).min(RETRY_MAX_MS)
 }
+
+#[cfg(test)]
+mod tests;

@@ -30,7 +30,7 @@ use std::future::ready;
 pub enum Slot {
     /// The memory document (JSON of [`crate::Document`]).
     Document,
-    /// The pending update queue (JSON of [`crate::queue::QueueFile`]).
+    /// The pending update queue (the JSON of `QueueFile`, `src/queue/codec.rs`).
     Queue,
     /// The fact vectors of the embedding model (JSON of [`crate::vectors::VectorSet`]):
     /// beside the document, not inside it, so exports stay DeerFlow's `memory.json`.

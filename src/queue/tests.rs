@@ -1,13 +1,10 @@
 //! The debounce queue state machine (docs/design.md#queue-and-failures): timing, claims,
 //! outcomes and persistence, driven by hand-passed times (nothing sleeps).
 
-// A test crate: the size rules of clippy.toml are for the wasm build.
-#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-
+use super::{retry_delay_ms, Claim, FailureOutcome, QueueConfig, QueueFile};
+use crate::message::ChatMessage;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use user_memory::message::ChatMessage;
-use user_memory::queue::{retry_delay_ms, Claim, FailureOutcome, QueueConfig, QueueFile};
 
 const S: u64 = 1_000;
 const T0: u64 = 1_773_484_200_000;

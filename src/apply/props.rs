@@ -2,18 +2,15 @@
 //! well-formed deltas wrapped in model noise; applying a delta keeps the document's
 //! invariants and is deterministic.
 
-// A test crate: the size rules of clippy.toml are for the wasm build.
-#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-
+use super::{apply_delta, ApplyConfig, ApplyContext, ApplyReport, EvictionPolicy};
+use crate::delta::{Delta, NewFact, Removal, SectionUpdate};
+use crate::document::normalize_content;
+use crate::ids::SequentialIds;
+use crate::parse::parse_reply;
+use crate::scrub::mentions_upload;
+use crate::{Document, Fact};
 use proptest::prelude::*;
 use std::collections::HashSet;
-use user_memory::apply::{apply_delta, ApplyConfig, ApplyContext, ApplyReport, EvictionPolicy};
-use user_memory::delta::{Delta, NewFact, Removal, SectionUpdate};
-use user_memory::document::normalize_content;
-use user_memory::ids::SequentialIds;
-use user_memory::parse::parse_reply;
-use user_memory::scrub::mentions_upload;
-use user_memory::{Document, Fact};
 
 /// Pieces that steer random text into the parser's deeper paths: candidate objects, the
 /// delta keys, repairs, reasoning tags and fences.
@@ -107,27 +104,27 @@ const KEYS: &[&str] = &[
 /// roughened: marker strings become bare `NaN` / `-Infinity`, some arrays get trailing
 /// commas. These reach the delta reader with every kind of wrong type.
 fn delta_like_json() -> impl Strategy<Value = String> {
-    use serde_json::{json, Value};
+    use serde_json::Value;
     let leaf = prop::sample::select(vec![
         Value::Null,
-        json!(true),
-        json!(false),
-        json!(0.9),
-        json!(0.3),
-        json!(1.5),
-        json!(-1),
-        json!(1e300),
-        json!(""),
-        json!("  "),
-        json!("Likes Go"),
-        json!("true"),
-        json!("FALSE"),
-        json!("0.8"),
-        json!("high"),
-        json!("fact_0000abcd"),
-        json!("__NAN__"),
-        json!("__INF__"),
-        json!("中文"),
+        serde_json::json!(true),
+        serde_json::json!(false),
+        serde_json::json!(0.9),
+        serde_json::json!(0.3),
+        serde_json::json!(1.5),
+        serde_json::json!(-1),
+        serde_json::json!(1e300),
+        serde_json::json!(""),
+        serde_json::json!("  "),
+        serde_json::json!("Likes Go"),
+        serde_json::json!("true"),
+        serde_json::json!("FALSE"),
+        serde_json::json!("0.8"),
+        serde_json::json!("high"),
+        serde_json::json!("fact_0000abcd"),
+        serde_json::json!("__NAN__"),
+        serde_json::json!("__INF__"),
+        serde_json::json!("中文"),
     ]);
     let tree = leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
