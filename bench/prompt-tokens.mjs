@@ -40,7 +40,7 @@ export function rustConst(source, name) {
 }
 
 /** The default system prompt at `rev` (as system_prompt() joins it). */
-function systemPrompt(rev) {
+export function systemPrompt(rev) {
   const source = rev === "WORKTREE" ? readFileSync(join(root, "src/prompt.rs"), "utf8") : execFileSync("git", ["show", `${rev}:src/prompt.rs`], { cwd: root, encoding: "utf8" });
   return `${rustConst(source, "INSTRUCTIONS")}\n\n${rustConst(source, "OUTPUT_FORMAT")}`;
 }

@@ -36,9 +36,13 @@ export const MODELS = {
  * `requests()` fetches what it received: [{ body, reply, finish, usage, ms }].
  */
 export async function startLlamaServer({ model = MODELS.smollm2, threads = 2, context = 4096, timeoutMs = 120_000 } = {}) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), "--model", model, "--port", "0", "--threads", String(threads), "--context", String(context)], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // --with-parent: the child exits when its stdin closes, so a killed test or benchmark
+  // does not leave a model running.
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), "--model", model, "--port", "0", "--threads", String(threads), "--context", String(context), "--with-parent"],
+    { stdio: ["pipe", "pipe", "pipe"] },
+  );
   let output = "";
   child.stderr.on("data", (c) => (output += c));
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -207,4 +211,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { origin } = await serve({ modelPath, port: Number(arg("port", 8080)), threads: Number(arg("threads", 2)), context: Number(arg("context", 4096)) });
   console.log(`listening ${origin}/v1 (${basename(modelPath)})`);
   process.once("SIGTERM", () => process.exit(0));
+  if (process.argv.includes("--with-parent")) {
+    process.stdin.on("end", () => process.exit(0)).resume();
+  }
 }
