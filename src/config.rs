@@ -10,6 +10,7 @@
 use crate::apply::{ApplyConfig, EvictionPolicy};
 use crate::error::{Error, Result};
 use crate::inject::InjectOptions;
+use crate::json::field::{opt_bool, opt_f64, opt_str, opt_uint};
 use crate::json::{Map, ObjectWriter, ToJson, Value};
 use crate::prompt::PromptOptions;
 use crate::queue::QueueConfig;
@@ -129,66 +130,66 @@ impl Config {
             return Err(Error::invalid(format!("unknown option `{k}`{hint}")));
         }
         let c = self;
-        if let Some(agent) = opt_str(obj, "agent", "agent")? {
-            validate_agent(&agent)?;
-            c.agent = agent;
+        if let Some(agent) = opt_str(obj, "", "agent")? {
+            validate_agent(agent)?;
+            c.agent = agent.to_string();
         }
-        if let Some(x) = opt_uint(obj, "debounceMs", "debounceMs")? {
+        if let Some(x) = opt_uint(obj, "", "debounceMs")? {
             c.queue.debounce_ms = x;
         }
-        if let Some(x) = opt_uint(obj, "maxWaitMs", "maxWaitMs")? {
+        if let Some(x) = opt_uint(obj, "", "maxWaitMs")? {
             c.queue.max_wait_ms = x;
         }
-        if let Some(x) = opt_uint(obj, "maxAttempts", "maxAttempts")? {
+        if let Some(x) = opt_uint(obj, "", "maxAttempts")? {
             c.queue.max_attempts = positive(x, "maxAttempts")? as u32;
         }
-        if let Some(x) = opt_uint(obj, "maxFacts", "maxFacts")? {
+        if let Some(x) = opt_uint(obj, "", "maxFacts")? {
             c.apply.max_facts = positive(x, "maxFacts")? as usize;
         }
-        if let Some(p) = opt_str(obj, "evictionPolicy", "evictionPolicy")? {
-            c.apply.policy = EvictionPolicy::parse(&p)
+        if let Some(p) = opt_str(obj, "", "evictionPolicy")? {
+            c.apply.policy = EvictionPolicy::parse(p)
                 .ok_or_else(|| Error::invalid(format!("`evictionPolicy` must be \"confidence\" or \"hybrid\", found \"{p}\"")))?;
         }
-        if let Some(x) = opt_uint(obj, "maxExtractionTokens", "maxExtractionTokens")? {
+        if let Some(x) = opt_uint(obj, "", "maxExtractionTokens")? {
             if x < MIN_EXTRACTION_TOKENS as u64 {
                 return Err(Error::invalid(format!("`maxExtractionTokens` must be at least {MIN_EXTRACTION_TOKENS}")));
             }
             c.max_extraction_tokens = x.min(u32::MAX as u64) as usize;
         }
-        if let Some(x) = opt_f64(obj, "factConfidenceThreshold", "factConfidenceThreshold")? {
+        if let Some(x) = opt_f64(obj, "", "factConfidenceThreshold")? {
             if x > 1.0 {
                 return Err(Error::invalid("`factConfidenceThreshold` must be within [0, 1]"));
             }
             c.apply.threshold = x;
         }
-        if let Some(x) = opt_uint(obj, "maxInjectionTokens", "maxInjectionTokens")? {
+        if let Some(x) = opt_uint(obj, "", "maxInjectionTokens")? {
             c.inject.max_tokens = x as usize;
         }
-        if let Some(x) = opt_uint(obj, "topFacts", "topFacts")? {
+        if let Some(x) = opt_uint(obj, "", "topFacts")? {
             c.inject.top_facts = x as usize;
         }
-        if let Some(x) = opt_uint(obj, "recentTurns", "recentTurns")? {
+        if let Some(x) = opt_uint(obj, "", "recentTurns")? {
             c.inject.recent_turns = x as usize;
         }
-        if let Some(x) = opt_f64(obj, "similarityWeight", "similarityWeight")? {
+        if let Some(x) = opt_f64(obj, "", "similarityWeight")? {
             c.inject.similarity_weight = x;
         }
-        if let Some(x) = opt_f64(obj, "confidenceWeight", "confidenceWeight")? {
+        if let Some(x) = opt_f64(obj, "", "confidenceWeight")? {
             c.inject.confidence_weight = x;
         }
-        if let Some(x) = opt_bool(obj, "injectionEnabled", "injectionEnabled")? {
+        if let Some(x) = opt_bool(obj, "", "injectionEnabled")? {
             c.inject.enabled = x;
         }
-        if let Some(x) = opt_bool(obj, "neutralizeLinks", "neutralizeLinks")? {
+        if let Some(x) = opt_bool(obj, "", "neutralizeLinks")? {
             c.inject.neutralize_links = x;
         }
-        if let Some(x) = opt_bool(obj, "enabled", "enabled")? {
+        if let Some(x) = opt_bool(obj, "", "enabled")? {
             c.enabled = x;
         }
-        if let Some(x) = opt_bool(obj, "autoProcess", "autoProcess")? {
+        if let Some(x) = opt_bool(obj, "", "autoProcess")? {
             c.auto_process = x;
         }
-        if let Some(x) = opt_uint(obj, "closeTimeoutMs", "closeTimeoutMs")? {
+        if let Some(x) = opt_uint(obj, "", "closeTimeoutMs")? {
             c.close_timeout_ms = positive(x, "closeTimeoutMs")?;
         }
         match obj.get("prompt") {
@@ -198,12 +199,10 @@ impl Config {
                     let hint = crate::spelling::did_you_mean(k, &["instructions", "append"]);
                     return Err(Error::invalid(format!("unknown option `prompt.{k}`{hint} (known: instructions, append)")));
                 }
-                c.prompt.instructions = opt_str(p, "prompt.instructions", "instructions")?;
-                c.prompt.append = opt_str(p, "prompt.append", "append")?;
+                c.prompt.instructions = opt_str(p, "prompt", "instructions")?.map(str::to_string);
+                c.prompt.append = opt_str(p, "prompt", "append")?.map(str::to_string);
             }
-            Some(other) => {
-                return Err(Error::invalid(format!("`prompt` must be an object {{ instructions?, append? }}, found {}", other.type_name())))
-            }
+            Some(other) => return Err(crate::json::field::wrong_type("prompt", "an object { instructions?, append? }", other).into()),
         }
         Ok(())
     }
@@ -271,45 +270,6 @@ pub(crate) fn check_known_keys(option: &str, obj: &Map, known: &[&[&str]]) -> Re
     }
     msg.push(')');
     Err(Error::invalid(msg))
-}
-
-/// Reads an optional string option; `path` names it in errors.
-pub(crate) fn opt_str(obj: &Map, path: &str, key: &str) -> Result<Option<String>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(Error::invalid(format!("`{path}` must be a string, found {}", other.type_name()))),
-    }
-}
-
-/// Reads an optional boolean option.
-pub(crate) fn opt_bool(obj: &Map, path: &str, key: &str) -> Result<Option<bool>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(Error::invalid(format!("`{path}` must be a boolean, found {}", other.type_name()))),
-    }
-}
-
-/// Reads an optional finite, non-negative number.
-pub(crate) fn opt_f64(obj: &Map, path: &str, key: &str) -> Result<Option<f64>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
-            _ => Err(Error::invalid(format!("`{path}` must be a finite number ≥ 0"))),
-        },
-        Some(other) => Err(Error::invalid(format!("`{path}` must be a number, found {}", other.type_name()))),
-    }
-}
-
-/// Reads an optional non-negative integer (a count or a duration in milliseconds).
-pub(crate) fn opt_uint(obj: &Map, path: &str, key: &str) -> Result<Option<u64>> {
-    match opt_f64(obj, path, key)? {
-        None => Ok(None),
-        Some(x) if x.fract() == 0.0 && x <= 9_007_199_254_740_991.0 => Ok(Some(x as u64)),
-        Some(_) => Err(Error::invalid(format!("`{path}` must be a whole number ≥ 0"))),
-    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! document: it checks every field and names the first one that is wrong.
 
 use crate::ids::{fact_id, IdSource};
+use crate::json::field::{object, opt_str, req_str, wrong_type};
 use crate::json::{ArrayWriter, Map, ObjectWriter, ToJson, Value};
 use crate::tokenize::FxMap;
 
@@ -160,16 +161,9 @@ impl Default for Document {
     }
 }
 
-fn expect_object<'a>(v: &'a Value, path: &str) -> Result<&'a Map, String> {
-    v.as_object().ok_or_else(|| format!("`{path}` must be an object, found {}", v.type_name()))
-}
-
+/// An optional string field, owned.
 fn opt_string(obj: &Map, key: &str, path: &str) -> Result<Option<String>, String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("`{path}.{key}` must be a string, found {}", other.type_name())),
-    }
+    Ok(opt_str(obj, path, key)?.map(str::to_string))
 }
 
 /// Reads a confidence: numbers and numeric strings are accepted and clamped to [0, 1];
@@ -306,7 +300,7 @@ impl Section {
             None | Some(Value::Null) => return Ok(Section::default()),
             Some(v) => v,
         };
-        let obj = expect_object(v, path)?;
+        let obj = object(v, path)?;
         let extra = strip(obj, &SECTION_FIELDS);
         Ok(Section {
             summary: opt_string(obj, "summary", path)?.unwrap_or_default(),
@@ -329,13 +323,9 @@ impl Fact {
     /// Reads one fact; `index` is only used in error messages. A missing `id` is left empty
     /// for [`Document::from_value`] to fill in.
     fn from_value(v: &Value, index: usize) -> Result<Fact, String> {
-        let path = format!("facts[{index}]");
-        let obj = expect_object(v, &path)?;
-        let content = match obj.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            None => return Err(format!("`{path}.content` is missing")),
-            Some(other) => return Err(format!("`{path}.content` must be a string, found {}", other.type_name())),
-        };
+        let path = crate::delta::path("facts", index);
+        let obj = object(v, &path)?;
+        let content = req_str(obj, &path, "content")?.to_string();
         let confidence =
             read_confidence(obj.get("confidence")).map_err(|why| format!("`{path}.confidence` {why}"))?.unwrap_or(DEFAULT_CONFIDENCE);
         let category = opt_string(obj, "category", &path)?
@@ -427,16 +417,16 @@ impl Document {
             other => return Err(format!("memory must be a JSON object, found {}", other.type_name())),
         };
         let user = match obj.get("user") {
-            Some(u) => expect_object(u, "user")?,
+            Some(u) => object(u, "user")?,
             None => return Err("`user` is missing".into()),
         };
         let history = match obj.get("history") {
-            Some(h) => expect_object(h, "history")?,
+            Some(h) => object(h, "history")?,
             None => return Err("`history` is missing".into()),
         };
         let facts_v = match obj.get("facts") {
             Some(Value::Array(a)) => a,
-            Some(other) => return Err(format!("`facts` must be an array, found {}", other.type_name())),
+            Some(other) => return Err(wrong_type("facts", "an array", other).into()),
             None => return Err("`facts` is missing".into()),
         };
         let mut doc = Document {

@@ -6,6 +6,7 @@
 use crate::document::{normalize_content, read_confidence, Document, Fact, MANUAL_SOURCE};
 use crate::error::{Error, Result};
 use crate::ids::IdSource;
+use crate::json::field::{missing, object, opt_text, wrong_type};
 use crate::json::{Map, Value};
 
 /// Confidence of a hand-added fact when none is given: the user said it explicitly.
@@ -36,42 +37,21 @@ pub struct NewManualFact {
 impl NewManualFact {
     /// Validates `{content, category?, confidence?, …}`.
     pub fn from_value(v: &Value) -> Result<NewManualFact> {
-        let obj = v.as_object().ok_or_else(|| {
-            Error::invalid(format!("a fact must be an object {{ content, category?, confidence? }}, found {}", v.type_name()))
-        })?;
-        let content = match obj.get("content") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-            Some(Value::String(_)) => return Err(Error::invalid("`content` must not be empty")),
-            Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", other.type_name()))),
-            None => return Err(Error::invalid("`content` is required")),
-        };
+        let obj = v.as_object().ok_or_else(|| wrong_type("fact", "an object { content, category?, confidence? }", v))?;
+        let content = opt_text(obj, "", "content")?.ok_or_else(|| missing("", "content"))?;
         let mut extra = obj.clone();
         extra.retain(|k, _| !KNOWN_FIELDS.contains(&k));
-        let text = |key: &str| match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
-            Some(other) => Err(Error::invalid(format!("`{key}` must be a non-empty string, found {}", other.type_name()))),
-        };
         Ok(NewManualFact {
-            id: text("id")?,
-            created_at: text("createdAt")?,
-            source: text("source")?,
+            id: opt_text(obj, "", "id")?,
+            created_at: opt_text(obj, "", "createdAt")?,
+            source: opt_text(obj, "", "source")?,
             content,
-            category: category(obj.get("category"))?.unwrap_or_else(|| crate::document::DEFAULT_CATEGORY.into()),
+            category: opt_text(obj, "", "category")?.unwrap_or_else(|| crate::document::DEFAULT_CATEGORY.into()),
             confidence: read_confidence(obj.get("confidence"))
                 .map_err(|why| Error::invalid(format!("`confidence` {why}")))?
                 .unwrap_or(MANUAL_CONFIDENCE),
             extra,
         })
-    }
-}
-
-fn category(v: Option<&Value>) -> Result<Option<String>> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
-        Some(Value::String(_)) => Err(Error::invalid("`category` must not be empty")),
-        Some(other) => Err(Error::invalid(format!("`category` must be a string, found {}", other.type_name()))),
     }
 }
 
@@ -106,7 +86,7 @@ pub fn add_fact(doc: &mut Document, fact: &NewManualFact, now_iso: &str, ids: &d
 /// Applies a patch `{content?, category?, confidence?, …}` to fact `id`. `id`, `createdAt`
 /// and `source` cannot be changed; other unknown fields are set (a `null` removes one).
 pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> {
-    let obj = patch.as_object().ok_or_else(|| Error::invalid(format!("a fact patch must be an object, found {}", patch.type_name())))?;
+    let obj = object(patch, "patch")?;
     for k in ["id", "createdAt", "source"] {
         if let Some(v) = obj.get(k) {
             let unchanged = doc.fact(id).is_some_and(|f| match k {
@@ -119,13 +99,8 @@ pub fn update_fact(doc: &mut Document, id: &str, patch: &Value) -> Result<Fact> 
             }
         }
     }
-    let content = match obj.get("content") {
-        None => None,
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Some(Value::String(_)) => return Err(Error::invalid("`content` must not be empty")),
-        Some(other) => return Err(Error::invalid(format!("`content` must be a string, found {}", other.type_name()))),
-    };
-    let cat = category(obj.get("category"))?;
+    let content = opt_text(obj, "", "content")?;
+    let cat = opt_text(obj, "", "category")?;
     let confidence = read_confidence(obj.get("confidence")).map_err(|why| Error::invalid(format!("`confidence` {why}")))?;
     let fact = doc.facts.iter_mut().find(|f| f.id == id).ok_or_else(|| Error::NotFound(format!("no fact with id \"{id}\"")))?;
     if let Some(c) = content {

@@ -10,6 +10,7 @@
 use crate::config::check_known_keys;
 use crate::error::{Error, Result};
 use crate::http::{Connection, EndpointName, HttpRequest};
+use crate::json::field::{opt_str, opt_uint};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
 use crate::sync::LocalFuture;
 use crate::vectors::base64_decode;
@@ -80,22 +81,22 @@ impl EmbedSettings {
     /// Reads `model`, `dimensions`, `batchSize`, `queryTimeoutMs` and `timeoutMs` of the
     /// `embed` object; `default_model` when there is no `model` (`None`: it is required).
     pub fn read(obj: &crate::json::Map, default_model: Option<&str>) -> Result<EmbedSettings> {
-        let model = match crate::config::opt_str(obj, "embed.model", "model")?.filter(|m| !m.trim().is_empty()) {
-            Some(m) => m,
+        let model = match opt_str(obj, "embed", "model")?.filter(|m| !m.trim().is_empty()) {
+            Some(m) => m.to_string(),
             None => default_model
                 .map(str::to_string)
                 .ok_or_else(|| Error::invalid("`embed.model` is required (e.g. \"text-embedding-3-small\" or \"nomic-embed-text\")"))?,
         };
-        let dimensions = crate::config::opt_uint(obj, "embed.dimensions", "dimensions")?;
+        let dimensions = opt_uint(obj, "embed", "dimensions")?;
         if dimensions == Some(0) {
             return Err(Error::invalid("`embed.dimensions` must be at least 1"));
         }
-        let batch_size = crate::config::opt_uint(obj, "embed.batchSize", "batchSize")?.unwrap_or(DEFAULT_BATCH_SIZE as u64);
+        let batch_size = opt_uint(obj, "embed", "batchSize")?.unwrap_or(DEFAULT_BATCH_SIZE as u64);
         if !(1..=2048).contains(&batch_size) {
             return Err(Error::invalid("`embed.batchSize` must be within 1 to 2048"));
         }
-        let query_timeout_ms = crate::config::opt_uint(obj, "embed.queryTimeoutMs", "queryTimeoutMs")?.unwrap_or(DEFAULT_QUERY_TIMEOUT_MS);
-        let timeout_ms = crate::config::opt_uint(obj, "embed.timeoutMs", "timeoutMs")?.unwrap_or(crate::http::DEFAULT_TIMEOUT_MS);
+        let query_timeout_ms = opt_uint(obj, "embed", "queryTimeoutMs")?.unwrap_or(DEFAULT_QUERY_TIMEOUT_MS);
+        let timeout_ms = opt_uint(obj, "embed", "timeoutMs")?.unwrap_or(crate::http::DEFAULT_TIMEOUT_MS);
         Ok(EmbedSettings { model, dimensions, batch_size: batch_size as usize, query_timeout_ms, timeout_ms })
     }
 

@@ -6,8 +6,8 @@
 // Only the wasm layer calls the policy functions; natively they are reached by the tests.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-use crate::config::{opt_str, opt_uint};
 use crate::error::{Error, Result};
+use crate::json::field::{opt_str, opt_uint};
 use crate::json::{Map, Value};
 
 /// Which endpoint a message is about: how to call it, and the option that configures it.
@@ -105,7 +105,7 @@ impl Connection {
     }
 
     fn read_keys(name: EndpointName, obj: &Map, default_base_url: &str) -> Result<Connection> {
-        let base_url = opt_str(obj, "baseUrl", "baseUrl")?.unwrap_or_else(|| default_base_url.to_string());
+        let base_url = opt_str(obj, "", "baseUrl")?.unwrap_or(default_base_url).to_string();
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://") || base_url.starts_with('/')) {
             return Err(Error::invalid(format!("`baseUrl` must be an http(s) URL or an absolute path, found \"{base_url}\"")));
@@ -119,7 +119,7 @@ impl Connection {
             Some(Value::Object(h)) => {
                 for (k, v) in h {
                     let Value::String(s) = v else {
-                        return Err(Error::invalid(format!("`headers.{k}` must be a string, found {}", v.type_name())));
+                        return Err(crate::json::field::wrong_type(&crate::delta::cat(&["headers.", k]), "a string", v).into());
                     };
                     // What `fetch` would refuse, refused here with a message that does not
                     // quote the value (it may be a key).
@@ -132,13 +132,13 @@ impl Connection {
                     headers.push((k.clone(), s.clone()));
                 }
             }
-            Some(other) => return Err(Error::invalid(format!("`headers` must be an object of strings, found {}", other.type_name()))),
+            Some(other) => return Err(crate::json::field::wrong_type("headers", "an object of strings", other).into()),
         }
-        let api_key = opt_str(obj, "apiKey", "apiKey")?.filter(|k| !k.is_empty());
+        let api_key = opt_str(obj, "", "apiKey")?.filter(|k| !k.is_empty()).map(str::to_string);
         if api_key.as_deref().is_some_and(|k| !is_header_value(k)) {
             return Err(Error::invalid("`apiKey` has characters HTTP does not allow in a header (a line break?)"));
         }
-        let max_response_bytes = opt_uint(obj, "maxResponseBytes", "maxResponseBytes")?.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
+        let max_response_bytes = opt_uint(obj, "", "maxResponseBytes")?.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
         if max_response_bytes < 1024 {
             return Err(Error::invalid("`maxResponseBytes` must be at least 1024 (bytes)"));
         }
@@ -147,8 +147,8 @@ impl Connection {
             base_url,
             api_key,
             headers,
-            timeout_ms: opt_uint(obj, "timeoutMs", "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS),
-            max_retries: opt_uint(obj, "maxRetries", "maxRetries")?.unwrap_or(DEFAULT_MAX_RETRIES).min(10) as u32,
+            timeout_ms: opt_uint(obj, "", "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS),
+            max_retries: opt_uint(obj, "", "maxRetries")?.unwrap_or(DEFAULT_MAX_RETRIES).min(10) as u32,
             max_response_bytes,
         })
     }

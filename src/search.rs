@@ -10,11 +10,11 @@
 //! model nearly every fact with a vector has some similarity, so `limit` and `min_score` do
 //! the cutting. A blank query matches nothing.
 
-use crate::config::{opt_f64, opt_uint};
 use crate::document::Document;
 use crate::error::{Error, Result};
 use crate::fusion::{similarities, Dense};
 use crate::inject::{top_k, InjectOptions, Ranked};
+use crate::json::field::{opt_f64, opt_uint};
 use crate::json::{Map, Value};
 use crate::relevance::FactIndex;
 
@@ -44,25 +44,20 @@ impl SearchOptions {
         let obj = match v {
             Value::Null => &empty,
             Value::Object(o) => o,
-            other => {
-                return Err(Error::invalid(format!(
-                    "search options must be an object {{ limit?, minScore? }}, found {}",
-                    other.type_name()
-                )))
-            }
+            other => return Err(crate::json::field::wrong_type("options", "an object { limit?, minScore? }", other).into()),
         };
         if let Some(k) = obj.keys().find(|k| *k != "limit" && *k != "minScore") {
             let hint = crate::spelling::did_you_mean(k, &["limit", "minScore"]);
             return Err(Error::invalid(format!("unknown search option `{k}`{hint} (known: limit, minScore)")));
         }
         let mut o = SearchOptions::default();
-        if let Some(n) = opt_uint(obj, "limit", "limit")? {
+        if let Some(n) = opt_uint(obj, "", "limit")? {
             if n == 0 {
                 return Err(Error::invalid("`limit` must be at least 1"));
             }
             o.limit = usize::try_from(n).unwrap_or(usize::MAX);
         }
-        if let Some(x) = opt_f64(obj, "minScore", "minScore")? {
+        if let Some(x) = opt_f64(obj, "", "minScore")? {
             o.min_score = x;
         }
         Ok(o)

@@ -97,7 +97,7 @@ fn options_are_validated_and_name_what_is_wrong() {
         (json!({"limit": "3"}), "limit"),
         (json!({"minScore": -1}), "minScore"),
         (json!({"top": 3}), "top"),
-        (json!([3]), "search options"),
+        (json!([3]), "`options` must be an object { limit?, minScore? }"),
     ] {
         let e = SearchOptions::from_value(&bad).unwrap_err();
         assert_eq!(e.code(), "INVALID_INPUT");

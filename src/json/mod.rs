@@ -18,6 +18,7 @@
 //! Most output is written straight into a `String` with [`ObjectWriter`] and
 //! [`ArrayWriter`], without building a `Value` tree first.
 
+pub(crate) mod field;
 mod number;
 mod parse;
 mod write;

@@ -1,8 +1,9 @@
 //! LLM connection settings (`llm: { baseUrl, apiKey, model, … }`), validated.
 
-use crate::config::{check_known_keys, opt_bool, opt_f64, opt_str, opt_uint};
+use crate::config::check_known_keys;
 use crate::error::{Error, Result};
 use crate::http::{Connection, EndpointName, Secrets};
+use crate::json::field::{opt_bool, opt_f64, opt_str, opt_uint};
 use crate::json::Value;
 
 /// Which HTTP protocol to speak.
@@ -87,11 +88,9 @@ impl LlmConfig {
 
     /// Validates the `llm` option object.
     pub fn from_value(v: &Value) -> Result<LlmConfig> {
-        let obj = v.as_object().ok_or_else(|| {
-            Error::invalid(format!("`llm` must be an object {{ baseUrl, model, … }} or a function, found {}", v.type_name()))
-        })?;
+        let obj = v.as_object().ok_or_else(|| crate::json::field::wrong_type("llm", "an object { baseUrl, model, … } or a function", v))?;
         check_known_keys("llm", obj, &[OWN_KEYS, &Connection::KEYS])?;
-        let provider = match opt_str(obj, "llm.provider", "provider")?.as_deref() {
+        let provider = match opt_str(obj, "llm", "provider")? {
             None | Some("openai") => Provider::OpenAi,
             Some("anthropic") => Provider::Anthropic,
             Some(other) => return Err(Error::invalid(format!("`llm.provider` must be \"openai\" or \"anthropic\", found \"{other}\""))),
@@ -101,19 +100,20 @@ impl LlmConfig {
             Provider::Anthropic => "https://api.anthropic.com/v1",
         };
         let conn = Connection::read(EndpointName::LLM, obj, default_base_url)?;
-        let model = opt_str(obj, "llm.model", "model")?
+        let model = opt_str(obj, "llm", "model")?
             .filter(|m| !m.trim().is_empty())
-            .ok_or_else(|| Error::invalid("`llm.model` is required (e.g. \"gpt-4o-mini\" or \"llama3.1\")"))?;
+            .ok_or_else(|| Error::invalid("`llm.model` is required (e.g. \"gpt-4o-mini\" or \"llama3.1\")"))?
+            .to_string();
         let temperature = match obj.get("temperature") {
             Some(Value::Null) => None,
-            _ => Some(opt_f64(obj, "llm.temperature", "temperature")?.unwrap_or(0.0)),
+            _ => Some(opt_f64(obj, "llm", "temperature")?.unwrap_or(0.0)),
         };
         let max_tokens = match obj.get("maxTokens") {
             Some(Value::Null) if provider == Provider::Anthropic => {
                 return Err(Error::invalid("`llm.maxTokens` cannot be null with provider \"anthropic\" (its API requires max_tokens)"))
             }
             Some(Value::Null) => None,
-            _ => match opt_uint(obj, "llm.maxTokens", "maxTokens")?.unwrap_or(DEFAULT_MAX_TOKENS) {
+            _ => match opt_uint(obj, "llm", "maxTokens")?.unwrap_or(DEFAULT_MAX_TOKENS) {
                 0 => return Err(Error::invalid("`llm.maxTokens` must be at least 1 (or null to leave it out)")),
                 n => Some(n),
             },
@@ -125,15 +125,7 @@ impl LlmConfig {
             Some(Value::String(s)) if s == "schema" => OutputMode::Schema,
             Some(_) => return Err(Error::invalid("`llm.jsonMode` must be \"schema\" (the default), true (any JSON object) or false")),
         };
-        Ok(LlmConfig {
-            provider,
-            conn,
-            model,
-            temperature,
-            max_tokens,
-            output,
-            stream: opt_bool(obj, "llm.stream", "stream")?.unwrap_or(true),
-        })
+        Ok(LlmConfig { provider, conn, model, temperature, max_tokens, output, stream: opt_bool(obj, "llm", "stream")?.unwrap_or(true) })
     }
 }
 

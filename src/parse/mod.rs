@@ -29,6 +29,7 @@ mod scan;
 use crate::delta::{cat, path, reasons, Delta, Labels, NewFact, Removal, SectionUpdate, Skipped};
 use crate::document::{read_confidence, SectionId, DEFAULT_CATEGORY};
 use crate::error::{Error, Result};
+use crate::json::field::{missing, wrong_type};
 use crate::json::{Map, Value};
 
 /// Only this many bytes of a reply are considered.
@@ -268,7 +269,7 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
         match obj.get(group) {
             None | Some(Value::Null) => {}
             Some(Value::Object(sections)) => read_sections(group, sections, &mut delta),
-            Some(other) => return Err(format!("`{group}` must be an object, found {}", other.type_name())),
+            Some(other) => return Err(wrong_type(group, "an object", other).into()),
         }
     }
     match obj.get("newFacts") {
@@ -281,7 +282,7 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
                 }
             }
         }
-        Some(other) => return Err(format!("`newFacts` must be an array, found {}", other.type_name())),
+        Some(other) => return Err(wrong_type("newFacts", "an array", other).into()),
     }
     match obj.get("factsToRemove") {
         None | Some(Value::Null) => {}
@@ -297,7 +298,7 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
             Ok(r) => push_removal(&mut delta.facts_to_remove, r),
             Err(detail) => delta.skipped.push(Skipped::new("factsToRemove".into(), reasons::INVALID, &detail)),
         },
-        Some(other) => return Err(format!("`factsToRemove` must be an array of fact ids, found {}", other.type_name())),
+        Some(other) => return Err(wrong_type("factsToRemove", "an array of fact ids", other).into()),
     }
     match obj.get("factsToReinforce") {
         None | Some(Value::Null) => {}
@@ -305,16 +306,16 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
             for (i, id) in ids.iter().enumerate() {
                 match id {
                     Value::String(s) => push_id(&mut delta.facts_to_reinforce, s),
-                    other => delta.skipped.push(Skipped::new(
-                        path("factsToReinforce", i),
-                        reasons::INVALID,
-                        &cat(&["a fact id must be a string, found ", other.type_name()]),
-                    )),
+                    other => {
+                        let at = path("factsToReinforce", i);
+                        let detail = wrong_type(&at, "a fact id (a string)", other).0;
+                        delta.skipped.push(Skipped::new(at, reasons::INVALID, &detail));
+                    }
                 }
             }
         }
         Some(Value::String(id)) => push_id(&mut delta.facts_to_reinforce, id),
-        Some(other) => return Err(cat(&["`factsToReinforce` must be an array of fact ids, found ", other.type_name()])),
+        Some(other) => return Err(wrong_type("factsToReinforce", "an array of fact ids", other).into()),
     }
     Ok(delta)
 }
@@ -341,19 +342,19 @@ fn read_removal(v: &Value) -> Result<Option<Removal>, String> {
     let obj = match v {
         Value::String(s) => return Ok(Some(Removal::id(s.trim())).filter(|r| !r.id.is_empty())),
         Value::Object(o) => o,
-        other => return Err(cat(&["a removal must be a fact id or {id, replacementFactIndex?}, found ", other.type_name()])),
+        other => return Err(wrong_type("removal", "a fact id or {id, replacementFactIndex?}", other).into()),
     };
     let id = match obj.get("id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        Some(Value::String(_)) | None | Some(Value::Null) => return Err("id is missing".into()),
-        Some(other) => return Err(cat(&["id must be a string, found ", other.type_name()])),
+        Some(Value::String(_)) | None | Some(Value::Null) => return Err(missing("", "id").into()),
+        Some(other) => return Err(wrong_type("id", "a string", other).into()),
     };
-    let bad_index = || "replacementFactIndex must be a whole number ≥ 0".to_string();
+    let bad_index = || "`replacementFactIndex` must be a whole number ≥ 0".to_string();
     let replacement = match obj.get("replacementFactIndex") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => Some(n.as_u64().ok_or_else(bad_index)? as usize),
         Some(Value::String(s)) => Some(Value::parse(s.trim()).ok().and_then(|v| v.as_u64()).ok_or_else(bad_index)? as usize),
-        Some(other) => return Err(cat(&["replacementFactIndex must be a number, found ", other.type_name()])),
+        Some(other) => return Err(wrong_type("replacementFactIndex", "a number", other).into()),
     };
     Ok(Some(Removal { id, scope: label(obj, "scope")?, replacement }))
 }
@@ -364,7 +365,7 @@ fn label(obj: &Map, key: &str) -> Result<Option<String>, String> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(crate::unicode::lowercase(s.trim()))),
-        Some(other) => Err(cat(&[key, " must be a string, found ", other.type_name()])),
+        Some(other) => Err(wrong_type(key, "a string", other).into()),
     }
 }
 
@@ -393,7 +394,7 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
     let obj = match v {
         Value::Null => return Ok(None),
         Value::Object(o) => o,
-        other => return Err(format!("must be an object {{summary, shouldUpdate}}, found {}", other.type_name())),
+        other => return Err(wrong_type("section", "an object {summary, shouldUpdate}", other).into()),
     };
     // A lean delta lists only changed sections: a summary without `shouldUpdate` is an
     // update; an explicit `false` keeps the old summary.
@@ -402,14 +403,14 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
         Some(Value::Bool(b)) => Some(*b),
         Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Some(true),
         Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Some(false),
-        Some(other) => return Err(format!("shouldUpdate must be true or false, found {}", other.type_name())),
+        Some(other) => return Err(wrong_type("shouldUpdate", "true or false", other).into()),
     };
     let labels = read_labels(obj)?;
     match obj.get("summary") {
         Some(Value::String(s)) => Ok(Some(SectionUpdate { summary: s.clone(), should_update: should_update.unwrap_or(true), labels })),
         None | Some(Value::Null) if should_update != Some(true) => Ok(None),
-        None | Some(Value::Null) => Err("summary is missing".into()),
-        Some(other) => Err(format!("summary must be a string, found {}", other.type_name())),
+        None | Some(Value::Null) => Err(missing("", "summary").into()),
+        Some(other) => Err(wrong_type("summary", "a string", other).into()),
     }
 }
 
@@ -417,21 +418,21 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
 fn read_fact(v: &Value) -> Result<NewFact, String> {
     let obj = match v {
         Value::Object(o) => o,
-        other => return Err(format!("a fact must be an object {{content, category, confidence}}, found {}", other.type_name())),
+        other => return Err(wrong_type("fact", "an object {content, category, confidence}", other).into()),
     };
     let content = match obj.get("content") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        Some(Value::String(_)) => return Err("content is empty".into()),
-        None | Some(Value::Null) => return Err("content is missing".into()),
-        Some(other) => return Err(format!("content must be a string, found {}", other.type_name())),
+        Some(Value::String(_)) => return Err("`content` must not be empty".into()),
+        None | Some(Value::Null) => return Err(missing("", "content").into()),
+        Some(other) => return Err(wrong_type("content", "a string", other).into()),
     };
     let category = match obj.get("category") {
         None | Some(Value::Null) => DEFAULT_CATEGORY.to_string(),
         Some(Value::String(s)) => normalize_category(s),
-        Some(other) => return Err(format!("category must be a string, found {}", other.type_name())),
+        Some(other) => return Err(wrong_type("category", "a string", other).into()),
     };
     let confidence =
-        read_confidence(obj.get("confidence")).map_err(|why| format!("confidence {why}"))?.unwrap_or(crate::document::DEFAULT_CONFIDENCE);
+        read_confidence(obj.get("confidence")).map_err(|why| cat(&["`confidence` ", why]))?.unwrap_or(crate::document::DEFAULT_CONFIDENCE);
     let expected_valid_days = match obj.get("expected_valid_days").or_else(|| obj.get("expectedValidDays")) {
         Some(Value::Number(n)) => n.as_f64(),
         Some(Value::String(s)) => crate::json::parse_decimal(s),

@@ -5,62 +5,52 @@
 //! precise errors, written straight into text.
 
 use super::{Claim, Entry, QueueFile, QUEUE_FORMAT_VERSION};
+use crate::json::field::{missing, opt_str, opt_uint, req_str, wrong_type};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
 use crate::message::{ChatMessage, Speaker};
 
-fn millis(v: Option<&Value>, key: &str) -> Result<Option<u64>, String> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| format!("`{key}` must be a whole number ≥ 0")),
-        Some(other) => Err(format!("`{key}` must be a number, found {}", other.type_name())),
-    }
-}
-
-fn string(v: Option<&Value>, key: &str) -> Result<String, String> {
-    match v {
-        Some(Value::String(s)) => Ok(s.clone()),
-        None => Err(format!("`{key}` is missing")),
-        Some(other) => Err(format!("`{key}` must be a string, found {}", other.type_name())),
-    }
-}
-
 fn message(v: &Value) -> Result<ChatMessage, String> {
-    let role = match v.get("role").and_then(Value::as_str) {
-        Some("user") => Speaker::User,
-        Some("assistant") => Speaker::Assistant,
-        _ => return Err("a message needs `role` \"user\" or \"assistant\"".into()),
+    let (Some(o), Some(role)) = (v.as_object(), v.get("role").and_then(Value::as_str)) else {
+        return Err(NEEDS_ROLE.into());
     };
-    Ok(ChatMessage { role, content: string(v.get("content"), "content")? })
+    let role = match role {
+        "user" => Speaker::User,
+        "assistant" => Speaker::Assistant,
+        _ => return Err(NEEDS_ROLE.into()),
+    };
+    Ok(ChatMessage { role, content: req_str(o, "", "content")?.to_string() })
 }
+
+const NEEDS_ROLE: &str = "a message needs `role` \"user\" or \"assistant\"";
 
 /// Reads one entry; the error says which field is wrong.
 pub(super) fn entry_from_value(v: &Value) -> Result<Entry, String> {
-    let o = v.as_object().ok_or_else(|| format!("an entry must be an object, found {}", v.type_name()))?;
+    let o = v.as_object().ok_or_else(|| wrong_type("entries[]", "an object", v))?;
     let messages = match o.get("messages") {
         Some(Value::Array(a)) => a.iter().map(message).collect::<Result<Vec<_>, _>>()?,
-        _ => return Err("`messages` must be an array".into()),
+        other => return Err(wrong_type("messages", "an array", other.unwrap_or(&Value::Null)).into()),
     };
     let claim = match o.get("claim") {
         None | Some(Value::Null) => None,
-        Some(c) => Some(Claim {
-            owner: string(c.get("owner"), "claim.owner")?,
-            until: millis(c.get("until"), "claim.until")?.ok_or("`claim.until` is missing")?,
-        }),
+        Some(c) => {
+            let c = c.as_object().ok_or_else(|| wrong_type("claim", "an object", c))?;
+            Some(Claim {
+                owner: req_str(c, "claim", "owner")?.to_string(),
+                until: opt_uint(c, "claim", "until")?.ok_or_else(|| missing("claim", "until"))?,
+            })
+        }
     };
-    let attempts = millis(o.get("attempts"), "attempts")?.unwrap_or(0);
+    let attempts = opt_uint(o, "", "attempts")?.unwrap_or(0);
     Ok(Entry {
-        thread_id: string(o.get("threadId"), "threadId")?,
+        thread_id: req_str(o, "", "threadId")?.to_string(),
         messages,
-        first_at: millis(o.get("firstAt"), "firstAt")?.ok_or("`firstAt` is missing")?,
-        last_at: millis(o.get("lastAt"), "lastAt")?.ok_or("`lastAt` is missing")?,
-        version: string(o.get("version"), "version")?,
+        first_at: opt_uint(o, "", "firstAt")?.ok_or_else(|| missing("", "firstAt"))?,
+        last_at: opt_uint(o, "", "lastAt")?.ok_or_else(|| missing("", "lastAt"))?,
+        version: req_str(o, "", "version")?.to_string(),
         attempts: u32::try_from(attempts).map_err(|_| "`attempts` is too large".to_string())?,
-        retry_at: millis(o.get("retryAt"), "retryAt")?,
+        retry_at: opt_uint(o, "", "retryAt")?,
         claim,
-        last_error: match o.get("lastError") {
-            None | Some(Value::Null) => None,
-            other => Some(string(other, "lastError")?),
-        },
+        last_error: opt_str(o, "", "lastError")?.map(str::to_string),
     })
 }
 
