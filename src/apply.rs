@@ -37,13 +37,13 @@
 
 use crate::delta::{cat, path, reasons, Delta, NewFact, Skipped};
 use crate::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
+use crate::hash::FxMap;
 use crate::ids::IdSource;
 use crate::message::{ChatMessage, Speaker};
 use crate::sanitize::{safe_category, strip_invisible};
 use crate::scrub::scrub_document;
 use crate::similar::{SetIndex, Vocab};
 use crate::time::millis_from_iso;
-use crate::tokenize::FxMap;
 
 /// A new fact at least this similar (token Jaccard) to an existing one of the same category
 /// is merged into it (DeerFlow's threshold).

@@ -7,10 +7,10 @@
 //! [`Document::from_value`] is the single gate through which outside data becomes a
 //! document: it checks every field and names the first one that is wrong.
 
+use crate::hash::FxMap;
 use crate::ids::{fact_id, IdSource};
 use crate::json::field::{object, opt_str, req_str, wrong_type};
 use crate::json::{ArrayWriter, Map, ObjectWriter, ToJson, Value};
-use crate::tokenize::FxMap;
 
 pub use crate::json::parse_decimal;
 

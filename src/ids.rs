@@ -51,12 +51,9 @@ impl IdSource for SequentialIds {
 
 /// Formats a fact id from 32 random bits.
 pub fn fact_id(bits: u32) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(13);
     s.push_str("fact_");
-    for shift in (0..8).rev() {
-        s.push(HEX[((bits >> (shift * 4)) & 0xf) as usize] as char);
-    }
+    crate::hex::push_hex(&mut s, bits.into(), 8);
     s
 }
 

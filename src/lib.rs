@@ -66,6 +66,8 @@ pub mod engine;
 pub mod error;
 pub mod filter;
 mod fusion;
+mod hash;
+mod hex;
 mod http;
 pub mod ids;
 pub mod inject;

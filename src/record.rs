@@ -63,33 +63,17 @@ pub struct Record {
 /// FNV-1a over the speaker and the text: stable across platforms and versions, so a
 /// watermark written by one runtime is found by another.
 pub fn message_hash(m: &ChatMessage) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |b: u8| {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    let role: &[u8] = match m.role {
+        Speaker::User => b"u",
+        Speaker::Assistant => b"a",
     };
-    eat(match m.role {
-        Speaker::User => b'u',
-        Speaker::Assistant => b'a',
-    });
-    m.content.bytes().for_each(&mut eat);
-    h
+    crate::hash::fnv1a(&[role, m.content.as_bytes()])
 }
 
 fn hex(h: u64) -> String {
     let mut s = String::with_capacity(16);
-    for i in (0..16).rev() {
-        let d = ((h >> (i * 4)) & 0xf) as u8;
-        s.push(char::from(if d < 10 { b'0' + d } else { b'a' + d - 10 }));
-    }
+    crate::hex::push_hex(&mut s, h, 16);
     s
-}
-
-fn from_hex(s: &str) -> Option<u64> {
-    if s.len() != 16 {
-        return None;
-    }
-    s.bytes().try_fold(0u64, |acc, c| Some(acc << 4 | u64::from(char::from(c).to_digit(16)? as u8)))
 }
 
 impl Threads {
@@ -153,7 +137,7 @@ impl Threads {
             }
             let mut tail = Vec::with_capacity(hashes.len());
             for h in hashes {
-                let Some(h) = h.as_str().and_then(from_hex) else { continue 'threads };
+                let Some(h) = h.as_str().and_then(crate::hex::parse_hex16) else { continue 'threads };
                 tail.push(h);
             }
             out.list.push(Watermark { thread: thread.clone(), tail, at });
@@ -286,7 +270,7 @@ mod tests {
     fn hashes_are_stable() {
         assert_eq!(hex(message_hash(&ChatMessage::user("hello"))), hex(message_hash(&ChatMessage::user("hello"))));
         assert_ne!(message_hash(&ChatMessage::user("hello")), message_hash(&ChatMessage::assistant("hello")));
-        assert_eq!(from_hex(&hex(0x0123_4567_89ab_cdef)), Some(0x0123_4567_89ab_cdef));
+        assert_eq!(crate::hex::parse_hex16(&hex(0x0123_4567_89ab_cdef)), Some(0x0123_4567_89ab_cdef));
         // FNV-1a 64 of "u" + "hello", fixed forever: stored watermarks depend on it.
         assert_eq!(hex(message_hash(&ChatMessage::user("hello"))), "8b944b0a31f0dd68");
     }

@@ -12,8 +12,9 @@
 //! and `docs/relevance.md` for the measurements behind every choice.
 
 use crate::document::Fact;
+use crate::hash::FxMap;
 use crate::time::millis_from_iso;
-use crate::tokenize::{for_each_term, FxMap, Term, TokenKind};
+use crate::tokenize::{for_each_term, Term, TokenKind};
 
 /// How text is cut into terms ([`Params::tokenizer`]).
 pub use crate::tokenize::TokenizerOptions;

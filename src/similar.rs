@@ -8,7 +8,8 @@
 //! that only say whom a fact is about (`user`, `用户`) are left out: "User prefers tabs" and
 //! "Prefers tabs" say the same.
 
-use crate::tokenize::{for_each_token, FxMap, TokenKind, TokenizerOptions};
+use crate::hash::FxMap;
+use crate::tokenize::{for_each_token, TokenKind, TokenizerOptions};
 
 const OPTIONS: TokenizerOptions = TokenizerOptions { stopwords: true, stem: true, lexicon: false };
 

@@ -13,48 +13,8 @@
 //! everyday concepts in English, Chinese and Japanese: `back 腰`, `spicy 辣`, `cat 猫` …) so
 //! that `"my lower back hurts"` can meet `"久坐导致腰不太好"`. See [`for_each_term`].
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::hash::FxMap;
 use std::sync::OnceLock;
-
-/// FxHash (as in rustc): a fast non-cryptographic hash for short keys (tokens, ids). The
-/// keys are a user's own facts, so there is no adversary to defend against.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut w = 0u64;
-        for (k, &x) in bytes.iter().enumerate() {
-            w |= u64::from(x) << ((k & 7) * 8);
-            if k & 7 == 7 {
-                self.add(w);
-                w = 0;
-            }
-        }
-        if bytes.len() & 7 != 0 {
-            self.add(w);
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-/// A `HashMap` with [`FxHasher`].
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// What a token is, so scoring can weight the kinds differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,12 +31,7 @@ pub const NO_VECTOR: u32 = u32::MAX;
 
 /// The key of a fact's vector: FNV-1a (64 bits) of its content.
 pub fn content_key(text: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    crate::hash::fnv1a(&[text.as_bytes()])
 }
 
 /// Scales `v` to unit length. `false` (and `v` unchanged) when it has a non-finite
@@ -319,7 +314,7 @@ impl VectorSet {
                 vectors.push(',');
             }
             vectors.push('"');
-            push_hex(vectors, k);
+            crate::hex::push_hex(vectors, k, 16);
             vectors.push_str("\":\"");
             payload.clear();
             payload.extend_from_slice(&self.scales[i].to_le_bytes());
@@ -346,7 +341,7 @@ impl VectorSet {
         let entries = v.get("vectors").and_then(Value::as_object).ok_or_else(|| bad("no vectors"))?;
         let mut payload = Vec::with_capacity(4 + dims);
         for (k, b64) in entries.iter() {
-            let key = parse_hex(k).ok_or_else(|| bad("a key is not 16 hex digits"))?;
+            let key = crate::hex::parse_hex16(k).ok_or_else(|| bad("a key is not 16 hex digits"))?;
             payload.clear();
             let ok = b64.as_str().is_some_and(|s| base64_decode(s, &mut payload)) && payload.len() == 4 + dims;
             if !ok {
@@ -364,27 +359,6 @@ impl VectorSet {
         set.reorder();
         Ok(set)
     }
-}
-
-fn push_hex(out: &mut String, k: u64) {
-    for i in (0..16).rev() {
-        let d = ((k >> (i * 4)) & 0xF) as u8;
-        out.push(char::from(if d < 10 { b'0' + d } else { b'a' + d - 10 }));
-    }
-}
-
-fn parse_hex(s: &str) -> Option<u64> {
-    if s.len() != 16 {
-        return None;
-    }
-    s.bytes().try_fold(0u64, |acc, b| {
-        let d = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            _ => return None,
-        };
-        Some(acc << 4 | u64::from(d))
-    })
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -454,14 +428,8 @@ mod tests {
     }
 
     #[test]
-    fn content_keys_are_fnv1a_and_hex_round_trips() {
+    fn content_keys_are_fnv1a() {
         assert_eq!(content_key(""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(content_key("a"), 0xaf63_dc4c_8601_ec8c);
-        let mut s = String::new();
-        push_hex(&mut s, 0x0123_4567_89ab_cdef);
-        assert_eq!(s, "0123456789abcdef");
-        assert_eq!(parse_hex(&s), Some(0x0123_4567_89ab_cdef));
-        assert_eq!(parse_hex("0123"), None);
-        assert_eq!(parse_hex("0123456789abcdeG"), None);
     }
 }

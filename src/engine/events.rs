@@ -3,9 +3,9 @@
 use crate::delta::Skipped;
 use crate::document::{Document, Fact, SectionId};
 use crate::error::Error;
+use crate::hash::FxMap;
 use crate::llm::Usage;
 use crate::time::Millis;
-use crate::tokenize::FxMap;
 
 /// Why memory changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

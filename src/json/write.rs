@@ -29,10 +29,8 @@ pub fn write_str(out: &mut String, s: &str) {
         };
         out.push_str(&s[start..i]);
         if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
-            out.push(char::from(HEX[usize::from(c >> 4)]));
-            out.push(char::from(HEX[usize::from(c & 15)]));
+            crate::hex::push_hex(out, c.into(), 2);
         } else {
             out.push_str(escape);
         }

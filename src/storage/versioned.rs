@@ -121,7 +121,10 @@ impl VersionedKv {
             return Ok(Commit::Conflict);
         }
         let rev = base + 1;
-        let new_key = format!("{}{}-{:08x}", self.versions_prefix(slot), rev, RandomIds.random_u32());
+        let mut new_key = self.versions_prefix(slot);
+        crate::json::write_u64(&mut new_key, rev);
+        new_key.push('-');
+        crate::hex::push_hex(&mut new_key, RandomIds.random_u32().into(), 8);
         if let Err(e) = self.kv.set(&new_key, &value).await {
             let _ = self.kv.delete(&new_key).await;
             return Err(e);

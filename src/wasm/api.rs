@@ -583,7 +583,8 @@ impl UserMemory {
         let events = Rc::new(JsEvents::default());
         let scheduler = Rc::new(TimerScheduler::default());
         let ids = Rc::new(RandomIds);
-        let instance_id = format!("{:08x}{:08x}", ids.random_u32(), ids.random_u32());
+        let mut instance_id = String::with_capacity(16);
+        crate::hex::push_hex(&mut instance_id, u64::from(ids.random_u32()) << 32 | u64::from(ids.random_u32()), 16);
         let engine = Engine::open(Parts {
             config: opts.config,
             store,
