@@ -10,6 +10,7 @@
 //! and bidi-control characters are stripped (see `src/sanitize.rs`).
 
 use crate::message::{ChatMessage, InputMessage, Role};
+use crate::tags::{remove_blocks, Rules};
 
 /// Tags of the upload notices DeerFlow-style front ends put into user messages.
 const UPLOAD_TAGS: [&str; 2] = ["uploaded_files", "current_uploads"];
@@ -37,11 +38,11 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                 let mut text = crate::sanitize::strip_invisible(&m.content).into_owned();
                 let mut had_upload = m.has_upload;
                 for tag in UPLOAD_TAGS {
-                    let (without, had) = remove_tag_blocks(&text, tag, true);
-                    text = without;
-                    had_upload |= had;
+                    let r = remove_blocks(&text, tag, UPLOAD_RULES);
+                    text = r.text;
+                    had_upload |= r.any;
                 }
-                let (text, _) = remove_tag_blocks(&text, MEMORY_TAG, false);
+                let text = remove_blocks(&text, MEMORY_TAG, MEMORY_RULES).text;
                 let text = text.trim();
                 if text.is_empty() {
                     // An upload-only turn: its answer is about the upload, not the user.
@@ -62,7 +63,7 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                     continue;
                 }
                 let clean = crate::sanitize::strip_invisible(&m.content);
-                let (text, _) = remove_tag_blocks(&clean, MEMORY_TAG, false);
+                let text = remove_blocks(&clean, MEMORY_TAG, MEMORY_RULES).text;
                 let text = text.trim();
                 if !text.is_empty() {
                     out.push(ChatMessage::assistant(text));
@@ -278,51 +279,12 @@ fn byte_offset(text: &str, n: usize) -> usize {
     text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
 }
 
-/// Removes every `<tag …>…</tag>` block (tag names ASCII case-insensitive, across lines,
-/// non-greedy) together with the line breaks right after it. An opening tag that is never
-/// closed removes everything to the end if `unclosed_to_end`, else it and what follows are
-/// kept. Returns the text and whether anything was removed.
-pub(crate) fn remove_tag_blocks(text: &str, tag: &str, unclosed_to_end: bool) -> (String, bool) {
-    let lower = text.to_ascii_lowercase(); // same byte offsets as `text`
-    let open = format!("<{tag}");
-    let close = format!("</{tag}>");
-    let mut out = String::new();
-    let mut pos = 0;
-    let mut removed = false;
-    while let Some(start) = find_open_tag(&lower, &open, pos) {
-        let Some(rel) = lower[start..].find(&close) else {
-            if unclosed_to_end {
-                out.push_str(&text[pos..start]);
-                pos = text.len();
-                removed = true;
-            }
-            break;
-        };
-        out.push_str(&text[pos..start]);
-        removed = true;
-        pos = start + rel + close.len();
-        pos += text[pos..].len() - text[pos..].trim_start_matches(['\r', '\n']).len();
-    }
-    if !removed {
-        return (text.to_string(), false);
-    }
-    out.push_str(&text[pos..]);
-    (out, true)
-}
+/// Upload blocks are removed with the line breaks after them; an unclosed one is cut to the
+/// end (a truncated file list).
+const UPLOAD_RULES: Rules = Rules { unclosed_removes_rest: Some(true), orphan_close_removes_before: false, eat_line_breaks: true };
 
-/// Position of the next opening tag `open` (`"<name"`) at or after `from`, followed by `>`,
-/// `/` or whitespace (so `<memory>` matches but `<memory_state>` and `<memoryx>` do not).
-pub(crate) fn find_open_tag(lower: &str, open: &str, from: usize) -> Option<usize> {
-    let mut from = from;
-    while let Some(rel) = lower.get(from..)?.find(open) {
-        let at = from + rel;
-        match lower.as_bytes().get(at + open.len()) {
-            Some(b'>' | b'/' | b' ' | b'\t' | b'\r' | b'\n') => return Some(at),
-            _ => from = at + open.len(),
-        }
-    }
-    None
-}
+/// A `<memory>` block only when closed, as the library writes it.
+const MEMORY_RULES: Rules = Rules { unclosed_removes_rest: None, ..UPLOAD_RULES };
 
 #[cfg(test)]
 mod tests {

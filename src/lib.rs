@@ -87,6 +87,7 @@ mod sort;
 mod spelling;
 pub mod storage;
 pub mod sync;
+mod tags;
 pub mod time;
 mod tokenize;
 pub mod tokens;

@@ -3,7 +3,11 @@
 //! over bytes (JSON's structural characters are ASCII, so byte offsets stay on UTF-8
 //! character boundaries).
 
-use crate::filter::find_open_tag;
+use crate::tags::{remove_blocks, Rules};
+
+/// A reasoning block never closed loses only its opening tag; a closing tag with none
+/// before it ends reasoning that the chat template opened.
+const REASONING_RULES: Rules = Rules { unclosed_removes_rest: Some(false), orphan_close_removes_before: true, eat_line_breaks: false };
 
 /// Tags whose content is the model's reasoning, not its answer.
 const REASONING_TAGS: [&str; 3] = ["think", "thinking", "reasoning"];
@@ -17,38 +21,11 @@ pub(crate) fn strip_reasoning(text: &str) -> (String, bool) {
     let mut s = text.to_string();
     let mut unclosed = false;
     for tag in REASONING_TAGS {
-        let (stripped, open) = strip_blocks(&s, tag);
-        s = stripped;
-        unclosed |= open;
+        let r = remove_blocks(&s, tag, REASONING_RULES);
+        s = r.text;
+        unclosed |= r.unclosed;
     }
     (s, unclosed)
-}
-
-fn strip_blocks(text: &str, tag: &str) -> (String, bool) {
-    let lower = text.to_ascii_lowercase();
-    let open = format!("<{tag}");
-    let close = format!("</{tag}>");
-    let mut pos = 0;
-    if let Some(c) = lower.find(&close) {
-        if find_open_tag(&lower, &open, 0).map_or(true, |o| c < o) {
-            pos = c + close.len();
-        }
-    }
-    let mut out = String::with_capacity(text.len() - pos);
-    let mut unclosed = false;
-    while let Some(start) = find_open_tag(&lower, &open, pos) {
-        out.push_str(&text[pos..start]);
-        match lower[start..].find(&close) {
-            Some(rel) => pos = start + rel + close.len(),
-            None => {
-                pos = lower[start..].find('>').map_or(text.len(), |r| start + r + 1);
-                unclosed = true;
-                break;
-            }
-        }
-    }
-    out.push_str(&text[pos..]);
-    (out, unclosed)
 }
 
 /// Whether the whole answer is an empty object, `{}`, maybe in a code fence: the lean
