@@ -46,39 +46,20 @@ pub(crate) fn could_open_object(bytes: &[u8], start: usize) -> bool {
 /// The end (exclusive) of the object whose `{` is at `start`: braces are counted outside
 /// JSON strings (which may contain escaped quotes). `None` when it is never closed.
 pub(crate) fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_str = false;
-    let mut i = start;
-    while i < bytes.len() {
-        let c = bytes[i];
-        if in_str {
-            match c {
-                b'\\' => i += 1,
-                b'"' => in_str = false,
-                _ => {}
-            }
-        } else {
-            match c {
-                b'"' => in_str = true,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(i + 1);
-                    }
-                }
-                _ => {}
-            }
-        }
-        i += 1;
-    }
-    None
+    scan_object(bytes, start, None)
 }
 
 /// The positions of every `{` that the object opened at `start` contains (outside JSON
 /// strings, scanning like [`object_end`]), in increasing order.
 pub(crate) fn nested_opens(bytes: &[u8], start: usize) -> Vec<usize> {
     let mut out = Vec::new();
+    scan_object(bytes, start, Some(&mut out));
+    out
+}
+
+/// The scan behind [`object_end`] and [`nested_opens`]: the object's end, and the nested
+/// `{` positions into `nested` when asked for.
+fn scan_object(bytes: &[u8], start: usize, mut nested: Option<&mut Vec<usize>>) -> Option<usize> {
     let mut depth = 0usize;
     let mut in_str = false;
     let mut i = start;
@@ -95,14 +76,16 @@ pub(crate) fn nested_opens(bytes: &[u8], start: usize) -> Vec<usize> {
                 b'"' => in_str = true,
                 b'{' => {
                     if depth > 0 {
-                        out.push(i);
+                        if let Some(v) = nested.as_deref_mut() {
+                            v.push(i);
+                        }
                     }
                     depth += 1;
                 }
                 b'}' => {
                     depth -= 1;
                     if depth == 0 {
-                        break;
+                        return Some(i + 1);
                     }
                 }
                 _ => {}
@@ -110,7 +93,7 @@ pub(crate) fn nested_opens(bytes: &[u8], start: usize) -> Vec<usize> {
         }
         i += 1;
     }
-    out
+    None
 }
 
 /// Light repairs of near-JSON, all outside strings unless noted:

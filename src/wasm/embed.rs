@@ -161,7 +161,7 @@ impl Embedder for FunctionEmbedder {
             let fail = |e: &JsValue| Error::EmbedFailed(format!("the embed function failed: {}", js_message(e)));
             let ret = self.f.call2(&JsValue::NULL, &input, &arg).map_err(|e| fail(&e))?;
             // The answer, or `None` when the timer fires first (the signal is aborted then).
-            let timer = (ms > 0).then(|| gloo_timers::future::TimeoutFuture::new(ms.min(i32::MAX as u64) as u32));
+            let timer = (ms > 0).then(|| super::timer::sleep(ms));
             let answer = FirstOf { answer: JsFuture::from(promise_of(&ret)), timer };
             let Some(v) = self.cancel.until_closed(answer).await? else {
                 controller.abort();

@@ -122,17 +122,15 @@ impl TryFailure {
 /// Aborts a request after `timeoutMs` — counted from the start, or from the last data
 /// received when re-armed for every chunk of a stream.
 struct Watchdog {
-    ms: u32,
+    ms: u64,
     controller: AbortController,
     fired: Rc<Cell<bool>>,
-    timer: RefCell<Option<gloo_timers::callback::Timeout>>,
+    timer: RefCell<Option<super::timer::Timeout>>,
 }
 
 impl Watchdog {
     fn new(timeout_ms: u64, controller: AbortController) -> Watchdog {
-        // setTimeout takes an i32 (a larger delay fires at once): about 24 days at most.
-        let ms = timeout_ms.min(i32::MAX as u64) as u32;
-        let w = Watchdog { ms, controller, fired: Rc::default(), timer: RefCell::new(None) };
+        let w = Watchdog { ms: timeout_ms, controller, fired: Rc::default(), timer: RefCell::new(None) };
         w.arm();
         w
     }
@@ -144,7 +142,7 @@ impl Watchdog {
             return;
         }
         let (fired, controller) = (self.fired.clone(), self.controller.clone());
-        *self.timer.borrow_mut() = Some(gloo_timers::callback::Timeout::new(self.ms, move || {
+        *self.timer.borrow_mut() = Some(super::timer::after(self.ms, move || {
             fired.set(true);
             controller.abort();
         }));
@@ -195,8 +193,7 @@ impl HttpClient {
                 Ok(()) => return Ok(()),
                 Err(f) if !f.final_ && retry < self.conn.max_retries && is_retryable(&f.failure.error) => {
                     // Waits without blocking the event loop; `CLOSED` if closed meanwhile.
-                    let ms = delay_ms(retry, f.retry_after).min(i32::MAX as u64) as u32;
-                    self.cancel.until_closed(gloo_timers::future::TimeoutFuture::new(ms)).await?;
+                    self.cancel.until_closed(super::timer::sleep(delay_ms(retry, f.retry_after))).await?;
                     retry += 1;
                 }
                 Err(f) => return Err(f.failure),

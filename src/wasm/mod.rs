@@ -19,6 +19,7 @@ mod persist;
 mod platform;
 mod stores;
 mod tabs;
+mod timer;
 mod types;
 
 pub use api::UserMemory;

@@ -21,14 +21,14 @@ impl Clock for JsClock {
     }
 
     fn sleep(&self, ms: Millis) -> crate::sync::LocalFuture<'static, ()> {
-        Box::pin(gloo_timers::future::TimeoutFuture::new(ms.min(i32::MAX as Millis) as u32))
+        Box::pin(super::timer::sleep(ms))
     }
 }
 
-/// The queue timer on `setTimeout` (gloo-timers); calls `processDue()` when it fires.
+/// The queue timer (`super::timer`); calls `processDue()` when it fires.
 #[derive(Default)]
 pub(crate) struct TimerScheduler {
-    timer: RefCell<Option<gloo_timers::callback::Timeout>>,
+    timer: RefCell<Option<super::timer::Timeout>>,
     /// Read when the timer fires, not when it is armed: `Engine::open` arms the timer for a
     /// resumed queue before `set_target` can be called.
     target: std::rc::Rc<RefCell<Option<WeakEngine>>>,
@@ -46,9 +46,9 @@ impl Scheduler for TimerScheduler {
         // Dropping a gloo Timeout cancels it.
         drop(self.timer.borrow_mut().take());
         let Some(at) = at else { return };
-        let delay = at.saturating_sub(js_sys::Date::now() as Millis).min(i32::MAX as u64) as u32;
+        let delay = at.saturating_sub(js_sys::Date::now() as Millis);
         let target = self.target.clone();
-        let timeout = gloo_timers::callback::Timeout::new(delay, move || {
+        let timeout = super::timer::after(delay, move || {
             let engine = target.borrow().as_ref().and_then(WeakEngine::upgrade);
             if let Some(engine) = engine {
                 wasm_bindgen_futures::spawn_local(async move {
