@@ -49,6 +49,9 @@ pub enum Error {
     /// The embedding model (`embed`) failed or answered something unusable; ranking fell
     /// back to the lexical similarity and fact vectors are retried later (`EMBED_FAILED`).
     EmbedFailed(String),
+    /// The encryption key or passphrase does not open this memory, or encrypted memory was
+    /// opened without one; nothing was changed (`DECRYPT_FAILED`).
+    DecryptFailed(String),
 }
 
 impl Error {
@@ -70,6 +73,7 @@ impl Error {
             Error::Closed => "CLOSED",
             Error::Abandoned(_) => "ABANDONED",
             Error::EmbedFailed(_) => "EMBED_FAILED",
+            Error::DecryptFailed(_) => "DECRYPT_FAILED",
         }
     }
 
@@ -96,7 +100,8 @@ impl Error {
             | Error::Conflict(m)
             | Error::NotFound(m)
             | Error::Abandoned(m)
-            | Error::EmbedFailed(m) => m.clone(),
+            | Error::EmbedFailed(m)
+            | Error::DecryptFailed(m) => m.clone(),
             Error::LlmHttp { message, .. } => message.clone(),
             Error::Closed => "this memory instance was closed; open a new one".to_string(),
         }
@@ -146,6 +151,7 @@ mod tests {
             (Error::Closed, "CLOSED"),
             (Error::Abandoned("x".into()), "ABANDONED"),
             (Error::EmbedFailed("x".into()), "EMBED_FAILED"),
+            (Error::DecryptFailed("x".into()), "DECRYPT_FAILED"),
         ];
         for (err, code) in all {
             assert_eq!(err.code(), code);

@@ -30,7 +30,9 @@
 //!   [`sync::LocalFuture`] that their methods return.
 //! * Storage: the traits [`storage::Store`] and [`storage::KvStore`] and the stores
 //!   ([`storage::MemoryKv`], [`storage::VersionedKv`]; in the wasm build the IndexedDB,
-//!   localStorage and leader-tab stores of `wasm`).
+//!   localStorage and leader-tab stores of `wasm`), and encryption at rest over any of them
+//!   ([`crypto`]: [`crypto::EncryptedStore`] behind the [`crypto::Aead`] and
+//!   [`crypto::CryptoProvider`] seams).
 //! * Data: the memory [`document`], the LLM's [`delta`], the stored [`record`] envelope,
 //!   chat [`message`]s, the fact [`vectors`] of an embedding model, [`json`] values, [`edit`]
 //!   arguments, and [`Error`].
@@ -58,6 +60,7 @@ macro_rules! json {
 
 pub mod apply;
 pub mod config;
+pub mod crypto;
 pub mod delta;
 pub mod document;
 pub mod edit;

@@ -35,12 +35,17 @@ pub enum Slot {
     /// The fact vectors of the embedding model (JSON of [`crate::vectors::VectorSet`]):
     /// beside the document, not inside it, so exports stay DeerFlow's `memory.json`.
     Vectors,
+    /// The encryption key record (plain JSON of [`crate::crypto::KeyRecord`]), only in
+    /// encrypted memory.
+    Key,
 }
 
 impl Slot {
     /// Every slot, in the order of [`Slot::index`]: for code that handles each slot
     /// (cleanup, reset, notifications, per-slot arrays).
-    pub const ALL: [Slot; 3] = [Slot::Document, Slot::Queue, Slot::Vectors];
+    pub const ALL: [Slot; 4] = [Slot::Document, Slot::Queue, Slot::Vectors, Slot::Key];
+    /// The slots holding memory data (encrypted in encrypted memory): all but [`Slot::Key`].
+    pub const DATA: [Slot; 3] = [Slot::Document, Slot::Queue, Slot::Vectors];
 
     /// The slot's name in keys: `"doc"`, `"queue"` or `"vectors"`.
     pub fn name(self) -> &'static str {
@@ -48,6 +53,7 @@ impl Slot {
             Slot::Document => "doc",
             Slot::Queue => "queue",
             Slot::Vectors => "vectors",
+            Slot::Key => "key",
         }
     }
 

@@ -68,6 +68,8 @@ impl Listener {
                     Slot::Document => engine.refresh().await.map(|_| ()),
                     Slot::Queue => engine.refresh_queue().await,
                     Slot::Vectors => engine.refresh_vectors().await,
+                    // A rotated key record wraps the same data key: nothing to re-read.
+                    Slot::Key => Ok(()),
                 };
             }
             me.busy[i].set(false);

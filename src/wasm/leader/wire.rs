@@ -46,6 +46,7 @@ pub(super) fn mark_key(slot: Slot) -> &'static str {
         Slot::Document => "kd",
         Slot::Queue => "kq",
         Slot::Vectors => "kv",
+        Slot::Key => "kk",
     }
 }
 
