@@ -41,7 +41,7 @@
 //!   [`prompt`] (the extraction request), [`parse::parse_reply`], [`apply::apply_delta`],
 //!   [`relevance::FactIndex`], [`inject::inject`] / [`inject::explain`] and [`search::search`].
 //!
-//! Everything else (the queue state machine, tokenizer, fusion, sanitising and scrubbing,
+//! Everything else (the queue state machine, the localStorage leader protocol, tokenizer, fusion, sanitising and scrubbing,
 //! the HTTP and retry policy, sorting, lowercasing, spelling suggestions) is crate-private:
 //! the parts above are built from it, and its tests live beside it.
 
@@ -75,6 +75,7 @@ mod http;
 pub mod ids;
 pub mod inject;
 pub mod json;
+mod leader;
 pub mod llm;
 pub mod message;
 pub mod parse;

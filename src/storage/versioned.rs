@@ -78,6 +78,15 @@ impl VersionedKv {
         format!("{}{}", self.namespace, slot.name())
     }
 
+    /// The revision the pointer of `slot` shows (0 when there is none), or `None` when it
+    /// is unreadable: how far this view of the store has got, without reading the value.
+    pub async fn revision(&self, slot: Slot) -> Option<u64> {
+        match self.kv.get(&self.pointer_key(slot)).await.ok()? {
+            None => Some(0),
+            Some(raw) => Value::parse(&raw).ok()?.get("rev")?.as_u64(),
+        }
+    }
+
     fn versions_prefix(&self, slot: Slot) -> String {
         format!("{}{}/v", self.namespace, slot.name())
     }

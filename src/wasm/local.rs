@@ -15,9 +15,11 @@
 use super::convert::prop;
 use super::error::storage_error;
 use super::leader::LeaderStore;
+use super::platform::JsClock;
 use crate::error::{Error, Result};
 use crate::storage::{Commit, KvCapabilities, KvStore, Slot, Store, Versioned, VersionedKv};
 use crate::sync::LocalFuture;
+use crate::time::{Clock, Millis};
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 
@@ -100,7 +102,7 @@ impl KvStore for LocalStorageKv {
 /// How long a commit without a leader waits before checking that no other tab overwrote it.
 /// A localStorage write of one window became visible in another after a median 3–5 ms, at
 /// most 62 ms, in Chromium, Firefox and WebKitGTK (bench/engines.mjs legacy; docs/storage.md).
-pub(crate) const VERIFY_MS: i32 = 200;
+pub(crate) const VERIFY_MS: Millis = 200;
 
 /// localStorage without a leader (no Web Locks or no BroadcastChannel: Safari before 15.4).
 ///
@@ -123,7 +125,7 @@ impl Store for Verified {
     fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<Commit>> {
         Box::pin(async move {
             let Commit::Committed(rev) = self.inner.commit(slot, base, value.clone()).await? else { return Ok(Commit::Conflict) };
-            super::leader::sleep(VERIFY_MS).await;
+            JsClock.sleep(VERIFY_MS).await;
             match self.inner.load(slot).await? {
                 // Another tab's commit of the same revision landed after ours.
                 Some(now) if now.revision == rev && now.value != value => Ok(Commit::Conflict),

@@ -1,47 +1,20 @@
-//! The messages between followers and the leader: what an operation is, what its answer
-//! is, and how both travel over the `BroadcastChannel` as plain objects.
+//! The protocol's [`Message`]s as the plain objects that travel over the
+//! `BroadcastChannel` (structured clone): `{t: "req" | "res" | "reset" | "leader", …}`.
 
 use super::super::convert::{prop, set};
 use super::super::error::storage_error;
-use crate::error::Result;
+use crate::leader::{Answer, Message, Op, Reply, Request};
 use crate::storage::{Commit, Slot, Versioned};
 use js_sys::Object;
 use wasm_bindgen::JsValue;
 
-/// A storage operation, done by the leader.
-pub(super) enum Op {
-    /// `Store::load`.
-    Load(Slot),
-    /// `Store::commit`.
-    Commit(Slot, u64, String),
-    /// `Store::discard`.
-    Discard(Slot),
-    /// `Store::cleanup`.
-    Cleanup,
-}
-
-impl Op {
-    /// The slot the operation is about (none for cleanup).
-    pub(super) fn slot(&self) -> Option<Slot> {
-        match self {
-            Op::Load(s) | Op::Commit(s, ..) | Op::Discard(s) => Some(*s),
-            Op::Cleanup => None,
-        }
-    }
-}
-
-/// What an operation gave.
-pub(super) enum Answer {
-    /// Of a load.
-    Loaded(Option<Versioned>),
-    /// Of a commit.
-    Committed(Commit),
-    /// Of a discard or cleanup.
-    Done,
+/// The slot named in a message.
+fn slot_of(data: &JsValue) -> Option<Slot> {
+    Slot::from_name(&prop(data, "slot").as_string()?)
 }
 
 /// The request field carrying the highest revision of `slot` the sender has heard of.
-pub(super) fn mark_key(slot: Slot) -> &'static str {
+fn mark_key(slot: Slot) -> &'static str {
     match slot {
         Slot::Document => "kd",
         Slot::Queue => "kq",
@@ -50,65 +23,126 @@ pub(super) fn mark_key(slot: Slot) -> &'static str {
     }
 }
 
-/// The slot named in a message.
-pub(super) fn slot_of(data: &JsValue) -> Option<Slot> {
-    Slot::from_name(&prop(data, "slot").as_string()?)
-}
-
 /// A numeric field of a message (0 when absent).
-pub(super) fn num(data: &JsValue, key: &str) -> u64 {
+fn num(data: &JsValue, key: &str) -> u64 {
     prop(data, key).as_f64().map_or(0, |n| n as u64)
 }
 
+fn str_field(data: &JsValue, key: &str) -> String {
+    prop(data, key).as_string().unwrap_or_default()
+}
+
 /// A message of type `t`.
-pub(super) fn message(t: &str) -> JsValue {
+fn message(t: &str) -> JsValue {
     let m: JsValue = Object::new().into();
     set(&m, "t", &JsValue::from_str(t));
     m
 }
 
-/// The leader's answer to request `id`.
-pub(super) fn result_message(id: &str, op: &Op, result: &Result<Answer>) -> JsValue {
+fn set_slot(m: &JsValue, slot: Slot) {
+    set(m, "slot", &JsValue::from_str(slot.name()));
+}
+
+/// `message` as a plain object.
+pub(super) fn to_js(message: &Message) -> JsValue {
+    match message {
+        Message::Request(req) => request(req),
+        Message::Reply(reply) => reply_of(reply),
+        Message::Reset(slot) => {
+            let m = self::message("reset");
+            set_slot(&m, *slot);
+            m
+        }
+        Message::Leader => self::message("leader"),
+    }
+}
+
+fn request(req: &Request) -> JsValue {
+    let m = message("req");
+    set(&m, "id", &JsValue::from_str(&req.id));
+    if let Some(until) = req.until {
+        set(&m, "until", &JsValue::from_f64(until as f64));
+    }
+    let (name, slot) = match &req.op {
+        Op::Load(s) => ("load", *s),
+        Op::Commit(s, base, value) => {
+            set(&m, "base", &JsValue::from_f64(*base as f64));
+            set(&m, "value", &JsValue::from_str(value));
+            ("commit", *s)
+        }
+        Op::Discard(s) => ("discard", *s),
+        Op::Cleanup => ("cleanup", Slot::Document),
+    };
+    set(&m, "op", &JsValue::from_str(name));
+    set_slot(&m, slot);
+    for slot in Slot::ALL {
+        set(&m, mark_key(slot), &JsValue::from_f64(req.known[slot.index()] as f64));
+    }
+    set(&m, "retry", &JsValue::from_bool(req.retry));
+    m
+}
+
+fn reply_of(reply: &Reply) -> JsValue {
     let m = message("res");
-    set(&m, "id", &JsValue::from_str(id));
-    match result {
+    set(&m, "id", &JsValue::from_str(&reply.id));
+    match &reply.outcome {
         Err(e) => {
             set(&m, "code", &JsValue::from_str(e.code()));
             set(&m, "message", &JsValue::from_str(&e.message()));
         }
         Ok(answer) => {
             set(&m, "ok", &JsValue::TRUE);
-            if let Some(slot) = op.slot() {
-                set(&m, "slot", &JsValue::from_str(slot.name()));
+            if let Some(slot) = reply.slot {
+                set_slot(&m, slot);
             }
-            let rev = match answer {
-                Answer::Loaded(Some(v)) => {
-                    set(&m, "value", &JsValue::from_str(&v.value));
-                    v.revision
-                }
-                Answer::Committed(Commit::Committed(rev)) => *rev,
-                Answer::Committed(Commit::Conflict) => {
-                    set(&m, "conflict", &JsValue::TRUE);
-                    0
-                }
-                _ => 0,
-            };
-            set(&m, "rev", &JsValue::from_f64(rev as f64));
+            match answer {
+                Answer::Loaded(Some(v)) => set(&m, "value", &JsValue::from_str(&v.value)),
+                Answer::Committed(Commit::Conflict) => set(&m, "conflict", &JsValue::TRUE),
+                _ => {}
+            }
+            set(&m, "rev", &JsValue::from_f64(answer.revision() as f64));
         }
     }
     m
 }
 
-/// A follower's reading of the leader's answer.
-pub(super) fn answer_of(op: &Op, reply: &JsValue) -> Result<Answer> {
-    if !prop(reply, "ok").is_truthy() {
-        return Err(storage_error(reply, "localStorage (through the leader tab)"));
-    }
-    let rev = num(reply, "rev");
-    Ok(match op {
-        Op::Load(_) => Answer::Loaded(prop(reply, "value").as_string().map(|value| Versioned { revision: rev, value })),
-        Op::Commit(..) if prop(reply, "conflict").is_truthy() => Answer::Committed(Commit::Conflict),
-        Op::Commit(..) => Answer::Committed(Commit::Committed(rev)),
-        _ => Answer::Done,
+/// A plain object read as a message; `None` for anything else (another version's message,
+/// a stranger on the channel).
+pub(super) fn from_js(data: &JsValue) -> Option<Message> {
+    let slot = slot_of(data);
+    Some(match prop(data, "t").as_string()?.as_str() {
+        "req" => {
+            let op = match (prop(data, "op").as_string()?.as_str(), slot?) {
+                ("load", s) => Op::Load(s),
+                ("commit", s) => Op::Commit(s, num(data, "base"), str_field(data, "value")),
+                ("discard", s) => Op::Discard(s),
+                _ => return None,
+            };
+            Message::Request(Request {
+                id: str_field(data, "id"),
+                op,
+                known: Slot::ALL.map(|slot| num(data, mark_key(slot))),
+                retry: prop(data, "retry").is_truthy(),
+                until: prop(data, "until").as_f64().map(|d| d as u64),
+            })
+        }
+        "res" => {
+            let rev = num(data, "rev");
+            let outcome = if !prop(data, "ok").is_truthy() {
+                Err(storage_error(data, "localStorage (through the leader tab)"))
+            } else if prop(data, "conflict").is_truthy() {
+                Ok(Answer::Committed(Commit::Conflict))
+            } else if let Some(value) = prop(data, "value").as_string() {
+                Ok(Answer::Loaded(Some(Versioned { revision: rev, value })))
+            } else {
+                // What it answers (a load of nothing, a commit, a discard) is known to the
+                // requester only: `Reply::revision` and the requester's reading agree.
+                Ok(Answer::Committed(Commit::Committed(rev)))
+            };
+            Message::Reply(Reply { id: str_field(data, "id"), slot, outcome })
+        }
+        "reset" => Message::Reset(slot?),
+        "leader" => Message::Leader,
+        _ => return None,
     })
 }
