@@ -151,7 +151,9 @@ fn advance(inner: &LockInner) {
 mod tests {
     use super::*;
     use futures::executor::LocalPool;
-    use futures::task::LocalSpawnExt;
+    use futures::task::{waker, ArcWake, LocalSpawnExt};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     #[test]
     fn critical_sections_do_not_interleave_and_run_in_arrival_order() {
@@ -177,6 +179,104 @@ mod tests {
         pool.run();
         assert_eq!(*log.borrow(), vec!["enter 0", "leave 0", "enter 1", "leave 1", "enter 2", "leave 2"]);
         assert!(!lock.is_locked());
+    }
+
+    /// A waker that counts its wake-ups.
+    struct Counter(AtomicUsize);
+
+    impl ArcWake for Counter {
+        fn wake_by_ref(me: &Arc<Self>) {
+            me.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counting() -> (Waker, Arc<Counter>) {
+        let c = Arc::new(Counter(AtomicUsize::new(0)));
+        (waker(c.clone()), c)
+    }
+
+    fn woken(c: &Counter) -> usize {
+        c.0.load(Ordering::SeqCst)
+    }
+
+    type Waiting = Pin<Box<dyn Future<Output = LockGuard>>>;
+
+    /// A `lock()` polled once (so it queues) with `w`.
+    fn queued(lock: &AsyncLock, w: &Waker) -> Waiting {
+        let mut f: Waiting = Box::pin(lock.lock());
+        assert!(poll(&mut f, w).is_pending(), "the lock is taken");
+        f
+    }
+
+    /// The free lock, taken at once.
+    fn take(lock: &AsyncLock, w: &Waker) -> LockGuard {
+        let mut f: Waiting = Box::pin(lock.lock());
+        match poll(&mut f, w) {
+            Poll::Ready(g) => g,
+            Poll::Pending => panic!("a free lock is taken at once"),
+        }
+    }
+
+    fn poll(f: &mut Waiting, w: &Waker) -> Poll<LockGuard> {
+        f.as_mut().poll(&mut Context::from_waker(w))
+    }
+
+    #[test]
+    fn the_released_lock_goes_to_the_waiter_whose_turn_it_is_even_if_a_newcomer_polls_first() {
+        let lock = AsyncLock::new();
+        let (w, count) = counting();
+        let held = take(&lock, &w);
+        let mut second = queued(&lock, &w);
+        drop(held);
+        assert_eq!(woken(&count), 1, "the next waiter is woken");
+        let mut newcomer: Waiting = Box::pin(lock.lock());
+        assert!(poll(&mut newcomer, &w).is_pending(), "no barging past the woken waiter");
+        let Poll::Ready(g2) = poll(&mut second, &w) else { panic!("the woken waiter gets the lock") };
+        drop(g2);
+        assert!(poll(&mut newcomer, &w).is_ready(), "then the newcomer");
+    }
+
+    #[test]
+    fn a_waiter_dropped_after_its_turn_came_passes_the_lock_on() {
+        let lock = AsyncLock::new();
+        let (w, _) = counting();
+        let held = take(&lock, &w);
+        let (w2, _) = counting();
+        let second = queued(&lock, &w2);
+        let (w3, third_woken) = counting();
+        let mut third = queued(&lock, &w3);
+        drop(held); // the second one's turn: woken, but it goes away before it runs
+        drop(second);
+        assert_eq!(woken(&third_woken), 1, "the third one is woken in its place");
+        assert!(poll(&mut third, &w3).is_ready());
+    }
+
+    #[test]
+    fn consecutive_abandoned_waiters_are_all_skipped() {
+        let lock = AsyncLock::new();
+        let (w, _) = counting();
+        let held = take(&lock, &w);
+        let gone = [queued(&lock, &w), queued(&lock, &w), queued(&lock, &w)];
+        let (w5, fifth_woken) = counting();
+        let mut fifth = queued(&lock, &w5);
+        drop(gone); // before their turn
+        drop(held);
+        assert_eq!(woken(&fifth_woken), 1);
+        let Poll::Ready(_held) = poll(&mut fifth, &w5) else { panic!("the fifth one's turn") };
+        assert!(lock.is_locked());
+    }
+
+    #[test]
+    fn the_waker_of_the_latest_poll_is_the_one_woken() {
+        let lock = AsyncLock::new();
+        let (w, _) = counting();
+        let held = take(&lock, &w);
+        let (old, old_woken) = counting();
+        let mut second = queued(&lock, &old);
+        let (new, new_woken) = counting();
+        assert!(poll(&mut second, &new).is_pending()); // moved to another task, say
+        drop(held);
+        assert_eq!((woken(&old_woken), woken(&new_woken)), (0, 1));
     }
 
     #[test]
