@@ -16,6 +16,7 @@
 // runs unchanged (its V4 middleware has the same hooks and parts).
 
 import { jsonSchema } from "ai";
+import { invalidInput } from "./errors.js";
 
 /** The `providerOptions` key read by the middleware: `{ userMemory: { threadId } }`. */
 export const PROVIDER_OPTIONS_KEY = "userMemory";
@@ -25,7 +26,7 @@ export const PROVIDER_OPTIONS_KEY = "userMemory";
  * @returns {import("ai").LanguageModelMiddleware}
  */
 export function userMemoryMiddleware({ memory, threadId, inject = true, observe = true, onError = warn }) {
-  if (!memory) throw Object.assign(new TypeError("userMemoryMiddleware({ memory }) needs a UserMemory (or the promise of one)"), { code: "INVALID_INPUT" });
+  if (!memory) throw invalidInput("userMemoryMiddleware({ memory }) needs a UserMemory (or the promise of one)");
 
   /** Observes `params.prompt` followed by the model's answer; never throws. */
   async function remember(params, answer) {
@@ -166,9 +167,9 @@ const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "c
  * @returns {import("./ai-sdk.js").MemoryTools}
  */
 export function memoryTools({ memory, limit = 5, minScore = 0 }) {
-  if (!memory) throw Object.assign(new TypeError("memoryTools({ memory }) needs a UserMemory (or the promise of one)"), { code: "INVALID_INPUT" });
+  if (!memory) throw invalidInput("memoryTools({ memory }) needs a UserMemory (or the promise of one)");
   if (!Number.isInteger(limit) || limit < 1 || limit > 50) {
-    throw Object.assign(new TypeError(`memoryTools: \`limit\` must be an integer from 1 to 50, found ${JSON.stringify(limit)}`), { code: "INVALID_INPUT" });
+    throw invalidInput(`memoryTools: \`limit\` must be an integer from 1 to 50, found ${JSON.stringify(limit)}`);
   }
   return {
     searchMemory: {

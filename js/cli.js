@@ -10,6 +10,7 @@ import { createInterface } from "node:readline/promises";
 import { UserMemory } from "./node.js";
 import { byConfidence, factLine, sectionLines } from "./memory-text.js";
 import { openStore } from "./store-url.js";
+import { userMemoryError } from "./errors.js";
 
 const USAGE = `user-memory <command> [options] — long-term user memory, from the command line
 
@@ -51,9 +52,7 @@ const VALUE_FLAGS = new Set(["dir", "store", "agent", "table", "prefix", "limit"
 const BOOLEAN_FLAGS = new Set(["json", "yes", "all", "help", "version"]);
 
 /** An error with a library code, for the CLI's own checks. */
-function fail(code, message) {
-  return Object.assign(new Error(message), { code });
-}
+const fail = userMemoryError;
 
 /** `argv` → { command, args, flags }. */
 function parseArgs(argv) {

@@ -12,7 +12,8 @@
 // `UPDATE … WHERE key = ? AND value = ?`; it succeeded when it changed one row. D1 stores
 // strings of up to 2 MB (a value above that rejects with STORAGE_QUOTA).
 import { DEFAULT_TABLE, prefixEnd, quoteTable, sqliteStatements } from "./sql-store.js";
-import { invalidStoreInput, messageOf, storeError } from "./store-error.js";
+import { invalidInput, userMemoryError } from "./errors.js";
+import { messageOf } from "./store-error.js";
 
 const QUOTA = /SQLITE_FULL|SQLITE_TOOBIG|too big|maximum (DB|database) size|exceeded .*(size|storage)/i;
 const UNAVAILABLE = /Network connection lost|overloaded|object to be reset|Cannot resolve D1|internal error|no such table|D1 DB is unavailable|SQLITE_BUSY|SQLITE_CANTOPEN/i;
@@ -38,7 +39,7 @@ export class D1Store {
 
   constructor(db, { table = DEFAULT_TABLE, createTable = true } = {}) {
     if (typeof db?.prepare !== "function" || typeof db.batch !== "function") {
-      throw invalidStoreInput("d1Store(db) needs a D1 database binding (env.DB)");
+      throw invalidInput("d1Store(db) needs a D1 database binding (env.DB)");
     }
     this.#db = db;
     this.#tableName = table;
@@ -107,8 +108,8 @@ export class D1Store {
 
   #error(e) {
     const detail = messageOf(e);
-    if (QUOTA.test(detail)) return storeError("STORAGE_QUOTA", `D1 is full or the value is too big (${detail})`, e);
-    if (UNAVAILABLE.test(detail)) return storeError("STORAGE_UNAVAILABLE", `D1 cannot be used now (${detail})`, e);
-    return storeError("STORAGE_FAILED", `D1 failed (${detail})`, e);
+    if (QUOTA.test(detail)) return userMemoryError("STORAGE_QUOTA", `D1 is full or the value is too big (${detail})`, e);
+    if (UNAVAILABLE.test(detail)) return userMemoryError("STORAGE_UNAVAILABLE", `D1 cannot be used now (${detail})`, e);
+    return userMemoryError("STORAGE_FAILED", `D1 failed (${detail})`, e);
   }
 }

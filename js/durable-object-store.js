@@ -14,6 +14,7 @@
 // Values are strings. SQLite-backed Durable Objects (`new_sqlite_classes`, the default for
 // new classes) accept values up to 2 MB; the older key-value backend only 128 KiB, which
 // a queue of very long conversations can exceed.
+import { invalidInput } from "./errors.js";
 
 /**
  * Creates a store over `storage` (a Durable Object's `ctx.storage`). See
@@ -32,7 +33,7 @@ export class DurableObjectStore {
   constructor(storage) {
     for (const m of ["get", "put", "delete", "list", "transaction"]) {
       if (typeof storage?.[m] !== "function") {
-        throw Object.assign(new TypeError(`durableObjectStore(storage) needs a Durable Object's ctx.storage; \`${m}\` is missing`), { code: "INVALID_INPUT" });
+        throw invalidInput(`durableObjectStore(storage) needs a Durable Object's ctx.storage; \`${m}\` is missing`);
       }
     }
     this.#storage = storage;

@@ -30,6 +30,7 @@ import { access, link, mkdir, open, readdir, readFile, rename, stat, unlink, wri
 import { constants, readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { invalidInput, userMemoryError } from "./errors.js";
 
 const LOCK = ".lock";
 const TEMP = ".tmp-";
@@ -75,10 +76,10 @@ export class FileStore {
    */
   constructor(dir, { staleLockMs = 10_000 } = {}) {
     if (typeof dir !== "string" || dir === "") {
-      throw Object.assign(new TypeError("fileStore(dir) needs a directory path (a non-empty string)"), { code: "INVALID_INPUT" });
+      throw invalidInput("fileStore(dir) needs a directory path (a non-empty string)");
     }
     if (!(Number.isFinite(staleLockMs) && staleLockMs > 0)) {
-      throw Object.assign(new TypeError("fileStore(dir, { staleLockMs }) needs a positive number of milliseconds"), { code: "INVALID_INPUT" });
+      throw invalidInput("fileStore(dir, { staleLockMs }) needs a positive number of milliseconds");
     }
     this.dir = resolve(dir);
     this.#staleLockMs = staleLockMs;
@@ -433,8 +434,5 @@ async function syncDir(dir) {
 }
 
 function unavailable(message, cause) {
-  const e = new Error(message);
-  e.code = "STORAGE_UNAVAILABLE";
-  if (cause) e.cause = cause;
-  return e;
+  return userMemoryError("STORAGE_UNAVAILABLE", message, cause);
 }

@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { UserMemory } from "./node.js";
 import { byConfidence, factLine, sectionLines } from "./memory-text.js";
 import { openStore } from "./store-url.js";
+import { userMemoryError } from "./errors.js";
 
 const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
 
@@ -55,9 +56,7 @@ const TOOLS = [
   },
 ];
 
-function fail(code, message) {
-  return Object.assign(new Error(message), { code });
-}
+const fail = userMemoryError;
 
 /** Loads the SDK's server parts, or says how to install them. */
 async function loadSdk() {

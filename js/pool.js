@@ -7,6 +7,7 @@
 //
 //   const pool = memoryPool({ max: 500, open: (userId) => UserMemory.open({ agent: userId, storage, llm }) });
 //   app.post("/chat", (req, res) => pool.use(req.user.id, async (memory) => { … }));
+import { invalidInput, userMemoryError } from "./errors.js";
 
 /** @param {import("./pool.js").MemoryPoolOptions} options */
 export function memoryPool(options) {
@@ -21,7 +22,6 @@ async function shutDown(memory) {
   memory.free?.();
 }
 
-const invalid = (message) => Object.assign(new TypeError(message), { name: "UserMemoryError", code: "INVALID_INPUT" });
 
 export class MemoryPool {
   /** key → { opening: Promise<UserMemory>, users }, in order of last use (oldest first). */
@@ -34,8 +34,8 @@ export class MemoryPool {
 
   /** @param {import("./pool.js").MemoryPoolOptions} options */
   constructor({ open, max = 100 } = {}) {
-    if (typeof open !== "function") throw invalid("memoryPool({ open }) needs a function (key) => UserMemory.open({ … })");
-    if (!Number.isInteger(max) || max < 1) throw invalid(`memoryPool: \`max\` must be an integer ≥ 1, found ${JSON.stringify(max)}`);
+    if (typeof open !== "function") throw invalidInput("memoryPool({ open }) needs a function (key) => UserMemory.open({ … })");
+    if (!Number.isInteger(max) || max < 1) throw invalidInput(`memoryPool: \`max\` must be an integer ≥ 1, found ${JSON.stringify(max)}`);
     this.#open = open;
     this.#max = max;
   }
@@ -51,8 +51,8 @@ export class MemoryPool {
    * @param {string} key
    */
   async acquire(key) {
-    if (this.#closed) throw Object.assign(new Error("the memory pool is closed"), { name: "UserMemoryError", code: "CLOSED" });
-    if (typeof key !== "string" || !key) throw invalid("memoryPool: the key must be a non-empty string (a user id)");
+    if (this.#closed) throw userMemoryError("CLOSED", "the memory pool is closed");
+    if (typeof key !== "string" || !key) throw invalidInput("memoryPool: the key must be a non-empty string (a user id)");
     let entry = this.#entries.get(key);
     if (entry) {
       this.#entries.delete(key); // re-inserted below: now the most recently used

@@ -23,7 +23,8 @@
 // reject with code STORAGE_UNAVAILABLE, a full disk with STORAGE_QUOTA, anything else with
 // STORAGE_FAILED; the driver's error is the `cause`, and no message carries the password.
 import { DEFAULT_TABLE, prefixEnd, quoteTable } from "./sql-store.js";
-import { invalidStoreInput, messageOf, redact, storeError, urlPassword } from "./store-error.js";
+import { invalidInput, userMemoryError } from "./errors.js";
+import { messageOf, redact, urlPassword } from "./store-error.js";
 
 /** Node's socket errors that mean "the server cannot be reached". */
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "EAI_AGAIN", "ECONNABORTED"]);
@@ -59,7 +60,7 @@ export class PostgresStore {
 
   constructor(pool, { table = DEFAULT_TABLE, createTable = true } = {}) {
     if (typeof pool?.query !== "function") {
-      throw invalidStoreInput("postgresStore(pool) needs a pg.Pool or a connected pg.Client (an object with query())");
+      throw invalidInput("postgresStore(pool) needs a pg.Pool or a connected pg.Client (an object with query())");
     }
     this.#tableName = table;
     this.#table = quoteTable(table, "postgresStore()");
@@ -154,14 +155,14 @@ export class PostgresStore {
   #error(e) {
     const code = typeof e?.code === "string" ? e.code : "";
     const detail = redact(messageOf(e) || code || (e?.errors ?? []).map(messageOf).join("; "), this.#secrets);
-    if (code === "53100" || code === "54000") return storeError("STORAGE_QUOTA", `Postgres is out of space (${detail})`, e);
+    if (code === "53100" || code === "54000") return userMemoryError("STORAGE_QUOTA", `Postgres is out of space (${detail})`, e);
     if (code === "42P01" || code === "3F000") {
-      return storeError("STORAGE_UNAVAILABLE", `${detail}: create it (createTableSql() in user-memory/postgres gives the statement) or leave createTable on`, e);
+      return userMemoryError("STORAGE_UNAVAILABLE", `${detail}: create it (createTableSql() in user-memory/postgres gives the statement) or leave createTable on`, e);
     }
     if (/^(08|28|57P|3D)/.test(code) || code === "53300" || NETWORK_CODES.has(code) || LOST.test(detail)) {
-      return storeError("STORAGE_UNAVAILABLE", `Postgres is unreachable or refused the connection (${detail})`, e);
+      return userMemoryError("STORAGE_UNAVAILABLE", `Postgres is unreachable or refused the connection (${detail})`, e);
     }
-    return storeError("STORAGE_FAILED", `Postgres failed (${detail})`, e);
+    return userMemoryError("STORAGE_FAILED", `Postgres failed (${detail})`, e);
   }
 }
 

@@ -20,7 +20,8 @@
 // not happen later). Redis Cluster: put a hash tag in the prefix (`{memory}:`) so that a key
 // and the index live in one slot.
 import { prefixEnd } from "./sql-store.js";
-import { invalidStoreInput, messageOf, redact, storeError, urlPassword } from "./store-error.js";
+import { invalidInput, userMemoryError } from "./errors.js";
+import { messageOf, redact, urlPassword } from "./store-error.js";
 
 const SET = `redis.call('SET', KEYS[1], ARGV[1]) redis.call('ZADD', KEYS[2], 0, ARGV[2]) return 1`;
 const DELETE = `redis.call('DEL', KEYS[1]) redis.call('ZREM', KEYS[2], ARGV[1]) return 1`;
@@ -58,7 +59,7 @@ export class RedisStore {
   #secrets;
 
   constructor(client, { prefix = "" } = {}) {
-    if (typeof prefix !== "string") throw invalidStoreInput(`redisStore(client, { prefix }) needs a string prefix, got ${typeof prefix}`);
+    if (typeof prefix !== "string") throw invalidInput(`redisStore(client, { prefix }) needs a string prefix, got ${typeof prefix}`);
     if (typeof client?.call === "function" && typeof client.status === "string") {
       // ioredis
       this.#send = (args) => client.call(...args);
@@ -68,7 +69,7 @@ export class RedisStore {
       this.#send = (args) => client.sendCommand(args);
       this.#ready = () => client.isReady === true;
     } else {
-      throw invalidStoreInput("redisStore(client) needs a connected client of `redis` (node-redis, createClient()) or `ioredis`");
+      throw invalidInput("redisStore(client) needs a connected client of `redis` (node-redis, createClient()) or `ioredis`");
     }
     this.#client = client;
     this.#prefix = prefix;
@@ -124,7 +125,7 @@ export class RedisStore {
   async #command(args) {
     if (!this.#ready()) {
       const hint = this.#client.isOpen === false || this.#client.status === "wait" ? " (connect it first: await client.connect())" : " (it is reconnecting or was closed)";
-      throw storeError("STORAGE_UNAVAILABLE", `Redis is unreachable: the client is not connected${hint}`);
+      throw userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable: the client is not connected${hint}`);
     }
     try {
       return await this.#send(args);
@@ -136,8 +137,8 @@ export class RedisStore {
   #error(e) {
     const code = typeof e?.code === "string" ? e.code : "";
     const detail = redact(messageOf(e) || code, this.#secrets);
-    if (/^OOM\b/.test(detail)) return storeError("STORAGE_QUOTA", `Redis is out of memory (${detail})`, e);
-    if (NETWORK_CODES.has(code) || UNAVAILABLE.test(detail)) return storeError("STORAGE_UNAVAILABLE", `Redis is unreachable or refused the command (${detail})`, e);
-    return storeError("STORAGE_FAILED", `Redis failed (${detail})`, e);
+    if (/^OOM\b/.test(detail)) return userMemoryError("STORAGE_QUOTA", `Redis is out of memory (${detail})`, e);
+    if (NETWORK_CODES.has(code) || UNAVAILABLE.test(detail)) return userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable or refused the command (${detail})`, e);
+    return userMemoryError("STORAGE_FAILED", `Redis failed (${detail})`, e);
   }
 }

@@ -6,7 +6,7 @@
 // UTF-8 bytes), so the keys starting with a prefix are exactly those in [prefix, prefixEnd):
 // `keys(prefix)` is a range scan of the primary key index, never a pattern match that would
 // need escaping or scan the table.
-import { invalidStoreInput } from "./store-error.js";
+import { invalidInput } from "./errors.js";
 
 /** The default table name. */
 export const DEFAULT_TABLE = "user_memory";
@@ -19,7 +19,7 @@ export const DEFAULT_TABLE = "user_memory";
 export function quoteTable(table, what) {
   const part = "[A-Za-z_][A-Za-z0-9_]{0,62}";
   if (typeof table !== "string" || !new RegExp(`^${part}(\\.${part})?$`).test(table)) {
-    throw invalidStoreInput(`${what}: \`table\` must be a name of letters, digits and underscores (or schema.name), got ${JSON.stringify(table)}`);
+    throw invalidInput(`${what}: \`table\` must be a name of letters, digits and underscores (or schema.name), got ${JSON.stringify(table)}`);
   }
   return table
     .split(".")

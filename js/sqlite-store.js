@@ -23,7 +23,8 @@
 // the busy timeout reject with STORAGE_UNAVAILABLE; a full disk (or `max_page_count`) with
 // STORAGE_QUOTA; anything else with STORAGE_FAILED; the driver's error is the `cause`.
 import { DEFAULT_TABLE, prefixEnd, quoteTable, sqliteStatements } from "./sql-store.js";
-import { invalidStoreInput, messageOf, storeError } from "./store-error.js";
+import { invalidInput, userMemoryError } from "./errors.js";
+import { messageOf } from "./store-error.js";
 
 /** SQLite's primary result codes, as numbers and names. */
 const QUOTA = new Set([13, 18, "SQLITE_FULL", "SQLITE_TOOBIG"]);
@@ -51,7 +52,7 @@ export class SqliteStore {
 
   constructor(database, { table = DEFAULT_TABLE, busyTimeoutMs = 5000 } = {}) {
     if (typeof database === "string") {
-      if (database === "") throw invalidStoreInput("sqliteStore(path) needs a file path (a non-empty string)");
+      if (database === "") throw invalidInput("sqliteStore(path) needs a file path (a non-empty string)");
       this.#path = database;
       this.#owned = true;
     } else if (typeof database?.prepare === "function" && typeof database.exec === "function") {
@@ -59,10 +60,10 @@ export class SqliteStore {
       this.#db = database;
       this.#owned = false;
     } else {
-      throw invalidStoreInput("sqliteStore(database) needs a file path or an open database (node:sqlite DatabaseSync, bun:sqlite Database)");
+      throw invalidInput("sqliteStore(database) needs a file path or an open database (node:sqlite DatabaseSync, bun:sqlite Database)");
     }
     if (!(Number.isInteger(busyTimeoutMs) && busyTimeoutMs >= 0)) {
-      throw invalidStoreInput("sqliteStore(database, { busyTimeoutMs }) needs a whole number of milliseconds ≥ 0");
+      throw invalidInput("sqliteStore(database, { busyTimeoutMs }) needs a whole number of milliseconds ≥ 0");
     }
     this.#tableName = table;
     this.#table = quoteTable(table, "sqliteStore()");
@@ -156,9 +157,9 @@ export class SqliteStore {
     const number = [e?.errcode, e?.errno].find((n) => typeof n === "number");
     const codes = [number === undefined ? undefined : number & 0xff, typeof e?.code === "string" ? e.code.match(/^SQLITE_[A-Z]+/)?.[0] : undefined];
     const detail = messageOf(e);
-    if (codes.some((c) => QUOTA.has(c))) return storeError("STORAGE_QUOTA", `the SQLite database is full (${detail})`, e);
-    if (codes.some((c) => UNAVAILABLE.has(c))) return storeError("STORAGE_UNAVAILABLE", `the SQLite database cannot be used (${detail})`, e);
-    return storeError("STORAGE_FAILED", `SQLite failed (${detail})`, e);
+    if (codes.some((c) => QUOTA.has(c))) return userMemoryError("STORAGE_QUOTA", `the SQLite database is full (${detail})`, e);
+    if (codes.some((c) => UNAVAILABLE.has(c))) return userMemoryError("STORAGE_UNAVAILABLE", `the SQLite database cannot be used (${detail})`, e);
+    return userMemoryError("STORAGE_FAILED", `SQLite failed (${detail})`, e);
   }
 }
 
@@ -176,13 +177,13 @@ async function openDatabase(path, what) {
   } catch (e) {
     if (e?.code === "ERR_UNKNOWN_BUILTIN_MODULE" || /node:sqlite|No such built-in module/i.test(messageOf(e))) {
       const runtime = typeof process !== "undefined" ? `Node ${process.versions?.node}` : "this runtime";
-      throw storeError(
+      throw userMemoryError(
         "STORAGE_UNAVAILABLE",
         `${what}: ${runtime} has no built-in SQLite; user-memory/sqlite needs Node ≥ 22.5 (node:sqlite; 22.5–22.12 with --experimental-sqlite) or Bun (bun:sqlite). Use fileStore() from user-memory/node instead, or pass an open database.`,
         e,
       );
     }
-    throw storeError("STORAGE_UNAVAILABLE", `${what}: cannot open the database file (${messageOf(e)})`, e);
+    throw userMemoryError("STORAGE_UNAVAILABLE", `${what}: cannot open the database file (${messageOf(e)})`, e);
   }
   return db;
 }

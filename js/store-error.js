@@ -1,25 +1,8 @@
 // Errors of the storage adapters, in the shape the library maps to its own codes: an `Error`
 // with `code` STORAGE_UNAVAILABLE (the database is down, unreachable, refuses the login, the
 // table is missing), STORAGE_QUOTA (full) or STORAGE_FAILED (anything else), and the driver's
-// own error as `cause`. Messages never carry a password: URLs in them are masked, and so is
+// own error as `cause` (made by errors.js). Messages never carry a password: URLs in them are masked, and so is
 // every secret the adapter knows of (the pool's or client's configured password).
-
-/**
- * An error with a library storage code.
- * @param {"STORAGE_UNAVAILABLE" | "STORAGE_QUOTA" | "STORAGE_FAILED" | "INVALID_INPUT"} code
- * @param {string} message
- * @param {unknown} [cause] the original error
- */
-export function storeError(code, message, cause) {
-  const e = new Error(message, cause === undefined ? undefined : { cause });
-  e.code = code;
-  return e;
-}
-
-/** A `TypeError` with code INVALID_INPUT, for wrong arguments to a store's constructor. */
-export function invalidStoreInput(message) {
-  return Object.assign(new TypeError(message), { code: "INVALID_INPUT" });
-}
 
 /**
  * `text` with the credentials of every URL in it masked (`scheme://user:***@host`), and each

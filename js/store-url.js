@@ -4,16 +4,17 @@
 // dependencies, loaded only when their URL is used; a missing one is a clear error saying what
 // to install. Nothing returned or thrown carries the URL's password.
 import { fileStore } from "./file-store.js";
-import { messageOf, redact, storeError } from "./store-error.js";
+import { userMemoryError } from "./errors.js";
+import { messageOf, redact } from "./store-error.js";
 
 /**
  * @param {{ dir?: string, url?: string, table?: string, prefix?: string }} spec
  * @returns {Promise<{ storage: object, label: string, close(): Promise<void> }>}
  */
 export async function openStore({ dir, url, table, prefix }) {
-  if (dir !== undefined && url !== undefined) throw storeError("INVALID_INPUT", "give either a folder (--dir) or a store URL, not both");
+  if (dir !== undefined && url !== undefined) throw userMemoryError("INVALID_INPUT", "give either a folder (--dir) or a store URL, not both");
   if (url === undefined) {
-    if (dir === undefined || dir === "") throw storeError("INVALID_INPUT", "no store: pass --dir <folder> or a store URL (postgres://…, redis://…, sqlite:<file>)");
+    if (dir === undefined || dir === "") throw userMemoryError("INVALID_INPUT", "no store: pass --dir <folder> or a store URL (postgres://…, redis://…, sqlite:<file>)");
     return { storage: fileStore(dir), label: `folder ${dir}`, close: async () => {} };
   }
   const label = redact(url);
@@ -32,12 +33,12 @@ export async function openStore({ dir, url, table, prefix }) {
   }
   if (scheme === "sqlite") {
     const path = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
-    if (path === "") throw storeError("INVALID_INPUT", "sqlite: needs a file path (sqlite:./memory.db)");
+    if (path === "") throw userMemoryError("INVALID_INPUT", "sqlite: needs a file path (sqlite:./memory.db)");
     const { sqliteStore } = await import("./sqlite-store.js");
     const store = sqliteStore(path, table === undefined ? {} : { table });
     return { storage: store, label: `sqlite ${path}`, close: () => store.close() };
   }
-  throw storeError("INVALID_INPUT", `unknown store URL ${JSON.stringify(label)}: use postgres://…, redis://…, sqlite:<file>, or --dir <folder>`);
+  throw userMemoryError("INVALID_INPUT", `unknown store URL ${JSON.stringify(label)}: use postgres://…, redis://…, sqlite:<file>, or --dir <folder>`);
 }
 
 /** Imports an optional peer dependency, or says how to install it. */
@@ -46,7 +47,7 @@ async function peer(name, url) {
     return await import(name);
   } catch (e) {
     if (e?.code === "ERR_MODULE_NOT_FOUND" || e?.code === "MODULE_NOT_FOUND") {
-      throw storeError("STORAGE_UNAVAILABLE", `${redact(url).split(":")[0]}: URLs need the \`${name}\` package: npm install ${name}`, e);
+      throw userMemoryError("STORAGE_UNAVAILABLE", `${redact(url).split(":")[0]}: URLs need the \`${name}\` package: npm install ${name}`, e);
     }
     throw e;
   }
@@ -63,7 +64,7 @@ async function connectRedis(url, label) {
     redis = await import("@redis/client").catch(() => peer("redis", url));
   } catch (e) {
     const ioredis = await peer("ioredis", url).catch(() => null);
-    if (!ioredis) throw storeError("STORAGE_UNAVAILABLE", "redis:// URLs need the `redis` package (or `ioredis`): npm install redis", e);
+    if (!ioredis) throw userMemoryError("STORAGE_UNAVAILABLE", "redis:// URLs need the `redis` package (or `ioredis`): npm install redis", e);
     const Redis = ioredis.default ?? ioredis.Redis;
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 10_000 });
     client.on("error", () => {});
@@ -71,7 +72,7 @@ async function connectRedis(url, label) {
       await client.connect();
     } catch (err) {
       client.disconnect();
-      throw storeError("STORAGE_UNAVAILABLE", `Redis at ${label} is unreachable (${redact(messageOf(err))})`, err);
+      throw userMemoryError("STORAGE_UNAVAILABLE", `Redis at ${label} is unreachable (${redact(messageOf(err))})`, err);
     }
     return client;
   }
@@ -86,7 +87,7 @@ async function connectRedis(url, label) {
   try {
     await client.connect();
   } catch (e) {
-    throw storeError("STORAGE_UNAVAILABLE", `Redis at ${label} is unreachable (${redact(messageOf(lastError ?? e))})`, e);
+    throw userMemoryError("STORAGE_UNAVAILABLE", `Redis at ${label} is unreachable (${redact(messageOf(lastError ?? e))})`, e);
   }
   return client;
 }

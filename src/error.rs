@@ -133,9 +133,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
 
-    #[test]
-    fn codes_are_stable_strings() {
-        let all = [
+    /// One error of every variant with its code; the match makes adding a variant without
+    /// listing it here a compile error.
+    fn every_variant() -> Vec<(Error, &'static str)> {
+        let all = vec![
             (Error::invalid("x"), "INVALID_INPUT"),
             (Error::StorageQuota("x".into()), "STORAGE_QUOTA"),
             (Error::StorageUnavailable("x".into()), "STORAGE_UNAVAILABLE"),
@@ -153,9 +154,77 @@ mod tests {
             (Error::EmbedFailed("x".into()), "EMBED_FAILED"),
             (Error::DecryptFailed("x".into()), "DECRYPT_FAILED"),
         ];
-        for (err, code) in all {
+        for (e, _) in &all {
+            match e {
+                Error::InvalidInput(_)
+                | Error::StorageQuota(_)
+                | Error::StorageUnavailable(_)
+                | Error::StorageFailed(_)
+                | Error::CorruptMemory(_)
+                | Error::LlmHttp { .. }
+                | Error::LlmTimeout(_)
+                | Error::LlmNetwork(_)
+                | Error::LlmFailed(_)
+                | Error::LlmBadOutput(_)
+                | Error::Conflict(_)
+                | Error::NotFound(_)
+                | Error::Closed
+                | Error::Abandoned(_)
+                | Error::EmbedFailed(_)
+                | Error::DecryptFailed(_) => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn codes_are_stable_strings() {
+        for (err, code) in every_variant() {
             assert_eq!(err.code(), code);
             assert!(err.to_string().starts_with(code));
         }
+    }
+
+    /// The codes of `text`'s `export type ErrorCode = | "A" | "B" …;`.
+    fn typescript_codes(text: &str) -> Vec<String> {
+        let start = text.find("export type ErrorCode =").expect("the types declare ErrorCode");
+        let decl = &text[start..start + text[start..].find(';').expect("ErrorCode ends with ;")];
+        decl.split('"').skip(1).step_by(2).map(String::from).collect()
+    }
+
+    #[test]
+    fn the_typescript_error_codes_are_exactly_the_rust_ones() {
+        let mut rust: Vec<String> = every_variant().into_iter().map(|(e, _)| e.code().to_string()).collect();
+        let mut ts = typescript_codes(include_str!("wasm/types.rs"));
+        #[allow(clippy::disallowed_methods)]
+        {
+            rust.sort();
+            ts.sort();
+        }
+        assert_eq!(ts, rust, "ErrorCode in src/wasm/types.rs and Error::code differ");
+    }
+
+    #[test]
+    fn every_code_the_js_modules_raise_is_a_rust_one() {
+        let rust: Vec<&str> = every_variant().iter().map(|(e, _)| e.code()).collect();
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/js");
+        let mut raised = 0;
+        for entry in std::fs::read_dir(dir).expect("js/ exists") {
+            let path = entry.expect("a js/ entry").path();
+            if path.extension().is_none_or(|x| x != "js") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("js/ files are text");
+            // `userMemoryError("CODE", …)` and the CLI's and MCP server's `fail("CODE", …)`.
+            for call in ["userMemoryError(\"", "fail(\""] {
+                for (at, _) in text.match_indices(call) {
+                    let rest = &text[at + call.len()..];
+                    let code = &rest[..rest.find('"').expect("a closed string")];
+                    assert!(rust.contains(&code), "{} raises {code}, which is no Error code", path.display());
+                    raised += 1;
+                }
+            }
+        }
+        assert!(raised > 20, "the scan found the JS modules' errors ({raised})");
     }
 }

@@ -5,7 +5,7 @@
 
 use super::cancel::Cancel;
 use super::convert::{items, promise_of, prop, set, to_json};
-use super::error::js_message;
+use super::error::{caused_by, js_message};
 use super::http::{HttpClient, WholeBody};
 use super::options::check_finite;
 use crate::embed::{parse_reply, EmbedConfig, EmbedPurpose, EmbedSettings, Embedder};
@@ -158,7 +158,7 @@ impl Embedder for FunctionEmbedder {
             let arg = Object::new();
             set(&arg, "signal", &controller.signal());
             set(&arg, "purpose", &JsValue::from_str(purpose.as_str()));
-            let fail = |e: &JsValue| Error::EmbedFailed(format!("the embed function failed: {}", js_message(e)));
+            let fail = |e: &JsValue| caused_by(Error::EmbedFailed(format!("the embed function failed: {}", js_message(e))), e);
             let ret = self.f.call2(&JsValue::NULL, &input, &arg).map_err(|e| fail(&e))?;
             // The answer, or `None` when the timer fires first (the signal is aborted then).
             let timer = (ms > 0).then(|| super::timer::sleep(ms));

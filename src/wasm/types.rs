@@ -444,7 +444,7 @@ export interface QueueStatus {
 export type ErrorCode =
   | "INVALID_INPUT" | "STORAGE_QUOTA" | "STORAGE_UNAVAILABLE" | "STORAGE_FAILED" | "CORRUPT_MEMORY"
   | "LLM_HTTP" | "LLM_TIMEOUT" | "LLM_NETWORK" | "LLM_FAILED" | "LLM_BAD_OUTPUT"
-  | "CONFLICT" | "NOT_FOUND" | "CLOSED" | "ABANDONED" | "EMBED_FAILED";
+  | "CONFLICT" | "NOT_FOUND" | "CLOSED" | "ABANDONED" | "EMBED_FAILED" | "DECRYPT_FAILED";
 
 /** Every error thrown or reported is an `Error` with `name: "UserMemoryError"` and a stable `code`. */
 export interface UserMemoryError extends Error {

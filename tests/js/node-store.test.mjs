@@ -201,9 +201,11 @@ test("a read-only directory is STORAGE_UNAVAILABLE, naming the path", (t) => {
   const source = fileURLToPath(import.meta.resolve("user-memory/node"));
   copyFileSync(source, copy);
   chmodSync(copy, 0o644);
-  // …with the module it re-exports (memoryPool).
-  copyFileSync(join(dirname(source), "pool.js"), join(scratch, "pool.js"));
-  chmodSync(join(scratch, "pool.js"), 0o644);
+  // …with the modules it imports (memoryPool, the errors' helpers).
+  for (const dep of ["pool.js", "errors.js"]) {
+    copyFileSync(join(dirname(source), dep), join(scratch, dep));
+    chmodSync(join(scratch, dep), 0o644);
+  }
   const moduleUrl = pathToFileURL(copy).href;
   const code = `import { fileStore } from ${JSON.stringify(moduleUrl)};
     fileStore(${JSON.stringify(dir)}).set("k", "v").then(() => console.log("written"), (e) => console.log(e.code + " " + e.message));`;

@@ -2,7 +2,7 @@
 //! `BroadcastChannel` (structured clone): `{t: "req" | "res" | "reset" | "leader", …}`.
 
 use super::super::convert::{prop, set};
-use super::super::error::storage_error;
+use super::super::error::storage_error_of;
 use crate::leader::{Answer, Message, Op, Reply, Request};
 use crate::storage::{Commit, Slot, Versioned};
 use js_sys::Object;
@@ -129,7 +129,7 @@ pub(super) fn from_js(data: &JsValue) -> Option<Message> {
         "res" => {
             let rev = num(data, "rev");
             let outcome = if !prop(data, "ok").is_truthy() {
-                Err(storage_error(data, "localStorage (through the leader tab)"))
+                Err(storage_error_of(data, "localStorage (through the leader tab)"))
             } else if prop(data, "conflict").is_truthy() {
                 Ok(Answer::Committed(Commit::Conflict))
             } else if let Some(value) = prop(data, "value").as_string() {
