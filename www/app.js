@@ -268,7 +268,15 @@ function download(name, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+/** Small screens show one pane at a time: `body[data-pane]` says which. */
+function showPane(name) {
+  document.body.dataset.pane = name;
+  for (const tab of document.querySelectorAll(".pane-tab")) tab.setAttribute("aria-pressed", String(tab.dataset.pane === name));
+}
+
 function wireControls() {
+  for (const tab of document.querySelectorAll(".pane-tab")) tab.addEventListener("click", () => showPane(tab.dataset.pane));
+  showPane("chat");
   $("storage-select").addEventListener("change", async (e) => {
     const kind = e.target.value;
     prefs.storage = kind;
@@ -415,6 +423,14 @@ function tick() {
 }
 
 // ---- start ------------------------------------------------------------------------------
+
+/** The endpoint chip's dot: green once configured or after an answer, red after a failed call. */
+app.onEndpoint = (up, problem) => {
+  const chip = $("model-chip");
+  chip.classList.toggle("ok", up);
+  chip.classList.toggle("down", !up);
+  chip.title = up ? "The chat model, reached through the demo server" : `The last model call failed: ${problem}`;
+};
 
 function showConfig(config) {
   const chip = $("model-chip");

@@ -582,25 +582,119 @@ test("a failed extraction shows the error with its message, and Update now retri
   });
 });
 
-test("at phone width the panes stack, nothing scrolls sideways, and the composer stays usable", async () => {
-  await withBrowser(async (context) => {
-    const { page, problems } = await openDemo(context, { viewport: { width: 390, height: 844 } });
-    await addFact(page, "Commutes by bike");
-    script.chats.push("Short answer for a small screen.");
-    await send(page, "Hi from my phone");
-    const chat = await page.locator("section.chat").boundingBox();
-    const memory = await page.locator("aside.memory").boundingBox();
-    assert.ok(memory.y >= chat.y + chat.height - 1, "the memory pane is below the chat");
-    assert.ok(memory.width > 350 && chat.width > 350, "both panes use the full width");
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    assert.ok(overflow <= 0, `no sideways scrolling (overflow ${overflow}px)`);
-    assert.ok(await page.locator("#input").isVisible());
-    await shot(page, "12-mobile");
-    await page.locator("aside.memory").scrollIntoViewIfNeeded();
-    await shot(page, "13-mobile-memory", { fullPage: true });
-    assert.deepEqual(problems, { dialogs: [], errors: [] });
+/** What the layout looks like now: sizes and overflows of the document, panes and chip. */
+const layout = (page) =>
+  page.evaluate(() => {
+    const box = (sel) => {
+      const el = document.querySelector(sel);
+      const r = el?.getBoundingClientRect();
+      return r && r.width > 0 && r.height > 0 ? { x: r.x, y: r.y, right: r.right, bottom: r.bottom, width: r.width, height: r.height } : null;
+    };
+    const d = document.documentElement;
+    const chip = document.querySelector("#model-name");
+    return {
+      docHeight: d.scrollHeight,
+      docWidth: d.scrollWidth,
+      width: innerWidth,
+      height: innerHeight,
+      scrollY,
+      chat: box("section.chat"),
+      memory: box("aside.memory"),
+      chip: box("#model-chip"),
+      chipTextCut: chip.scrollWidth > chip.clientWidth && getComputedStyle(chip).textOverflow !== "ellipsis",
+      send: box("#send"),
+      memoryScroll: (({ scrollHeight, clientHeight }) => ({ scrollHeight, clientHeight }))(document.querySelector(".memory-scroll")),
+    };
   });
-});
+
+const overlaps = (a, b) => a && b && a.x < b.right && b.x < a.right && a.y < b.bottom && b.y < a.bottom;
+
+/** Checks that hold at every size: the app is the viewport, nothing is cut or covered. */
+function assertFits(l, what) {
+  assert.equal(l.docHeight, l.height, `${what}: the document is exactly the viewport's height (${l.docHeight} vs ${l.height})`);
+  assert.ok(l.docWidth <= l.width, `${what}: no sideways scrolling (${l.docWidth} > ${l.width})`);
+  assert.ok(l.chip && l.chip.right <= l.width, `${what}: the endpoint chip ends inside the viewport (${l.chip?.right} > ${l.width})`);
+  assert.ok(!l.chipTextCut, `${what}: the endpoint name is ellipsised, not cut`);
+}
+
+for (const [size, viewport] of [["1280×800", { width: 1280, height: 800 }], ["390×844", { width: 390, height: 844 }]]) {
+  const phone = viewport.width < 900;
+  test(`at ${size} the app fills the viewport, each pane scrolls on its own, and the memory pane is reachable`, async () => {
+    await withBrowser(async (context) => {
+      const { page, problems } = await openDemo(context, { viewport });
+      const tag = phone ? "phone" : "desktop";
+      if (!phone) assert.match(await text(page, ".chat-empty"), /shown under Memory/, "the empty state names the pane, not a side");
+      // Enough memory to scroll: 40 facts, imported through the (hidden) file input.
+      const facts = Array.from({ length: 40 }, (_, i) => ({ id: `fact_${String(i).padStart(8, "0")}`, content: `Fact number ${i} about the user`, category: "context", confidence: 0.8, createdAt: "2026-03-14T10:30:00Z", source: "manual" }));
+      await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(memoryDoc({ facts }))) });
+      await page.getByRole("dialog").getByRole("button", { name: "Replace memory" }).click();
+      await page.waitForFunction(() => document.querySelectorAll("#facts-list .fact").length === 40, null, { timeout: T });
+      for (let i = 0; i < 6; i++) {
+        script.chats.push(`Answer ${i}: ${"a fairly long line of text that wraps ".repeat(6)}`);
+        await send(page, `Question ${i}`);
+      }
+      let l = await layout(page);
+      assertFits(l, `${size}, chat`);
+      if (phone) {
+        assert.equal(l.memory, null, "on a phone one pane shows at a time: the chat");
+        assert.ok(l.chat.width >= viewport.width - 1, "the chat uses the full width");
+      } else {
+        assert.ok(l.chat && l.memory && l.memory.x >= l.chat.right - 1, "chat and memory side by side");
+        assert.ok(l.memory.bottom <= l.height && l.chat.bottom <= l.height, "both panes end at the viewport's bottom");
+        assert.ok(l.memoryScroll.scrollHeight > l.memoryScroll.clientHeight, "the memory pane scrolls inside itself");
+      }
+      // A wheel over the chat scrolls the messages, not the page.
+      const messages = page.locator("#messages");
+      const mbox = await messages.boundingBox();
+      await page.mouse.move(mbox.x + mbox.width / 2, mbox.y + mbox.height / 2);
+      await messages.evaluate((el) => (el.style.scrollBehavior = "auto"));
+      await messages.evaluate((el) => el.scrollTo(0, 0));
+      await page.mouse.wheel(0, 400);
+      await page.waitForFunction(() => document.querySelector("#messages").scrollTop > 0, null, { timeout: T });
+      assert.equal((await layout(page)).scrollY, 0, "the page itself never scrolls");
+      await shot(page, `16-${tag}-chat`);
+
+      // A failed call: the dot turns red, the message says "The model call failed" once.
+      script.chats.push({ step: { status: 503, body: { error: { message: "endpoint down for maintenance" } } } });
+      await send(page, "Are you there?");
+      const error = await page.locator(".msg-error .bubble").last().innerText();
+      assert.equal(error.split("The model call failed").length - 1, 1, `said once: ${error}`);
+      assert.match(error, /HTTP 503: endpoint down for maintenance/);
+      assert.ok(await page.locator("#model-chip.down").isVisible(), "the endpoint dot shows the endpoint is down");
+      assert.match(await page.locator("#model-chip").getAttribute("title"), /endpoint down for maintenance/);
+      script.chats.push("Back again.");
+      await page.locator(".msg-error").getByRole("button", { name: "Retry" }).click();
+      await waitForText(page, ".msg-assistant .bubble", "Back again.");
+      assert.ok(await page.locator("#model-chip.ok").isVisible(), "green again after an answer");
+
+      if (phone) {
+        await page.getByRole("button", { name: /^Memory/ }).click();
+        l = await layout(page);
+        assertFits(l, `${size}, memory`);
+        assert.equal(l.chat, null, "the switch shows the memory pane instead of the chat");
+        assert.ok(l.memory && l.memory.y < l.height && l.memory.bottom <= l.height, "the memory pane is on the screen");
+        assert.ok(l.memoryScroll.scrollHeight > l.memoryScroll.clientHeight, "and scrolls inside itself");
+        assert.equal(await page.getByRole("button", { name: /^Memory/ }).getAttribute("aria-pressed"), "true");
+        assert.match(await text(page, "#switch-count"), /^40$/, "the switch shows how many facts there are");
+      }
+      await shot(page, `17-${tag}-memory`);
+
+      // The undo toast does not cover Send (on a phone: after switching back to the chat).
+      await page.getByRole("button", { name: "Delete fact: Fact number 0 about the user" }).click();
+      const toast = page.locator(".toast", { hasText: "Fact deleted." });
+      await toast.waitFor({ timeout: T });
+      if (phone) await page.getByRole("button", { name: "Chat", exact: true }).click();
+      l = await layout(page);
+      const tbox = await toast.boundingBox();
+      assert.ok(l.send && !overlaps(tbox && { ...tbox, right: tbox.x + tbox.width, bottom: tbox.y + tbox.height }, l.send), "the toast leaves Send free");
+      assertFits(l, `${size}, with a toast`);
+      await shot(page, `18-${tag}-toast`);
+      await toast.getByRole("button", { name: "Undo" }).click();
+      await page.waitForFunction(() => document.querySelectorAll("#facts-list .fact").length === 40, null, { timeout: T });
+      assert.deepEqual(problems, { dialogs: [], errors: [] });
+    });
+  });
+}
 
 test("Enter sends, Shift+Enter adds a line, and every control has an accessible name", async () => {
   await withBrowser(async (context) => {

@@ -123,7 +123,7 @@ export function createChat(app) {
       return h(
         "li",
         { class: "msg msg-error", role: "alert" },
-        h("div", { class: "bubble" }, h("strong", null, "The model call failed. "), m.error),
+        h("div", { class: "bubble" }, h("strong", null, "The model call failed: "), m.error),
         i === conv.messages.length - 1 ? h("button", { type: "button", class: "btn btn-small", onclick: retry }, "Retry") : null,
       );
     }
@@ -147,7 +147,7 @@ export function createChat(app) {
       h("div", { class: "chat-empty-icon", "aria-hidden": "true" }, icon("brain")),
       h("h2", null, "Tell the assistant about yourself"),
       h("p", null,
-        "After a short pause the conversation is turned into a profile and facts (right). ",
+        "After a short pause the conversation is turned into a profile and facts, shown under Memory. ",
         "Start a new chat and the assistant still knows you: the most relevant facts go into every prompt."),
       h("div", { class: "suggestions", role: "group", "aria-label": "Example messages" },
         SUGGESTIONS.map((s) => h("button", { type: "button", class: "suggestion", onclick: () => useSuggestion(s) }, s)),
@@ -255,10 +255,12 @@ export function createChat(app) {
           if (conv === mine) renderLast();
         },
       });
+      app.onEndpoint(true);
     } catch (e) {
       if (ctl.signal.aborted) {
         reply.stopped = true;
       } else {
+        app.onEndpoint(false, e.message);
         mine.messages[mine.messages.indexOf(reply)] = { role: "assistant", error: e.message, content: "" };
       }
     } finally {

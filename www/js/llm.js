@@ -35,7 +35,7 @@ export async function chat({ messages, model, signal, onText }) {
     body: JSON.stringify({ model: model ?? "default", messages, stream: true }),
     signal,
   });
-  if (!res.ok) throw new Error(`The model call failed (HTTP ${await errorText(res)})`);
+  if (!res.ok) throw new Error(`HTTP ${await errorText(res)}`);
   const type = res.headers.get("content-type") ?? "";
   if (!type.includes("text/event-stream")) {
     const j = await res.json();
@@ -52,7 +52,7 @@ export async function chat({ messages, model, signal, onText }) {
     } catch {
       continue;
     }
-    if (j?.error) throw new Error(`The model call failed: ${j.error.message ?? JSON.stringify(j.error)}`);
+    if (j?.error) throw new Error(`the endpoint reported an error: ${j.error.message ?? JSON.stringify(j.error)}`);
     const piece = j?.choices?.[0]?.delta?.content;
     if (typeof piece === "string" && piece) {
       text += piece;

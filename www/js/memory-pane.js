@@ -169,6 +169,7 @@ export function createMemoryPane(app) {
     for (const id of factEditors.keys()) if (!facts.some((f) => f.id === id)) factEditors.delete(id);
     const included = (app.explanation?.facts ?? []).filter((f) => f.included).length;
     $("facts-count").textContent = facts.length ? `${facts.length} · ${included} in prompt` : "0";
+    $("switch-count").textContent = String(facts.length);
     // A filter once the list gets long (memory holds up to maxFacts, 100 by default).
     const filter = $("facts-filter");
     filter.hidden = facts.length <= FILTER_FROM && !filter.value;
