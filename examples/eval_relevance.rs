@@ -1,5 +1,5 @@
 //! Quality evaluation of fact selection on labelled sets (format of
-//! `shared/data/relevance-sample.json`).
+//! `tests/data/relevance-sample.json`).
 //!
 //! ```text
 //! cargo run --release --example eval_relevance -- tests/data/relevance-dev.json [more.json …]

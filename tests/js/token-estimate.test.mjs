@@ -10,15 +10,9 @@ import assert from "node:assert/strict";
 import { getEncoding } from "js-tiktoken";
 import { UserMemory } from "user-memory";
 
-const sets = ["tests/data/relevance-dev.json", "tests/data/relevance-check.json", "../shared/data/relevance-sample.json"]
-  .map((p) => new URL(`../../${p}`, import.meta.url))
-  .flatMap((url) => {
-    try {
-      return [JSON.parse(readFileSync(url, "utf8"))];
-    } catch {
-      return []; // the public sample lives outside the repository; the two in-repo sets suffice
-    }
-  });
+const sets = ["tests/data/relevance-dev.json", "tests/data/relevance-check.json", "tests/data/relevance-sample.json"].map((p) =>
+  JSON.parse(readFileSync(new URL(`../../${p}`, import.meta.url), "utf8")),
+);
 
 async function renderAll() {
   const blocks = [];
