@@ -1,5 +1,6 @@
 // Builds the npm package into pkg/:
-//   cargo build (wasm32, release, size profile) → wasm-bindgen --target web → wasm-opt -Oz
+//   cargo build (wasm32, release, size profile) → wasm-bindgen --target web → std's panic
+//   paths stubbed to a trap (scripts/panic-stubs.mjs) → wasm-opt -Oz
 //   (binaryen from npm; Debian's wasm-opt 108 breaks wasm-bindgen's output) → minify the
 //   JS glue (esbuild) → copy the JS
 //   entries → size report (raw and gzip) → pkg/size.json.
@@ -101,11 +102,13 @@ if (args.has("--if-stale") && !stale()) {
     "--target", "web",
     "--out-dir", scratch,
     "--out-name", "user_memory",
-    "--remove-name-section",
+    // The name section stays for the panic stubs; wasm-opt --strip-debug removes it.
     "--remove-producers-section",
     join(root, "target/wasm32-unknown-unknown/release/user_memory.wasm"),
   ]);
   const wasm = join(scratch, "user_memory_bg.wasm");
+  const { stubPanics } = await import("./panic-stubs.mjs");
+  stubPanics(wasm);
   // --merge-similar-functions folds monomorphizations that differ only in constants, and
   // --converge repeats -Oz until it stops shrinking (0.5 KB gzip together).
   run(process.execPath, [join(root, "node_modules/binaryen/bin/wasm-opt"), "-Oz", "--merge-similar-functions", "--converge", "--strip-debug", wasm, "-o", wasm]);
