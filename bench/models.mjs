@@ -190,9 +190,10 @@ const median = (xs) => {
 };
 
 function summarize(runs) {
-  const expected = conversations.reduce((n, c) => n + c.expect.length, 0);
-  const removals = conversations.reduce((n, c) => n + (c.remove?.length ?? 0), 0);
-  const quiet = new Set(conversations.filter((c) => !c.expect.length).map((c) => c.id));
+  const ran = conversations.filter((c) => runs.some((r) => r.id === c.id));
+  const expected = ran.reduce((n, c) => n + c.expect.length, 0);
+  const removals = ran.reduce((n, c) => n + (c.remove?.length ?? 0), 0);
+  const quiet = new Set(ran.filter((c) => !c.expect.length).map((c) => c.id));
   return {
     valid: `${runs.filter((r) => r.valid).length}/${runs.length}`,
     outputTokens: `${mean(runs.map((r) => r.outputTokens)).toFixed(0)} (median ${median(runs.map((r) => r.outputTokens))})`,
@@ -258,13 +259,13 @@ function saveReplies(runs, slug) {
       fresh.push(name);
     });
   }
-  if (!fresh.length) return console.log("\nno new distinct replies");
+  if (!fresh.length) return;
   const out = execFileSync("cargo", ["run", "-q", "--example", "reply_outcome", "--", ...fresh.map((n) => join(dir, n))], { cwd: root, encoding: "utf8" });
   // Appended as text, so the written entries keep their layout (and numbers as written).
   const entries = out.trim().split("\n").map((line, i) => `  ${JSON.stringify(fresh[i])}: ${JSON.stringify(JSON.parse(line), null, 2).replace(/\n/g, "\n  ")}`);
   const text = readFileSync(manifestPath, "utf8").trimEnd();
   writeFileSync(manifestPath, `${text.slice(0, -1).trimEnd()},\n${entries.join(",\n")}\n}\n`);
-  console.log(`\n${fresh.length} new real replies saved into tests/fixtures/replies (real_${slug}_*), manifest updated`);
+  console.log(`    saved ${fresh.join(", ")} into tests/fixtures/replies`);
 }
 
 // ---- main --------------------------------------------------------------------------------
@@ -285,6 +286,8 @@ if (opt("local")) {
   if (!process.env.OPENAI_BASE_URL) throw new Error("set OPENAI_BASE_URL (and MODEL, OPENAI_API_KEY if needed), or pass --local smollm2|qwen|file.gguf");
   endpoint = { baseUrl: process.env.OPENAI_BASE_URL.replace(/\/$/, ""), model: process.env.MODEL ?? "llama3.1", apiKey: process.env.OPENAI_API_KEY };
 }
+const slug = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+const replySlug = `${slug(endpoint.model).slice(0, 24).replace(/-+$/, "")}${promptOption ? `_prompt-${slug(opt("prompt"))}` : ""}`;
 const proxy = await startProxy(endpoint.baseUrl);
 const modes = opt("modes", "text,json,schema").split(",");
 console.log(`${endpoint.model}: ${conversations.length} conversations × modes ${modes.join(", ")}${promptOption ? `, the prompt of ${opt("prompt")}` : ""}`);
@@ -296,6 +299,9 @@ try {
     for (const conv of conversations) {
       const r = await extract(conv, mode, endpoint, proxy);
       runs.push(r);
+      // Saved as they come: a long run stopped half-way keeps what it measured.
+      if (flag("save-replies")) saveReplies([r], replySlug);
+      if (opt("json")) writeFileSync(opt("json"), JSON.stringify({ model: endpoint.model, rows: [...rows, [mode, summarize(runs)]], runs: [...all, ...runs] }, null, 2));
       console.log(
         `  ${mode.padEnd(6)} ${conv.id.padEnd(22)} ${r.valid ? "valid " : "FAILED"} ${r.seconds.toFixed(1).padStart(6)} s ${String(r.outputTokens).padStart(5)} tok ` +
           `stored ${JSON.stringify(r.added)}${r.skipped.length ? ` refused ${r.skipped.join(",")}` : ""}${r.error ? ` ${r.error}` : ""}`,
@@ -310,6 +316,4 @@ try {
 }
 table(rows);
 if (proxy.log.system) console.log(`\ninstructions (system prompt): ${cl100k.encode(proxy.log.system).length} cl100k_base tokens`);
-if (opt("json")) writeFileSync(opt("json"), JSON.stringify({ model: endpoint.model, rows, runs: all }, null, 2));
-const slug = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
-if (flag("save-replies")) saveReplies(all, `${slug(endpoint.model).slice(0, 24).replace(/-+$/, "")}${promptOption ? `_prompt-${slug(opt("prompt"))}` : ""}`);
+
