@@ -62,6 +62,7 @@ pub mod apply;
 pub mod config;
 pub mod crypto;
 pub mod delta;
+pub mod diff;
 pub mod document;
 pub mod edit;
 pub mod embed;

@@ -24,6 +24,8 @@ pub enum UpdateReason {
     Clear,
     /// `import`.
     Import,
+    /// `revert` or `undo`: an earlier version of the document, committed again.
+    Revert,
     /// Another tab, worker or process changed the stored memory.
     Remote,
 }
@@ -39,6 +41,7 @@ impl UpdateReason {
             UpdateReason::UpdateSection => "updateSection",
             UpdateReason::Clear => "clear",
             UpdateReason::Import => "import",
+            UpdateReason::Revert => "revert",
             UpdateReason::Remote => "remote",
         }
     }
@@ -79,40 +82,13 @@ impl UpdateEvent {
             sections: Vec::new(),
             evicted: Vec::new(),
         };
-        // Linear in the facts: the fact at the same position usually has the same id (an
-        // edit, an append); otherwise the id is looked up in a hashed index of `before`,
-        // built only when needed (a lookup by scanning made a commit at 10 000 facts take
-        // seconds).
-        let mut by_id: Option<FxMap<Box<str>, u32>> = None;
-        let mut seen = vec![false; before.facts.len()];
-        for (pos, f) in after.facts.iter().enumerate() {
-            let old = match before.facts.get(pos) {
-                Some(b) if b.id == f.id => Some(pos),
-                _ => by_id.get_or_insert_with(|| index_ids(&before.facts)).get(f.id.as_str()).map(|&i| i as usize),
-            };
-            match old {
-                Some(i) if !seen[i] => {
-                    seen[i] = true;
-                    if before.facts[i] != *f {
-                        ev.changed.push(f.clone());
-                    }
-                }
-                _ => ev.added.push(f.clone()),
-            }
-        }
-        ev.removed = before.facts.iter().zip(&seen).filter(|(_, s)| !**s).map(|(f, _)| f.id.clone()).collect();
+        let d = crate::diff::diff_facts(&before.facts, &after.facts);
+        ev.added = d.added.iter().map(|&i| after.facts[i].clone()).collect();
+        ev.removed = d.removed.iter().map(|&i| before.facts[i].id.clone()).collect();
+        ev.changed = d.changed.iter().map(|&(_, i)| after.facts[i].clone()).collect();
         ev.sections = SectionId::ALL.into_iter().filter(|s| before.section(*s).summary != after.section(*s).summary).collect();
         ev
     }
-}
-
-/// Fact id → position (the first fact with that id).
-fn index_ids(facts: &[Fact]) -> FxMap<Box<str>, u32> {
-    let mut map = FxMap::with_capacity_and_hasher(facts.len(), Default::default());
-    for (i, f) in facts.iter().enumerate() {
-        map.entry(f.id.as_str().into()).or_insert(i as u32);
-    }
-    map
 }
 
 /// A failure reported as an event: the payload of `error`.
