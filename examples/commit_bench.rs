@@ -141,7 +141,7 @@ fn bench(n: usize) -> Vec<f64> {
         cells[1].push(time(|| block_on(engine.update_fact(id, &patch)).expect("updates")).0);
     }
     for id in &added {
-        cells[2].push(time(|| block_on(engine.remove_fact(id)).expect("removes")).0);
+        cells[2].push(time(|| block_on(engine.remove_fact(id, false)).expect("removes")).0);
     }
     for _ in 0..REPS {
         cells[3].push(time(|| block_on(engine.get()).expect("reads")).0);

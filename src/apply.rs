@@ -37,6 +37,7 @@
 
 use crate::delta::{cat, path, reasons, Delta, NewFact, Skipped};
 use crate::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
+use crate::forget::Tombstone;
 use crate::hash::FxMap;
 use crate::ids::IdSource;
 use crate::message::{ChatMessage, Speaker};
@@ -129,6 +130,8 @@ pub struct ApplyContext<'a> {
     /// The conversation, for the assistant-copy filter and the removal guard; `None` skips
     /// both (a delta applied without one, as in replays of old tests).
     pub conversation: Option<Conversation<'a>>,
+    /// What the user asked to forget: a new fact matching one is not stored.
+    pub forgotten: &'a [Tombstone],
 }
 
 /// What an application of a delta changed.
@@ -253,30 +256,41 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
             exact.insert(normalize_content(&f.content), pos);
             index.add(&vocab.set(&f.content));
         }
+        // The forget tombstones, matched by the same test as existing facts.
+        let mut forgotten = (Exact::default(), SetIndex::default());
+        for (k, t) in ctx.forgotten.iter().enumerate() {
+            forgotten.0.insert(t.content.clone(), k);
+            forgotten.1.add(&vocab.set(&t.content));
+        }
         for (i, nf) in delta.new_facts.iter().enumerate() {
             let path = path("newFacts", i);
-            let (reason, skipped) = match place_new_fact(doc, nf, cfg, ctx, sets.as_ref(), &mut vocab, &mut index, &mut exact, &removing) {
-                Placed::Refused(reason, detail) => (reason, Some(Skipped::new(path, reason, detail))),
-                Placed::Unchanged(pos) => {
-                    let same = exact.positions(&normalize_content(&doc.facts[pos].content));
-                    for p in pending.iter_mut().filter(|p| same.contains(&p.pos)) {
-                        p.cancelled = true;
+            let (reason, skipped) =
+                match place_new_fact(doc, nf, cfg, ctx, sets.as_ref(), &mut vocab, &mut index, &mut exact, &removing, &mut forgotten) {
+                    Placed::Refused(reason, detail) => (reason, Some(Skipped::new(path, reason, detail))),
+                    Placed::Forgotten(k) => {
+                        let why = "the user asked to forget this";
+                        (reasons::FORGOTTEN, Some(Skipped::new(path, reasons::FORGOTTEN, why).with_fact(&ctx.forgotten[k].id)))
                     }
-                    outcome[i] = Some(pos);
-                    let why = "re-added with the same text";
-                    ("", Some(Skipped::new(path, reasons::UNCHANGED, why).with_fact(&doc.facts[pos].id)))
-                }
-                Placed::Confirmed(pos, reason, detail) => {
-                    outcome[i] = Some(pos);
-                    ("", Some(Skipped::new(path, reason, detail).with_fact(&doc.facts[pos].id)))
-                }
-                Placed::Added(pos) => {
-                    outcome[i] = Some(pos);
-                    added.push(pos);
-                    removing.push(false);
-                    ("", None)
-                }
-            };
+                    Placed::Unchanged(pos) => {
+                        let same = exact.positions(&normalize_content(&doc.facts[pos].content));
+                        for p in pending.iter_mut().filter(|p| same.contains(&p.pos)) {
+                            p.cancelled = true;
+                        }
+                        outcome[i] = Some(pos);
+                        let why = "re-added with the same text";
+                        ("", Some(Skipped::new(path, reasons::UNCHANGED, why).with_fact(&doc.facts[pos].id)))
+                    }
+                    Placed::Confirmed(pos, reason, detail) => {
+                        outcome[i] = Some(pos);
+                        ("", Some(Skipped::new(path, reason, detail).with_fact(&doc.facts[pos].id)))
+                    }
+                    Placed::Added(pos) => {
+                        outcome[i] = Some(pos);
+                        added.push(pos);
+                        removing.push(false);
+                        ("", None)
+                    }
+                };
             let _ = reason;
             report.skipped.extend(skipped);
         }
@@ -405,6 +419,8 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
 enum Placed {
     /// Not stored: the reason code and a detail.
     Refused(&'static str, &'static str),
+    /// Not stored: it matches the forget tombstone at that index.
+    Forgotten(usize),
     /// The same text as a fact this delta removes (at that position): no change.
     Unchanged(usize),
     /// Folded into the fact at that position, which was confirmed.
@@ -425,6 +441,7 @@ fn place_new_fact(
     index: &mut SetIndex,
     exact: &mut Exact,
     removing: &[bool],
+    forgotten: &mut (Exact, SetIndex),
 ) -> Placed {
     let confidence = nf.confidence;
     if !confidence.is_finite() || confidence < cfg.threshold {
@@ -443,6 +460,13 @@ fn place_new_fact(
         // It would be scrubbed right after: refusing it now keeps a removal paired with it
         // from applying.
         return Placed::Refused(reasons::UPLOAD, "records a file upload");
+    }
+    if !ctx.forgotten.is_empty() {
+        let same = forgotten.0.positions(&key).first().copied();
+        let near = || forgotten.1.best(&vocab.set(content), NEAR_DUPLICATE_JACCARD, |_| true).map(|(k, _)| k as usize);
+        if let Some(k) = same.or_else(near) {
+            return Placed::Forgotten(k);
+        }
     }
     // Every fact with this text (an imported document may hold one twice): all are
     // confirmed, so a second application finds nothing left to confirm.

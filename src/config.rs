@@ -38,6 +38,8 @@ pub struct Config {
     pub auto_process: bool,
     /// How long `close()` waits for storage before it gives up (default 10 000 ms).
     pub close_timeout_ms: u64,
+    /// History entries kept with the document (default 100; 0 turns the history off).
+    pub history_limit: usize,
 }
 
 impl Default for Config {
@@ -61,6 +63,7 @@ impl Default for Config {
             enabled: true,
             auto_process: true,
             close_timeout_ms: 10_000,
+            history_limit: crate::history::DEFAULT_HISTORY_LIMIT,
         }
     }
 }
@@ -92,6 +95,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "autoProcess",
     "closeTimeoutMs",
     "prompt",
+    "historyLimit",
 ];
 
 impl Config {
@@ -192,6 +196,9 @@ impl Config {
         if let Some(x) = opt_uint(obj, "", "closeTimeoutMs")? {
             c.close_timeout_ms = positive(x, "closeTimeoutMs")?;
         }
+        if let Some(x) = opt_uint(obj, "historyLimit", "historyLimit")? {
+            c.history_limit = x.min(u32::MAX as u64) as usize;
+        }
         match obj.get("prompt") {
             None | Some(Value::Null) => {}
             Some(Value::Object(p)) => {
@@ -230,7 +237,8 @@ impl ToJson for Config {
             .bool("neutralizeLinks", self.inject.neutralize_links)
             .bool("enabled", self.enabled)
             .bool("autoProcess", self.auto_process)
-            .u64("closeTimeoutMs", self.close_timeout_ms);
+            .u64("closeTimeoutMs", self.close_timeout_ms)
+            .u64("historyLimit", self.history_limit as u64);
         let mut prompt = ObjectWriter::new(o.key("prompt"));
         prompt.opt_str("instructions", self.prompt.instructions.as_deref()).opt_str("append", self.prompt.append.as_deref());
         prompt.finish();

@@ -168,6 +168,9 @@ pub mod reasons {
     /// A new fact or summary quoting a secret of the LLM configuration (the API key, a header
     /// value): secrets never enter the document.
     pub const SECRET: &str = "secret";
+    /// A new fact the user asked to forget (the same text as a forget tombstone, or a
+    /// near-duplicate of one); `factId` is the forgotten fact's id.
+    pub const FORGOTTEN: &str = "forgotten";
 }
 
 /// Everything one extraction proposes.

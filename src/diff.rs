@@ -6,23 +6,23 @@
 //! needed (a lookup by scanning made a commit at 10 000 facts take seconds).
 
 use crate::document::Fact;
-use crate::tokenize::FxMap;
+use crate::hash::FxMap;
 
 /// The difference between an old and a new list of facts, by id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FactDiff {
+pub(crate) struct FactDiff {
     /// Positions in the new list of facts whose id the old list does not have.
-    pub added: Vec<usize>,
+    pub(crate) added: Vec<usize>,
     /// Positions in the old list of facts whose id the new list does not have.
-    pub removed: Vec<usize>,
+    pub(crate) removed: Vec<usize>,
     /// `(old position, new position)` of facts kept under their id but changed.
-    pub changed: Vec<(usize, usize)>,
+    pub(crate) changed: Vec<(usize, usize)>,
     /// Whether the facts kept are in another order than before.
-    pub reordered: bool,
+    pub(crate) reordered: bool,
 }
 
 /// Compares `before` with `after` (see the module docs).
-pub fn diff_facts(before: &[Fact], after: &[Fact]) -> FactDiff {
+pub(crate) fn diff_facts(before: &[Fact], after: &[Fact]) -> FactDiff {
     let mut d = FactDiff::default();
     let mut by_id: Option<FxMap<Box<str>, u32>> = None;
     let mut seen = vec![false; before.len()];

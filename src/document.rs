@@ -295,7 +295,8 @@ pub fn normalize_content(s: &str) -> String {
 }
 
 impl Section {
-    fn from_value(v: Option<&Value>, path: &str) -> Result<Section, String> {
+    /// Reads a section; a missing one is empty. `path` names it in the error.
+    pub(crate) fn from_value(v: Option<&Value>, path: &str) -> Result<Section, String> {
         let v = match v {
             None | Some(Value::Null) => return Ok(Section::default()),
             Some(v) => v,
@@ -322,7 +323,7 @@ impl ToJson for Section {
 impl Fact {
     /// Reads one fact; `index` is only used in error messages. A missing `id` is left empty
     /// for [`Document::from_value`] to fill in.
-    fn from_value(v: &Value, index: usize) -> Result<Fact, String> {
+    pub(crate) fn from_value(v: &Value, index: usize) -> Result<Fact, String> {
         let path = crate::delta::path("facts", index);
         let obj = object(v, &path)?;
         let content = req_str(obj, &path, "content")?.to_string();

@@ -12,13 +12,17 @@
 //!   messages ([`TAIL`]); the next extraction sends what follows them. It is written by the
 //!   extraction's own commit, so it never runs ahead of what memory holds. The
 //!   [`MAX_THREADS`] most recently extracted threads are kept.
+//! * `history` is what each commit changed ([`crate::history`]), `forgotten` the forget
+//!   tombstones ([`crate::forget`]); both are left out while empty.
 //! * Any other top-level key is kept as it was, for what later versions store beside the
-//!   document in the same commit (history, tombstones).
+//!   document in the same commit.
 //!
 //! A stored value without the `record` key is a plain `memory.json` (every store written
 //! before this envelope existed, or by hand) and reads as a record with no watermarks.
 
 use crate::document::Document;
+use crate::forget::Tombstones;
+use crate::history::History;
 use crate::ids::IdSource;
 use crate::json::{Map, ObjectWriter, ToJson, Value};
 use crate::message::{ChatMessage, Speaker};
@@ -56,6 +60,10 @@ pub struct Record {
     pub doc: Document,
     /// Per-thread watermarks.
     pub threads: Threads,
+    /// What each commit changed, newest first.
+    pub history: History,
+    /// What the user asked to forget.
+    pub forgotten: Tombstones,
     /// Other top-level keys of the envelope, kept as they were.
     pub extra: Map,
 }
@@ -164,7 +172,7 @@ impl ToJson for Threads {
 }
 
 /// Keys of the envelope this version reads itself.
-const RECORD_FIELDS: [&str; 3] = ["record", "memory", "threads"];
+const RECORD_FIELDS: [&str; 5] = ["record", "memory", "threads", "history", "forgotten"];
 
 impl Record {
     /// A record holding `doc` and nothing else.
@@ -183,7 +191,13 @@ impl Record {
         let doc = Document::from_value(memory, ids).map_err(|e| format!("`memory`: {e}"))?;
         let mut extra = obj.clone();
         extra.retain(|k, _| !RECORD_FIELDS.contains(&k));
-        Ok(Record { doc, threads: Threads::from_value(obj.get("threads")), extra })
+        Ok(Record {
+            history: History::from_value(obj.get("history"), &doc),
+            forgotten: Tombstones::from_value(obj.get("forgotten")),
+            doc,
+            threads: Threads::from_value(obj.get("threads")),
+            extra,
+        })
     }
 }
 
@@ -193,6 +207,12 @@ impl ToJson for Record {
         o.u64("record", RECORD_VERSION);
         self.doc.write_json(o.key("memory"));
         self.threads.write_json(o.key("threads"));
+        if !self.history.entries.is_empty() {
+            self.history.write_json(o.key("history"));
+        }
+        if !self.forgotten.list.is_empty() {
+            self.forgotten.write_json(o.key("forgotten"));
+        }
         o.entries(&self.extra, &RECORD_FIELDS);
         o.finish();
     }
@@ -216,7 +236,9 @@ mod tests {
         assert!(r.threads.is_empty() && r.extra.is_empty());
         let mut r2 = r.clone();
         r2.threads.advance("t1", &msgs(3), 5);
-        r2.extra.insert("history".into(), json!([1, 2]));
+        r2.extra.insert("later".into(), json!([1, 2]));
+        r2.forgotten.list.push(crate::forget::Tombstone { id: "f".into(), content: "x".into(), at: 1 });
+        r2.history.push(json!({"revision": 3}), 10, "");
         let text = r2.to_json();
         assert!(text.starts_with(r#"{"record":1,"memory":{"version":"1.0""#), "{text}");
         assert!(text.contains(r#""custom":7"#), "unknown memory fields stay in memory");

@@ -322,10 +322,10 @@ fn manual_edits_emit_updates_and_unknown_ids_are_not_found() {
         let f2 = rig.engine.update_fact(&f.id, &json!({"confidence": 0.6})).await.unwrap();
         assert_eq!(f2.confidence, 0.6);
         assert_eq!(rig.engine.update_fact("fact_nope", &json!({})).await.unwrap_err().code(), "NOT_FOUND");
-        assert_eq!(rig.engine.remove_fact("fact_nope").await.unwrap_err().code(), "NOT_FOUND");
-        rig.engine.remove_fact(&f.id).await.unwrap();
+        assert_eq!(rig.engine.remove_fact("fact_nope", false).await.unwrap_err().code(), "NOT_FOUND");
+        rig.engine.remove_fact(&f.id, false).await.unwrap();
         rig.engine.add_fact(&json!({"content": "x"})).await.unwrap();
-        rig.engine.clear().await.unwrap();
+        rig.engine.clear(false).await.unwrap();
         assert!(rig.engine.cached().is_empty());
         let reasons: Vec<UpdateReason> =
             rig.events.0.borrow().iter().filter_map(|e| if let Event::Update(u) = e { Some(u.reason) } else { None }).collect();

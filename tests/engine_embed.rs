@@ -209,10 +209,10 @@ fn edited_and_removed_facts_lose_their_vectors_and_clear_empties_the_slot() {
         let stored = stored_vectors(&r.rig.kv).unwrap();
         assert_eq!(stored.len(), 2, "the old content's vector was dropped");
         assert!(!stored.contains(user_memory::vectors::content_key("Has a dog called Rex")));
-        r.rig.engine.remove_fact(&b).await.unwrap();
+        r.rig.engine.remove_fact(&b, false).await.unwrap();
         r.tasks.drain().await;
         assert_eq!(stored_vectors(&r.rig.kv).unwrap().len(), 1, "a removed fact's vector is gone from storage");
-        r.rig.engine.clear().await.unwrap();
+        r.rig.engine.clear(false).await.unwrap();
         r.tasks.drain().await;
         assert_eq!(stored_vectors(&r.rig.kv).unwrap().len(), 0);
         assert_eq!(r.model.calls(EmbedPurpose::Facts).len(), calls.len(), "pruning needs no embedding call");

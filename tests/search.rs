@@ -115,7 +115,7 @@ fn the_engine_searches_its_current_memory() {
         let hits = rig.engine.search("what does my rabbit eat", &SearchOptions::default()).await;
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].1.id, f.id);
-        rig.engine.remove_fact(&f.id).await.unwrap();
+        rig.engine.remove_fact(&f.id, false).await.unwrap();
         assert!(rig.engine.search("what does my rabbit eat", &SearchOptions::default()).await.is_empty());
     });
 }

@@ -27,13 +27,13 @@ fn update(summary: &str) -> Option<SectionUpdate> {
 
 fn run(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig) -> ApplyReport {
     let ids = SequentialIds::starting_at(0xa0);
-    apply_delta(doc, delta, cfg, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation: None })
+    apply_delta(doc, delta, cfg, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation: None, forgotten: &[] })
 }
 
 fn run_in(doc: &mut Document, delta: &Delta, messages: &[ChatMessage]) -> ApplyReport {
     let ids = SequentialIds::starting_at(0xa0);
     let conversation = Some(Conversation { messages, new_from: 0 });
-    apply_delta(doc, delta, &CFG, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation })
+    apply_delta(doc, delta, &CFG, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation, forgotten: &[] })
 }
 
 fn reasons_of(r: &ApplyReport) -> Vec<(&str, &str)> {

@@ -6,11 +6,14 @@
 //! `addFact` never evicts the fact it adds. What they evict is in the `update` event's
 //! `evicted`.
 
+use super::store_ops::Edit;
 use super::{Engine, UpdateReason};
 use crate::apply::enforce_max_facts;
 use crate::document::Document;
 use crate::edit::{self, NewManualFact};
 use crate::error::{Error, Result};
+use crate::forget::Tombstone;
+use crate::history::entry_revision;
 use crate::json::Value;
 use crate::{Fact, Section, SectionId};
 
@@ -32,7 +35,7 @@ impl Engine {
         let record = self
             .commit(UpdateReason::Import, None, false, &mut |r| {
                 r.doc = parsed.clone();
-                Ok(enforce_max_facts(&mut r.doc, &cfg, &now, &[]))
+                Ok(enforce_max_facts(&mut r.doc, &cfg, &now, &[]).into())
             })
             .await?;
         Ok(record.doc)
@@ -51,7 +54,7 @@ impl Engine {
             let (f, _) = edit::add_fact(&mut r.doc, &nf, &now, &*ids)?;
             let evicted = enforce_max_facts(&mut r.doc, &cfg, &now, &[f.id.as_str()]);
             fact = Some(f);
-            Ok(evicted)
+            Ok(evicted.into())
         })
         .await?;
         Ok(fact.expect(EDITED))
@@ -63,22 +66,88 @@ impl Engine {
         let mut fact = None;
         self.commit(UpdateReason::UpdateFact, None, true, &mut |r| {
             fact = Some(edit::update_fact(&mut r.doc, id, patch)?);
-            Ok(Vec::new())
+            Ok(Edit::default())
         })
         .await?;
         Ok(fact.expect(EDITED))
     }
 
-    /// Removes fact `id`; `NOT_FOUND` if there is none.
-    pub async fn remove_fact(&self, id: &str) -> Result<Fact> {
+    /// Removes fact `id`; `NOT_FOUND` if there is none. With `forget`, a tombstone of its
+    /// content is kept in the same commit, so that extraction does not learn it again.
+    pub async fn remove_fact(&self, id: &str, forget: bool) -> Result<Fact> {
         self.check_open()?;
+        let now = self.now();
         let mut fact = None;
         self.commit(UpdateReason::RemoveFact, None, true, &mut |r| {
-            fact = Some(edit::remove_fact(&mut r.doc, id)?);
-            Ok(Vec::new())
+            let f = edit::remove_fact(&mut r.doc, id)?;
+            if forget {
+                r.forgotten.forget(&f, now);
+            }
+            fact = Some(f);
+            Ok(Edit::default())
         })
         .await?;
         Ok(fact.expect(EDITED))
+    }
+
+    /// The forget tombstones, oldest first (read fresh from storage).
+    pub async fn forgotten(&self) -> Result<Vec<Tombstone>> {
+        self.check_open()?;
+        Ok(self.refresh_record().await?.forgotten.list)
+    }
+
+    /// Drops the tombstone of fact `id` (extraction may learn it again); `NOT_FOUND` if
+    /// there is none.
+    pub async fn unforget(&self, id: &str) -> Result<Tombstone> {
+        self.check_open()?;
+        let mut dropped = None;
+        // Only the tombstones change: no history entry, no `update` event.
+        self.commit(UpdateReason::RemoveFact, None, false, &mut |r| {
+            dropped = Some(r.forgotten.unforget(id).ok_or_else(|| Error::NotFound(format!("no forgotten fact with id \"{id}\"")))?);
+            Ok(Edit::default())
+        })
+        .await?;
+        Ok(dropped.expect(EDITED))
+    }
+
+    /// The history entries, newest first: at most `limit`, only those of revisions below
+    /// `before` (for paging), read fresh from storage.
+    pub async fn history(&self, limit: Option<usize>, before: Option<u64>) -> Result<Vec<Value>> {
+        self.check_open()?;
+        let entries = self.refresh_record().await?.history.entries;
+        let older = entries.into_iter().filter(|e| before.map_or(true, |b| entry_revision(e) < b));
+        Ok(older.take(limit.unwrap_or(usize::MAX)).collect())
+    }
+
+    /// Reverts the newest history entry (see [`Engine::revert`]); a second undo reverts the
+    /// first one.
+    pub async fn undo(&self) -> Result<Document> {
+        self.revert(None).await
+    }
+
+    /// Commits the document as it was after `revision` as a new revision (reason `revert`,
+    /// itself revertible); `None` undoes the newest history entry. Computed inside the
+    /// commit, so it replays on a newer document like any edit; the forget tombstones that
+    /// the undone commits added are dropped with them. `NOT_FOUND` when a change since that
+    /// revision is no longer in the history.
+    pub async fn revert(&self, revision: Option<u64>) -> Result<Document> {
+        self.check_open()?;
+        let record = self
+            .commit(UpdateReason::Revert, None, true, &mut |r| {
+                let target = match revision {
+                    Some(rev) => rev,
+                    None => r.history.newest().ok_or_else(|| Error::NotFound("nothing to undo: the history is empty".into()))? - 1,
+                };
+                // Inside the commit, the cached revision is the base's (the loop adopted it).
+                let (doc, forgot) = r.history.document_at(&r.doc, target, self.revision())?;
+                r.doc = doc;
+                for id in forgot {
+                    r.forgotten.unforget(&id);
+                }
+                Ok(Edit { evicted: Vec::new(), reverted_to: Some(target) })
+            })
+            .await?;
+        Ok(record.doc)
     }
 
     /// Replaces the summary of one section (`"workContext"` … or `"user.workContext"` …) by
@@ -103,19 +172,24 @@ impl Engine {
                     s.summary = summary.clone();
                     s.updated_at = now.clone();
                 }
-                Ok(Vec::new())
+                Ok(Edit::default())
             })
             .await?;
         Ok(record.doc.section(id).clone())
     }
 
     /// Empties all sections and facts. The thread watermarks stay: a conversation already
-    /// extracted is not learned again (which would bring back what was just cleared).
-    pub async fn clear(&self) -> Result<()> {
+    /// extracted is not learned again (which would bring back what was just cleared). The
+    /// forget tombstones stay too (the user still wants those things forgotten), unless
+    /// `tombstones`.
+    pub async fn clear(&self, tombstones: bool) -> Result<()> {
         self.check_open()?;
         self.commit(UpdateReason::Clear, None, true, &mut |r| {
             edit::clear(&mut r.doc);
-            Ok(Vec::new())
+            if tombstones {
+                r.forgotten.list.clear();
+            }
+            Ok(Edit::default())
         })
         .await?;
         Ok(())

@@ -3,7 +3,6 @@
 use crate::delta::Skipped;
 use crate::document::{Document, Fact, SectionId};
 use crate::error::Error;
-use crate::hash::FxMap;
 use crate::llm::Usage;
 use crate::time::Millis;
 

@@ -470,12 +470,17 @@ impl Engine {
     /// The read waits for this instance's own writes (`store_lock`), so it never sees one
     /// half-done (and reports it as someone else's) and never overtakes a newer read.
     pub async fn refresh(&self) -> Result<Document> {
+        Ok(self.refresh_record().await?.doc)
+    }
+
+    /// [`Engine::refresh`], returning the whole stored record (history, tombstones).
+    async fn refresh_record(&self) -> Result<Record> {
         let _guard = self.inner.store_lock.lock().await;
         let (record, revision) = store_ops::read_record(&*self.parts().store, &*self.parts().ids).await?;
         if let Some(ev) = self.adopt(&record, revision, UpdateReason::Remote, None) {
             self.emit_update(ev);
         }
-        Ok(record.doc)
+        Ok(record)
     }
 
     /// Re-reads the persisted queue (another instance queued or processed something) and

@@ -283,13 +283,13 @@ impl Engine {
         let mut report = None;
         self.commit(UpdateReason::Extraction, Some(&thread), true, &mut |record| {
             let conversation = Some(Conversation { messages: sent, new_from: start - ctx_from });
-            let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids, conversation };
+            let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids, conversation, forgotten: &record.forgotten.list };
             let r = apply_delta(&mut record.doc, &delta, &cfg, &ctx);
             // The watermark moves in the same commit as what was learned from the messages.
             record.threads.advance(&thread, &messages[..end], now);
             let evicted = r.evicted.clone();
             report = Some(r);
-            Ok(evicted)
+            Ok(evicted.into())
         })
         .await?;
         let report = report.unwrap_or_default();

@@ -4,6 +4,7 @@
 use super::{Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
 use crate::document::Fact;
 use crate::error::{Error, Result};
+use crate::history::{self, EntryMeta};
 use crate::ids::IdSource;
 use crate::json::ToJson;
 use crate::queue::QueueFile;
@@ -20,6 +21,21 @@ use crate::time::iso_from_millis;
 /// processes adding 30 facts each to one file store lost 16 replays in a row about one time
 /// in three). Each replay is one read and one compare-and-set.
 pub(super) const MAX_REPLAYS: usize = 64;
+
+/// What an edit closure of [`Engine::commit`] reports besides the record it changed.
+#[derive(Debug, Default)]
+pub(super) struct Edit {
+    /// The facts the `maxFacts` cap evicted, for the `update` event.
+    pub(super) evicted: Vec<Fact>,
+    /// For a revert: the revision whose document it restored (for the history entry).
+    pub(super) reverted_to: Option<u64>,
+}
+
+impl From<Vec<Fact>> for Edit {
+    fn from(evicted: Vec<Fact>) -> Edit {
+        Edit { evicted, reverted_to: None }
+    }
+}
 
 /// Reads and validates the stored record (`(empty, 0)` when none was stored yet).
 pub(super) async fn read_record(store: &dyn Store, ids: &dyn IdSource) -> Result<(Record, u64)> {
@@ -142,7 +158,8 @@ impl Engine {
     /// such as the thread watermarks): reads the newest revision, applies `f`, commits; on a
     /// conflict re-reads and applies `f` again (no second LLM call). On success the cache is
     /// updated and `update` is emitted. `touch` sets `lastUpdated` to now when the document
-    /// itself changed. `f` returns the facts the `maxFacts` cap evicted, for the event.
+    /// itself changed. A commit that changes the document appends its history entry in the
+    /// same write (`historyLimit` entries are kept).
     ///
     /// As with [`Engine::update_queue`], a caller that needs what `f` produced has it store
     /// that in a captured variable: after a success, `f`'s last run is the committed one.
@@ -151,7 +168,7 @@ impl Engine {
         reason: UpdateReason,
         thread_id: Option<&'a str>,
         touch: bool,
-        f: &'a mut dyn FnMut(&mut Record) -> Result<Vec<Fact>>,
+        f: &'a mut dyn FnMut(&mut Record) -> Result<Edit>,
     ) -> LocalFuture<'a, Result<Record>> {
         Box::pin(self.commit_loop(reason, thread_id, touch, f))
     }
@@ -161,7 +178,7 @@ impl Engine {
         reason: UpdateReason,
         thread_id: Option<&str>,
         touch: bool,
-        f: &mut dyn FnMut(&mut Record) -> Result<Vec<Fact>>,
+        f: &mut dyn FnMut(&mut Record) -> Result<Edit>,
     ) -> Result<Record> {
         let _guard = self.inner.store_lock.lock().await;
         let store = self.parts().store.clone();
@@ -173,17 +190,31 @@ impl Engine {
                 self.emit_update(ev);
             }
             let mut record = base.clone();
-            let evicted = f(&mut record)?;
+            let edit = f(&mut record)?;
             if record == base {
                 return Ok(record);
             }
-            if touch && record.doc != base.doc {
-                record.doc.last_updated = iso_from_millis(self.now());
+            if record.doc != base.doc {
+                if touch {
+                    record.doc.last_updated = iso_from_millis(self.now());
+                }
+                let forgot = record.forgotten.added_since(&base.forgotten);
+                let meta = EntryMeta {
+                    revision: revision + 1,
+                    at: self.now(),
+                    reason: reason.as_str(),
+                    thread_id,
+                    reverted_to: edit.reverted_to,
+                    forgot: &forgot,
+                };
+                let entry = history::entry(&meta, &base.doc, &record.doc);
+                let last_updated = record.doc.last_updated.clone();
+                record.history.push(entry, self.config().history_limit, &last_updated);
             }
             match store.commit(Slot::Document, revision, record.to_json()).await? {
                 Commit::Committed(rev) => {
                     if let Some(mut ev) = self.adopt(&record, rev, reason, thread_id) {
-                        ev.evicted = evicted;
+                        ev.evicted = edit.evicted;
                         self.emit_update(ev);
                     }
                     return Ok(record);

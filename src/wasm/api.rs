@@ -12,12 +12,13 @@ use super::persist::{self, Persistence};
 use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
 use super::stores::{in_node, open_backend, open_store};
 use super::tabs::Tabs;
+use crate::config::{opt_bool, opt_uint};
 use crate::engine::{DebugEvent, Event, EventSink};
 use crate::engine::{Engine, Parts, RunReport};
 use crate::error::{Error, Result};
 use crate::ids::{IdSource, RandomIds};
 use crate::inject::Explanation;
-use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
+use crate::json::{ArrayWriter, Map, ObjectWriter, ToJson, Value};
 use crate::llm::{NoLlm, NO_LLM};
 use crate::search::{SearchHit, SearchOptions};
 use crate::storage::Slot;
@@ -119,9 +120,13 @@ enum Call {
     Import(Engine, JsValue),
     AddFact(Engine, JsValue),
     UpdateFact(Engine, JsValue, JsValue),
-    RemoveFact(Engine, JsValue),
+    RemoveFact(Engine, JsValue, JsValue),
     UpdateSection(Engine, JsValue, JsValue),
-    Clear(Engine),
+    Clear(Engine, JsValue),
+    History(Engine, JsValue),
+    Revert(Engine, Option<JsValue>),
+    Forgotten(Engine),
+    Unforget(Engine, JsValue),
     Search(Engine, JsValue, JsValue),
     Inject(LocalFuture<'static, String>),
     Explain(LocalFuture<'static, (Explanation, Rc<Document>)>),
@@ -161,16 +166,44 @@ impl Call {
                 let v = to_json(&patch, "the patch")?;
                 e.update_fact(&id, &v).await.map(|f| from_json(&f.to_json()))
             }
-            Call::RemoveFact(e, id) => {
+            Call::RemoveFact(e, id, opts) => {
                 let id = string_arg(&id, "the fact id")?;
-                e.remove_fact(&id).await.map(|f| from_json(&f.to_json()))
+                let forget = opt_bool(&options_arg(&opts, "removeFact", &["forget"])?, "forget", "forget")?.unwrap_or(false);
+                e.remove_fact(&id, forget).await.map(|f| from_json(&f.to_json()))
+            }
+            Call::History(e, opts) => {
+                let o = options_arg(&opts, "history", &["limit", "before"])?;
+                let (limit, before) = (opt_uint(&o, "limit", "limit")?, opt_uint(&o, "before", "before")?);
+                let entries = e.history(limit.map(|n| n as usize), before).await?;
+                Ok(from_json(&Value::Array(entries).to_json()))
+            }
+            Call::Revert(e, revision) => {
+                let revision =
+                    match revision {
+                        Some(r) => Some(r.as_f64().filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 9.0e15).ok_or_else(|| {
+                            Error::invalid("revert(revision) needs a revision number (a `revision` of history() or status())")
+                        })? as u64),
+                        None => None,
+                    };
+                e.revert(revision).await.map(|d| doc_js(&d))
+            }
+            Call::Forgotten(e) => {
+                let list = crate::forget::Tombstones { list: e.forgotten().await? };
+                Ok(from_json(&list.to_json()))
+            }
+            Call::Unforget(e, id) => {
+                let id = string_arg(&id, "the fact id")?;
+                Ok(from_json(&e.unforget(&id).await?.to_json()))
             }
             Call::UpdateSection(e, section, summary) => {
                 let section = string_arg(&section, "the section name")?;
                 let summary = string_arg(&summary, "the summary")?;
                 Ok(from_json(&e.update_section(&section, &summary).await?.to_json()))
             }
-            Call::Clear(e) => e.clear().await.map(|_| JsValue::UNDEFINED),
+            Call::Clear(e, opts) => {
+                let tombstones = opt_bool(&options_arg(&opts, "clear", &["tombstones"])?, "tombstones", "tombstones")?.unwrap_or(false);
+                e.clear(tombstones).await.map(|_| JsValue::UNDEFINED)
+            }
             Call::Search(e, query, opts) => {
                 let query = string_arg(&query, "the search query")?;
                 options::check_finite(&opts, "search options")?;
@@ -219,6 +252,22 @@ impl Call {
                 Ok(JsValue::UNDEFINED)
             }
         }
+    }
+}
+
+/// An optional options object of a method, as JSON: `{}` when absent; `INVALID_INPUT` for
+/// anything else than an object of the `known` keys.
+fn options_arg(v: &JsValue, method: &str, known: &[&str]) -> Result<Map> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(Map::new());
+    }
+    options::check_finite(v, method)?;
+    match to_json(v, &format!("the options of {method}()"))? {
+        Value::Object(o) => {
+            crate::config::check_known_keys(method, &o, &[known])?;
+            Ok(o)
+        }
+        other => Err(Error::invalid(format!("the options of {method}() must be an object, found {}", other.type_name()))),
     }
 }
 
@@ -450,10 +499,48 @@ impl UserMemory {
         Call::UpdateFact(self.engine.clone(), id, patch).promise()
     }
 
-    /// Removes fact `id`; resolves to the removed fact.
+    /// Removes fact `id`; resolves to the removed fact. With `{ forget: true }` a tombstone
+    /// of its content is kept (in the same commit), so extraction does not learn it again.
     #[wasm_bindgen(js_name = removeFact, unchecked_return_type = "Promise<Fact>")]
-    pub fn remove_fact(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> Promise {
-        Call::RemoveFact(self.engine.clone(), id).promise()
+    pub fn remove_fact(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "RemoveOptions")] options: Option<JsValue>,
+    ) -> Promise {
+        Call::RemoveFact(self.engine.clone(), id, options.unwrap_or(JsValue::UNDEFINED)).promise()
+    }
+
+    /// What each commit changed, newest first (read fresh from storage): at most `limit`
+    /// entries, only those of revisions below `before`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<HistoryEntry[]>")]
+    pub fn history(&self, #[wasm_bindgen(unchecked_param_type = "HistoryOptions")] options: Option<JsValue>) -> Promise {
+        Call::History(self.engine.clone(), options.unwrap_or(JsValue::UNDEFINED)).promise()
+    }
+
+    /// Commits the document as it was after `revision` as a new revision (reason
+    /// `"revert"`, itself revertible); resolves to it. `NOT_FOUND` when a change since then
+    /// is no longer in the history.
+    #[wasm_bindgen(unchecked_return_type = "Promise<MemoryDocument>")]
+    pub fn revert(&self, #[wasm_bindgen(unchecked_param_type = "number")] revision: JsValue) -> Promise {
+        Call::Revert(self.engine.clone(), Some(revision)).promise()
+    }
+
+    /// Reverts the newest history entry (a second `undo()` reverts that revert).
+    #[wasm_bindgen(unchecked_return_type = "Promise<MemoryDocument>")]
+    pub fn undo(&self) -> Promise {
+        Call::Revert(self.engine.clone(), None).promise()
+    }
+
+    /// The forget tombstones, oldest first: what extraction will not learn again.
+    #[wasm_bindgen(unchecked_return_type = "Promise<ForgottenFact[]>")]
+    pub fn forgotten(&self) -> Promise {
+        Call::Forgotten(self.engine.clone()).promise()
+    }
+
+    /// Drops the tombstone of fact `id` (extraction may learn it again); resolves to it.
+    #[wasm_bindgen(unchecked_return_type = "Promise<ForgottenFact>")]
+    pub fn unforget(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> Promise {
+        Call::Unforget(self.engine.clone(), id).promise()
     }
 
     /// Replaces the summary of one section by hand (`"workContext"`, … or
@@ -507,10 +594,11 @@ impl UserMemory {
         out
     }
 
-    /// Empties every section and removes every fact.
+    /// Empties every section and removes every fact; the forget tombstones stay unless
+    /// `{ tombstones: true }`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub fn clear(&self) -> Promise {
-        Call::Clear(self.engine.clone()).promise()
+    pub fn clear(&self, #[wasm_bindgen(unchecked_param_type = "ClearOptions")] options: Option<JsValue>) -> Promise {
+        Call::Clear(self.engine.clone(), options.unwrap_or(JsValue::UNDEFINED)).promise()
     }
 
     /// Subscribes to `"update"`, `"error"`, `"queued"`, `"processed"` or `"debug"`; returns the

@@ -319,6 +319,8 @@ export interface UserMemoryOptions {
   prompt?: { instructions?: string; append?: string };
   /** An embedding model fused with the lexical ranking (README: Semantic recall). `false`/`null`: none (the default). */
   embed?: EmbedEndpoint | EmbedFunction | EmbedFunctionConfig | false | null;
+  /** History entries kept with the document (`history()`, `revert()`, `undo()`); `0` turns the history off. Default 100 (and at most 256 KiB of entries, the newest always kept). */
+  historyLimit?: number;
 }
 
 /** Options that `configure()` can change on an open instance. */
@@ -346,6 +348,7 @@ export interface ResolvedOptions {
   enabled: boolean;
   autoProcess: boolean;
   closeTimeoutMs: number;
+  historyLimit: number;
   prompt: { instructions: string | null; append: string | null };
   persist: boolean;
   persistence: Persistence;
@@ -374,6 +377,64 @@ export interface StoredData {
   documentError?: UserMemoryError;
   queueError?: UserMemoryError;
   vectorsError?: UserMemoryError;
+}
+
+/** Options of `history()`. */
+export interface HistoryOptions {
+  /** At most this many entries (newest first). Default: all kept. */
+  limit?: number;
+  /** Only entries of revisions below this (paging: the `revision` of the last entry seen). */
+  before?: number;
+}
+
+/** What one commit changed in the document (`history()`), newest first. */
+export interface HistoryEntry {
+  /** The revision the commit made. */
+  revision: number;
+  /** When (epoch ms). */
+  at: number;
+  reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "updateSection" | "clear" | "import" | "revert";
+  /** The thread of an extraction. */
+  threadId?: string;
+  /** For a revert: the revision whose document it restored. */
+  revertedTo?: number;
+  /** Sections whose summary (or `updatedAt`) changed. */
+  sections: { name: SectionName; before: Section; after: Section }[];
+  added: Fact[];
+  /** Removed facts, whole: what a revert brings back. */
+  removed: Fact[];
+  /** Positions the removed facts had (in order). */
+  removedAt: number[];
+  /** Facts changed under their id, with the old values. */
+  changed: { before: Fact; after: Fact }[];
+  /** The ids of the facts before, when the commit re-ordered them. */
+  order?: string[];
+  /** The document's other fields before (`version`, unknown fields), when they changed (an import). */
+  memory?: { version: string; extra: Record<string, unknown>; user: Record<string, unknown>; history: Record<string, unknown> };
+  /** Ids of the facts this commit forgot (`removeFact(id, { forget: true })`). */
+  forgot?: string[];
+}
+
+/** Options of `removeFact()`. */
+export interface RemoveOptions {
+  /** Keep a tombstone of the fact's content, so extraction does not learn it again (`forgotten()`, `unforget()`). */
+  forget?: boolean;
+}
+
+/** Options of `clear()`. */
+export interface ClearOptions {
+  /** Drop the forget tombstones too (by default they stay: the user still wants those things forgotten). */
+  tombstones?: boolean;
+}
+
+/** A forget tombstone: only what matching needs. */
+export interface ForgottenFact {
+  /** The id the removed fact had. */
+  id: string;
+  /** Its content, normalised (lower-cased, whitespace collapsed). */
+  content: string;
+  /** When it was forgotten (epoch ms). */
+  at: number;
 }
 
 /** Why one fact was or was not injected. */
@@ -457,7 +518,7 @@ export interface UserMemoryError extends Error {
 /** Memory changed (here or in another tab/process). */
 export interface UpdateEvent {
   type: "update";
-  reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "updateSection" | "clear" | "import" | "remote";
+  reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "updateSection" | "clear" | "import" | "revert" | "remote";
   threadId: string | null;
   revision: number;
   added: Fact[];
@@ -472,7 +533,7 @@ export interface UpdateEvent {
 export type SkipReason =
   | "invalid" | "below-threshold" | "scope-gated" | "assistant-copy" | "upload" | "duplicate" | "near-duplicate"
   | "unchanged" | "evicted" | "replacement-not-applied" | "no-fact-applied" | "too-many-removals" | "removal-unrelated"
-  | "unknown-fact";
+  | "unknown-fact" | "forgotten";
 
 /** One part of a model reply that was refused, or folded into an existing fact. */
 export interface SkippedPart {
