@@ -21,7 +21,10 @@ Commands:
   add <text…>                add a fact (--category, --confidence)
   remove <fact id>           remove a fact by id
   forget <fact id | text>    remove the fact with that id, or the one whose content contains the text
-                             (--all: every fact containing it)
+                             (--all: every fact containing it), keeping a tombstone so that
+                             extraction does not learn it again
+  history                    what each change did, newest first (--limit, default 20)
+  undo                       undo the newest change (itself undoable)
   search <query…>            the facts that match, best first (--limit, default 10)
   process                    extract what is queued now, with the LLM from the environment
                              (--all: every agent in the store with something queued)
@@ -275,8 +278,35 @@ const COMMANDS = {
         throw fail("INVALID_INPUT", `${targets.length} facts contain ${JSON.stringify(what)}; name one by id, or pass --all:\n${targets.map((f) => `  ${factLine(f)}`).join("\n")}`);
       }
       const removed = [];
-      for (const f of targets) removed.push(await m.removeFact(f.id));
+      for (const f of targets) removed.push(await m.removeFact(f.id, { forget: true }));
       print(ctx.io, ctx.flags.json ? JSON.stringify({ removed }) : removed.map((f) => `forgot ${factLine(f)}`).join("\n"));
+    });
+  },
+
+  async history(ctx) {
+    const limit = ctx.flags.limit === undefined ? 20 : Number(ctx.flags.limit);
+    if (!(Number.isInteger(limit) && limit >= 1)) throw fail("INVALID_INPUT", `--limit must be a whole number ≥ 1, got ${JSON.stringify(ctx.flags.limit)}`);
+    await withMemory(ctx, async (m) => {
+      const entries = await m.history({ limit });
+      if (ctx.flags.json) return print(ctx.io, JSON.stringify(entries));
+      const line = (e) => {
+        const what = [
+          e.added.length && `+${e.added.length} fact${e.added.length === 1 ? "" : "s"}`,
+          e.removed.length && `-${e.removed.length}`,
+          e.changed.length && `~${e.changed.length}`,
+          e.sections.length && `sections ${e.sections.map((s) => s.name).join(", ")}`,
+        ].filter(Boolean);
+        const why = e.reason + (e.threadId ? ` (${e.threadId})` : "") + (e.revertedTo !== undefined ? ` to revision ${e.revertedTo}` : "");
+        return `  ${e.revision}  ${new Date(e.at).toISOString()}  ${why}: ${what.join(", ") || "no fact or summary"}`;
+      };
+      print(ctx.io, entries.length ? entries.map(line).join("\n") : "(no history)");
+    });
+  },
+
+  async undo(ctx) {
+    await withMemory(ctx, async (m) => {
+      const doc = await m.undo();
+      print(ctx.io, ctx.flags.json ? JSON.stringify({ revision: m.status().revision, facts: doc.facts.length }) : `undone: memory is at revision ${m.status().revision} with ${doc.facts.length} facts`);
     });
   },
 

@@ -103,6 +103,24 @@ test("over a folder: add, show, search, forget, remove, export, import round-tri
   assert.equal(JSON.parse(await ok(["import", ...fromStdin, "-", "--json"], { input: JSON.stringify(exported) })).imported, 2);
 });
 
+test("history lists the changes newest first, undo reverts the newest, forget keeps a tombstone", async () => {
+  const dir = ["--dir", freshDir()];
+  await ok(["add", ...dir, "Keeps bees"]);
+  await ok(["add", ...dir, "Lives in Lisbon"]);
+  await ok(["forget", ...dir, "lisbon"]);
+  const lines = (await ok(["history", ...dir])).trimEnd().split("\n");
+  assert.equal(lines.length, 3);
+  assert.match(lines[0], /^ {2}3 {2}\d{4}-\d\d-\d\dT[\d:.]+Z {2}removeFact: -1$/);
+  assert.match(lines[2], /addFact: \+1 fact$/);
+  const entries = JSON.parse(await ok(["history", ...dir, "--json", "--limit", "1"]));
+  assert.deepEqual([entries.length, entries[0].removed[0].content, entries[0].forgot.length], [1, "Lives in Lisbon", 1]);
+  const stored = JSON.parse(await ok(["inspect", ...dir]));
+  assert.match(JSON.stringify(stored), /lives in lisbon/, "the tombstone is in the stored record");
+  assert.match(await ok(["undo", ...dir]), /undone: memory is at revision 4 with 2 facts/);
+  assert.deepEqual(JSON.parse(await ok(["show", ...dir, "--json"])).document.facts.map((f) => f.content), ["Keeps bees", "Lives in Lisbon"]);
+  assert.equal((await run(["history", ...dir, "--limit", "x"])).status, 2);
+});
+
 test("bad input loses nothing: an invalid document, a wrong confidence or an unknown option exit 2 and change nothing", async () => {
   const dir = ["--dir", freshDir()];
   await ok(["add", ...dir, "Keeps bees"]);
