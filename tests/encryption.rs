@@ -96,12 +96,12 @@ fn raw(kv: &MemoryKv) -> String {
 
 const SECRETS: [&str; 4] = ["penicillin", "Backend engineer", "moving to Lisbon", "Plays the cello"];
 
-/// Fills memory: a summary, a fact, a removed fact, a queued conversation.
+/// Fills memory: a summary, a fact, a forgotten fact (tombstone), a queued conversation.
 async fn fill(rig: &Rig) {
     rig.engine.update_section("workContext", "Backend engineer").await.unwrap();
     let f = rig.engine.add_fact(&json!({"content": "Allergic to penicillin"})).await.unwrap();
     rig.engine.add_fact(&json!({"content": "Plays the cello"})).await.unwrap();
-    rig.engine.remove_fact(&f.id).await.unwrap();
+    rig.engine.remove_fact(&f.id, true).await.unwrap();
     rig.engine.observe("t1", &turn("I am moving to Lisbon next month", "Exciting")).unwrap().unwrap().await.unwrap();
 }
 
@@ -127,6 +127,7 @@ fn nothing_stored_is_plaintext_and_the_same_passphrase_reads_it_back() {
         let doc = other.engine.get().await.unwrap();
         assert_eq!(doc.facts.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), ["Plays the cello"]);
         assert_eq!(doc.section(user_memory::SectionId::WorkContext).summary, "Backend engineer");
+        assert_eq!(other.engine.forgotten().await.unwrap()[0].content, "allergic to penicillin");
         assert_eq!(other.engine.queue_status().pending.len(), 1, "the queued conversation decrypts");
         // Two instances with the same key keep working together.
         other.engine.add_fact(&json!({"content": "Drinks tea"})).await.unwrap();

@@ -12,16 +12,16 @@ use super::persist::{self, Persistence};
 use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
 use super::stores::{in_node, open_backend, open_store};
 use super::tabs::Tabs;
-use crate::config::{opt_bool, opt_uint};
 use crate::engine::{DebugEvent, Event, EventSink};
 use crate::engine::{Engine, Parts, RunReport};
 use crate::error::{Error, Result};
 use crate::ids::{IdSource, RandomIds};
 use crate::inject::Explanation;
+use crate::json::field::{opt_bool, opt_uint};
 use crate::json::{ArrayWriter, Map, ObjectWriter, ToJson, Value};
 use crate::llm::{NoLlm, NO_LLM};
 use crate::search::{SearchHit, SearchOptions};
-use crate::storage::Slot;
+use crate::storage::{Slot, Store};
 use crate::sync::LocalFuture;
 use crate::tokens::{Estimate, TokenCounter};
 use crate::Document;
@@ -51,6 +51,8 @@ pub struct UserMemory {
     persist: bool,
     /// What the browser says about its storage (persist.rs); `status()` reports it.
     persistence: Rc<Cell<Persistence>>,
+    /// Whether memory is encrypted at rest (`options().encryption`).
+    encrypted: bool,
     /// The storage in force, as `options().storage` reports it.
     storage: String,
     /// Opened with an `llm`: flush() and processDue() can extract.
@@ -132,6 +134,7 @@ enum Call {
     Explain(LocalFuture<'static, (Explanation, Rc<Document>)>),
     Close(Engine, Rc<JsEvents>, Option<Tabs>),
     Inspect(JsValue),
+    Encrypt(JsValue),
     Reset(JsValue),
 }
 
@@ -244,6 +247,14 @@ impl Call {
                 }
                 Ok(JsValue::from(out))
             }
+            Call::Encrypt(options) => {
+                let key = super::crypto::read_encryption(&super::convert::prop(&options, "encryption"), "`encryption`")?
+                    .ok_or_else(|| Error::invalid("UserMemory.encrypt() needs `encryption`: { passphrase } or { key }"))?;
+                let new_key = super::crypto::read_encryption(&super::convert::prop(&options, "newEncryption"), "`newEncryption`")?;
+                let (store, agent) = UserMemory::storage_for(&options).await?;
+                crate::crypto::encrypt(store, &agent, Rc::new(super::crypto::WebCrypto), &key, new_key.as_ref()).await?;
+                Ok(JsValue::UNDEFINED)
+            }
             Call::Reset(options) => {
                 let (store, _) = UserMemory::storage_for(&options).await?;
                 for slot in Slot::ALL {
@@ -251,6 +262,18 @@ impl Call {
                 }
                 Ok(JsValue::UNDEFINED)
             }
+        }
+    }
+}
+
+/// The store seen through encryption with `key`, or, without a key, the store after checking
+/// that it is not encrypted memory (which must never be read as plaintext nor overwritten).
+async fn secure(store: Rc<dyn Store>, agent: &str, key: Option<&crate::crypto::UserKey>) -> Result<Rc<dyn Store>> {
+    match key {
+        Some(key) => Ok(Rc::new(crate::crypto::open(store, agent, Rc::new(super::crypto::WebCrypto), key).await?)),
+        None => {
+            crate::crypto::refuse_encrypted(&*store, agent).await?;
+            Ok(store)
         }
     }
 }
@@ -589,6 +612,7 @@ impl UserMemory {
         let out = from_json(&self.engine.options().to_json());
         set(&out, "storage", &JsValue::from_str(&self.storage));
         set(&out, "persist", &JsValue::from_bool(self.persist));
+        set(&out, "encryption", &JsValue::from_bool(self.encrypted));
         set(&out, "persistence", &JsValue::from_str(self.persistence.get().as_str()));
         set(&out, "embed", &from_json(&self.embed.borrow()));
         out
@@ -634,8 +658,18 @@ impl UserMemory {
         Call::Inspect(options).promise()
     }
 
-    /// Deletes everything stored for an agent (memory, queue and fact vectors): the explicit reset after
-    /// `CORRUPT_MEMORY`, once whatever was readable has been exported with `inspect()`.
+    /// Encrypts an agent's plain memory in place with `encryption` (resumable: an
+    /// interrupted run is finished by the next `encrypt()` or `open()`), and/or re-wraps
+    /// its data key under `newEncryption` (key rotation, one write). Close other instances
+    /// of that memory first.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn encrypt(#[wasm_bindgen(unchecked_param_type = "EncryptOptions")] options: JsValue) -> Promise {
+        Call::Encrypt(options).promise()
+    }
+
+    /// Deletes everything stored for an agent (memory, queue, fact vectors and the
+    /// encryption key record): the explicit reset after `CORRUPT_MEMORY`, once whatever was
+    /// readable has been exported with `inspect()`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn reset(#[wasm_bindgen(unchecked_param_type = "StorageOptions")] options: JsValue) -> Promise {
         Call::Reset(options).promise()
@@ -663,7 +697,9 @@ impl UserMemory {
         let backend = open_backend(&opts.storage, &opts.config.agent).await?;
         let persistence = persist::start(backend.browser, opts.persist).await;
         let ephemeral = backend.defaulted_to_memory && opts.config.auto_process && in_node();
-        let (store, storage, extracts) = (backend.store, backend.name, opts.llm.is_some());
+        let encrypted = opts.encryption.is_some();
+        let store = secure(backend.store, &opts.config.agent, opts.encryption.as_ref()).await?;
+        let (storage, extracts) = (backend.name, opts.llm.is_some());
         let counter: Rc<dyn TokenCounter> = match opts.count_tokens {
             Some(f) => Rc::new(JsCounter { f, running: Cell::new(false) }),
             None => Rc::new(Estimate),
@@ -702,6 +738,7 @@ impl UserMemory {
             tabs: backend.tabs,
             persist: opts.persist,
             persistence,
+            encrypted,
             embed: opts.embed.resolved.into(),
             storage,
             extracts,

@@ -6,6 +6,7 @@
 mod api;
 mod cancel;
 mod convert;
+mod crypto;
 mod embed;
 mod error;
 mod http;

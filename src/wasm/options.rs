@@ -23,6 +23,8 @@ pub(crate) struct Options {
     pub(crate) persist: bool,
     /// The embedding model, if any.
     pub(crate) embed: EmbedOption,
+    /// `encryption`: the user's key or passphrase, if any (never in `config`).
+    pub(crate) encryption: Option<crate::crypto::UserKey>,
 }
 
 /// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
@@ -63,6 +65,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
     let mut count_tokens = None;
     let mut persist = false;
     let mut embed = JsValue::UNDEFINED;
+    let mut encryption = None;
     for key in keys(options, "the options")? {
         let value = prop(options, &key);
         match key.as_str() {
@@ -76,6 +79,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
                 }
             }
             "embed" => embed = value,
+            "encryption" => encryption = super::crypto::read_encryption(&value, "`encryption`")?,
             "countTokens" => {
                 if value.is_undefined() || value.is_null() {
                     continue;
@@ -112,5 +116,5 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
             "`llm` must be { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, an async function ({ system, prompt, signal }) => string, or left out (read-only)",
         ));
     };
-    Ok(Options { config, llm, storage, count_tokens, persist, embed })
+    Ok(Options { config, llm, storage, count_tokens, persist, embed, encryption })
 }

@@ -321,6 +321,19 @@ export interface UserMemoryOptions {
   embed?: EmbedEndpoint | EmbedFunction | EmbedFunctionConfig | false | null;
   /** History entries kept with the document (`history()`, `revert()`, `undo()`); `0` turns the history off. Default 100 (and at most 256 KiB of entries, the newest always kept). */
   historyLimit?: number;
+  /** Encrypt everything stored (AES-256-GCM through WebCrypto) with your key or a passphrase (PBKDF2-SHA256, 600 000 iterations). Never stored, never in an event, option or error. */
+  encryption?: Encryption;
+}
+
+/** The user's key for encryption at rest: an AES-GCM `CryptoKey` (usages encrypt, decrypt), or a passphrase (with an optional salt of ≥ 16 bytes for a new memory; random otherwise). */
+export type Encryption = { key: CryptoKey } | { passphrase: string; salt?: Uint8Array };
+
+/** Options of `UserMemory.encrypt()`. */
+export interface EncryptOptions extends StorageOptions {
+  /** The key of the memory (for plain memory: the key to encrypt it with). */
+  encryption: Encryption;
+  /** Re-wrap the data key under this key instead (key rotation: one write). */
+  newEncryption?: Encryption;
 }
 
 /** Options that `configure()` can change on an open instance. */
@@ -351,6 +364,8 @@ export interface ResolvedOptions {
   historyLimit: number;
   prompt: { instructions: string | null; append: string | null };
   persist: boolean;
+  /** Whether memory is encrypted at rest (the key itself is never shown). */
+  encryption: boolean;
   persistence: Persistence;
   embed: ResolvedEmbed | null;
 }
@@ -377,6 +392,9 @@ export interface StoredData {
   documentError?: UserMemoryError;
   queueError?: UserMemoryError;
   vectorsError?: UserMemoryError;
+  /** The encryption key record (plain JSON: KDF parameters and the wrapped data key, never the key itself), or `null` for plain memory. */
+  key: string | null;
+  keyError?: UserMemoryError;
 }
 
 /** Options of `history()`. */
