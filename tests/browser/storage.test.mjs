@@ -173,6 +173,48 @@ for (const storage of BACKENDS) {
       await page.close();
     });
 
+    test("encrypted: two pages with one passphrase work together; storage and tab messages hold no plaintext; a wrong passphrase is DECRYPT_FAILED", async () => {
+      const agent = freshAgent("encrypted");
+      const encryption = { passphrase: "tabs passphrase" };
+      const [a, b, spy] = [await newPage(), await newPage(), await newPage()];
+      // A third page records every message on the cross-tab and leader channels.
+      await spy.evaluate((agent) => {
+        window.heard = [];
+        for (const name of ["user-memory", `user-memory/${encodeURIComponent(agent)}/leader`]) {
+          new BroadcastChannel(name).onmessage = (e) => window.heard.push(JSON.stringify(e.data));
+        }
+      }, agent);
+      await open(a, { agent, storage, encryption, debounceMs: 600_000 });
+      await open(b, { agent, storage, encryption, debounceMs: 600_000 });
+      const secret = `Secret fact (${storage})`;
+      await Promise.all([
+        a.evaluate(() => window.memory.addFact({ content: "Allergic to penicillin" })),
+        b.evaluate(() => window.memory.addFact({ content: "Plays the cello" })),
+        a.evaluate((f) => window.memory.observe("t-enc", window.conversation(f)), secret),
+      ]);
+      await a.evaluate(() => window.memory.flush());
+      const all = ["Allergic to penicillin", "Plays the cello", secret].sort();
+      assert.deepEqual(await storedFacts(a), all);
+      assert.deepEqual(await storedFacts(b), all, "the other page reads what the first wrote");
+      const raw = await a.evaluate(async (o) => {
+        const seen = await window.UserMemory.inspect(o);
+        const local = Object.keys(localStorage).map((k) => `${k}=${localStorage.getItem(k)}`);
+        return JSON.stringify(seen) + local.join("\n");
+      }, { agent, storage });
+      assert.match(raw, /umenc1:/);
+      const heard = await spy.evaluate(() => window.heard.join("\n"));
+      for (const plain of ["penicillin", "cello", "Secret fact", "tabs passphrase"]) {
+        assert.ok(!raw.includes(plain), `${plain} is in the raw storage`);
+        assert.ok(!heard.includes(plain), `${plain} crossed between tabs`);
+      }
+      const code = await b.evaluate((o) => window.codeOf(() => window.UserMemory.open(o)), { agent, storage, encryption: { passphrase: "wrong" } });
+      assert.equal(code, "DECRYPT_FAILED");
+      const plainOpen = await b.evaluate((o) => window.codeOf(() => window.UserMemory.open(o)), { agent, storage });
+      assert.equal(plainOpen, "DECRYPT_FAILED", "encrypted memory opened without encryption");
+      assert.deepEqual(await storedFacts(a), all, "nothing was overwritten");
+      await Promise.all([a.close(), b.close(), spy.close()]);
+    });
+
     test("two pages flushing different facts at the same moment end with both facts, each once", async () => {
       const agent = freshAgent("two-flush");
       const [alpha, beta] = [`Alpha (${storage})`, `Beta (${storage})`];
