@@ -27,6 +27,9 @@ export class MemoryAgent extends DurableObject {
       autoProcess: false,
       debounceMs: Number(this.env.MEMORY_DEBOUNCE_MS ?? 30_000),
       llm: { baseUrl: this.env.OPENAI_BASE_URL, apiKey: this.env.OPENAI_API_KEY, model: this.env.MODEL },
+      // A secret binding (wrangler secret put MEMORY_PASSPHRASE) encrypts what the Durable
+      // Object stores; without it memory is stored as plain JSON.
+      encryption: this.env.MEMORY_PASSPHRASE ? { passphrase: this.env.MEMORY_PASSPHRASE } : undefined,
     }).catch((e) => {
       this.#memory = undefined; // let the next request try again
       throw e;

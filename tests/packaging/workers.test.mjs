@@ -2,7 +2,7 @@
 // way wrangler does it, with Durable Objects, the Durable Object storage adapter, the
 // debounce driven by an alarm set from nextDueAt(), and fetch to a scripted
 // OpenAI-compatible server on 127.0.0.1 (workerd reaches loopback directly here).
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -55,7 +55,7 @@ after(async () => {
 });
 
 /** Runs the bundled example worker; `debounceMs` is the memory debounce. */
-async function startWorker(debounceMs) {
+async function startWorker(debounceMs, { persistTo = persist, bindings = {} } = {}) {
   const wasm = readdirSync(join(project, "dist")).find((f) => f.endsWith(".wasm"));
   const mf = new Miniflare({
     modulesRoot: join(project, "dist"),
@@ -65,8 +65,8 @@ async function startWorker(debounceMs) {
     ],
     compatibilityDate: "2026-04-01",
     durableObjects: { MEMORY_AGENT: "MemoryAgent" },
-    durableObjectsPersist: persist,
-    bindings: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: "test-key", MODEL: "test-model", MEMORY_DEBOUNCE_MS: String(debounceMs) },
+    durableObjectsPersist: persistTo,
+    bindings: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: "test-key", MODEL: "test-model", MEMORY_DEBOUNCE_MS: String(debounceMs), ...bindings },
     host: "127.0.0.1",
     port: 0,
   });
@@ -117,6 +117,40 @@ test("workerd: chats observed in a Durable Object are extracted by its alarm, th
     assert.deepEqual((await call("/memory?user=bob")).facts, []);
   } finally {
     await mf.dispose();
+  }
+});
+
+test("workerd: with MEMORY_PASSPHRASE the Durable Object stores only ciphertext and reads it back after a restart", { timeout: 120_000 }, async () => {
+  const encPersist = mkdtempSync(join(tmpdir(), "um-do-enc-"));
+  const options = { persistTo: encPersist, bindings: { MEMORY_PASSPHRASE: "worker passphrase" } };
+  try {
+    const first = await startWorker(100, options);
+    try {
+      await first.call("/chat?user=dora", { threadId: "d1", messages: [{ role: "user", content: "I live in Lisbon." }] });
+      let doc;
+      do {
+        await new Promise((r) => setTimeout(r, 50));
+        doc = await first.call("/memory?user=dora");
+      } while (doc.facts.length < 1);
+      assert.deepEqual(doc.facts.map((f) => f.content), ["Lives in Lisbon"]);
+    } finally {
+      await first.mf.dispose();
+    }
+    const stored = readdirSync(encPersist, { recursive: true })
+      .map((f) => join(encPersist, String(f)))
+      .filter((f) => statSync(f).isFile())
+      .map((f) => readFileSync(f).toString("latin1"))
+      .join("");
+    assert.ok(stored.includes("umenc1:"), "the values are sealed");
+    assert.ok(!stored.includes("Lisbon") && !stored.includes("worker passphrase"), "no plaintext in the Durable Object's storage");
+    const second = await startWorker(100, options);
+    try {
+      assert.deepEqual((await second.call("/memory?user=dora")).facts.map((f) => f.content), ["Lives in Lisbon"]);
+    } finally {
+      await second.mf.dispose();
+    }
+  } finally {
+    rmSync(encPersist, { recursive: true, force: true });
   }
 });
 
