@@ -72,6 +72,15 @@ extern "C" {
     /// `search()`'s options object, typed for TypeScript (an optional trailing argument).
     #[wasm_bindgen(typescript_type = "SearchOptions")]
     pub type SearchOptionsArg;
+    /// `removeFact()`'s options (`{ forget }`), an optional trailing argument.
+    #[wasm_bindgen(typescript_type = "RemoveOptions")]
+    pub type RemoveOptionsArg;
+    /// `clear()`'s options (`{ tombstones }`), an optional trailing argument.
+    #[wasm_bindgen(typescript_type = "ClearOptions")]
+    pub type ClearOptionsArg;
+    /// `history()`'s options (`{ limit, before }`), an optional trailing argument.
+    #[wasm_bindgen(typescript_type = "HistoryOptions")]
+    pub type HistoryOptionsArg;
 }
 
 thread_local! {
@@ -525,19 +534,15 @@ impl UserMemory {
     /// Removes fact `id`; resolves to the removed fact. With `{ forget: true }` a tombstone
     /// of its content is kept (in the same commit), so extraction does not learn it again.
     #[wasm_bindgen(js_name = removeFact, unchecked_return_type = "Promise<Fact>")]
-    pub fn remove_fact(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "RemoveOptions")] options: Option<JsValue>,
-    ) -> Promise {
-        Call::RemoveFact(self.engine.clone(), id, options.unwrap_or(JsValue::UNDEFINED)).promise()
+    pub fn remove_fact(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue, options: Option<RemoveOptionsArg>) -> Promise {
+        Call::RemoveFact(self.engine.clone(), id, options.map_or(JsValue::UNDEFINED, JsValue::from)).promise()
     }
 
     /// What each commit changed, newest first (read fresh from storage): at most `limit`
     /// entries, only those of revisions below `before`.
     #[wasm_bindgen(unchecked_return_type = "Promise<HistoryEntry[]>")]
-    pub fn history(&self, #[wasm_bindgen(unchecked_param_type = "HistoryOptions")] options: Option<JsValue>) -> Promise {
-        Call::History(self.engine.clone(), options.unwrap_or(JsValue::UNDEFINED)).promise()
+    pub fn history(&self, options: Option<HistoryOptionsArg>) -> Promise {
+        Call::History(self.engine.clone(), options.map_or(JsValue::UNDEFINED, JsValue::from)).promise()
     }
 
     /// Commits the document as it was after `revision` as a new revision (reason
@@ -621,8 +626,8 @@ impl UserMemory {
     /// Empties every section and removes every fact; the forget tombstones stay unless
     /// `{ tombstones: true }`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub fn clear(&self, #[wasm_bindgen(unchecked_param_type = "ClearOptions")] options: Option<JsValue>) -> Promise {
-        Call::Clear(self.engine.clone(), options.unwrap_or(JsValue::UNDEFINED)).promise()
+    pub fn clear(&self, options: Option<ClearOptionsArg>) -> Promise {
+        Call::Clear(self.engine.clone(), options.map_or(JsValue::UNDEFINED, JsValue::from)).promise()
     }
 
     /// Subscribes to `"update"`, `"error"`, `"queued"`, `"processed"` or `"debug"`; returns the

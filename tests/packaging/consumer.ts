@@ -32,6 +32,9 @@ import {
   type EmbedEndpoint,
   type EmbedFunction,
   type ResolvedEmbed,
+  type HistoryEntry,
+  type ForgottenFact,
+  type Encryption,
 } from "user-memory";
 import wasmUrl from "user-memory/wasm";
 import { memoryPool, type MemoryLease } from "user-memory/node";
@@ -209,6 +212,20 @@ export async function everything(): Promise<void> {
   await memory.updateFact(fact.id, { confidence: 0.8 });
   await memory.removeFact(fact.id);
   await memory.clear();
+  // History, undo and forget; encryption options.
+  const entries: HistoryEntry[] = await memory.history({ limit: 5, before: 10 });
+  const reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "updateSection" | "clear" | "import" | "revert" = entries[0].reason;
+  const restored: MemoryDocument = await memory.revert(entries[0].revision);
+  await memory.undo();
+  const forgotten: ForgottenFact[] = await memory.forgotten();
+  await memory.removeFact(fact.id, { forget: true });
+  await memory.unforget(forgotten[0].id);
+  await memory.clear({ tombstones: true });
+  const encrypted: boolean = memory.options().encryption;
+  const passphrase: Encryption = { passphrase: "p" };
+  await UserMemory.encrypt({ agent: "coder", storage: "indexeddb", encryption: passphrase, newEncryption: { key: {} as CryptoKey } });
+  const decryptFailed: ErrorCode = "DECRYPT_FAILED";
+  void [reason, restored, encrypted, decryptFailed];
   await memory.processDue();
 
   const offUpdate: () => void = memory.on("update", (e) => {
