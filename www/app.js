@@ -50,6 +50,7 @@ const app = {
   memory: null,
   storage: null,
   doc: null,
+  history: [],
   explanation: null,
   opts: null,
   fresh: new Set(),
@@ -69,22 +70,33 @@ const app = {
       return undefined;
     }
   },
-  async deleteFact(fact) {
+  /** Deletes a fact; with `forget`, extraction will not learn it again (a tombstone). */
+  async deleteFact(fact, { forget = false } = {}) {
     // Keep the keyboard user's place: focus moves to the next fact's delete button.
     const rows = [...document.querySelectorAll("#facts-list [data-id]")];
     const i = rows.findIndex((r) => r.dataset.id === fact.id);
     const next = rows[i + 1] ?? rows[i - 1];
-    const removed = await app.run("Deleting the fact", () => app.memory.removeFact(fact.id));
+    const removed = await app.run(forget ? "Forgetting the fact" : "Deleting the fact", () => app.memory.removeFact(fact.id, { forget }));
     if (!removed) return;
     await refresh();
     const target = next && document.querySelector(`[data-focus="delete-${CSS.escape(next.dataset.id)}"]`);
     (target ?? $("add-fact-btn")).focus();
-    toast("Fact deleted.", {
+    // Undo restores that fact with its id and dates (whatever else changed meanwhile) and
+    // drops its tombstone.
+    const { content, category, confidence, id, createdAt, source } = removed;
+    toast(forget ? "Fact forgotten: it will not be learned again." : "Fact deleted.", {
       action: {
         label: "Undo",
-        run: () => app.run("Restoring the fact", () => app.memory.addFact({ content: removed.content, category: removed.category, confidence: removed.confidence })),
+        run: () => app.run("Restoring the fact", async () => {
+          if (forget) await app.memory.unforget(id);
+          await app.memory.addFact({ content, category, confidence, id, createdAt, source });
+        }),
       },
     });
+  },
+  /** Commits the document as it was after `revision` (itself undoable). */
+  async revert(revision) {
+    if (await app.run("Reverting", () => app.memory.revert(revision))) await refresh();
   },
   onDraftChange: () => scheduleExplain(),
   onConversationChange: () => refreshExplain(),
@@ -107,9 +119,10 @@ async function refresh() {
   const g = ++docGeneration;
   const e = ++explainGeneration;
   try {
-    const [doc, explanation] = await Promise.all([m.get(), m.explain(chat?.query() ?? [])]);
+    const [doc, explanation, history] = await Promise.all([m.get(), m.explain(chat?.query() ?? []), m.history({ limit: 20 })]);
     if (g !== docGeneration || m !== app.memory) return;
     app.doc = doc;
+    app.history = history;
     // A newer explain() was asked for meanwhile, maybe before this document was read: ask again.
     if (e === explainGeneration) app.explanation = explanation;
     else void refreshExplain();

@@ -329,6 +329,41 @@ test("facts can be added, edited and deleted (with undo), and sections edited, a
   });
 });
 
+test("the Changes list shows what changed and why; Undo and Revert restore exactly; Forget keeps the fact from being learned again", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    await addFact(page, "Lives in Lisbon");
+    await addFact(page, "Allergic to penicillin");
+    const changes = page.locator("#history-list .change");
+    await page.waitForFunction(() => document.querySelectorAll("#history-list .change").length === 2, null, { timeout: T });
+    assert.match(await changes.first().innerText(), /Fact added[\s\S]*\+ Allergic to penicillin/);
+    const before = await stored(page);
+
+    // Undo the newest change from the list, then revert to before the first.
+    await page.getByRole("button", { name: "Undo the last change" }).click();
+    await page.locator("#facts-list .fact", { hasText: "Allergic to penicillin" }).waitFor({ state: "detached", timeout: T });
+    assert.match(await changes.first().innerText(), /Reverted to revision/);
+    await page.getByRole("button", { name: "Undo the last change" }).click();
+    await waitForText(page, "#facts-list .fact-text", "Allergic to penicillin");
+    assert.deepEqual((await stored(page)).facts, before.facts, "undoing the undo restores the facts exactly (ids, dates)");
+
+    // Forget: deleted, and the next extraction that proposes it again does not store it.
+    await page.getByRole("button", { name: "Forget fact: Allergic to penicillin" }).click();
+    await page.locator("#facts-list .fact", { hasText: "Allergic to penicillin" }).waitFor({ state: "detached", timeout: T });
+    assert.match(await text(page, ".toast"), /will not be learned again/);
+    assert.match(await changes.first().innerText(), /Fact deleted[\s\S]*forgotten for good/);
+    assert.equal((await page.evaluate(() => globalThis.memory.forgotten())).length, 1);
+    script.chats.push("Noted, no penicillin.");
+    script.extractions.push({ json: { newFacts: [{ content: "Is allergic to penicillin", category: "context", confidence: 0.95 }], factsToRemove: [] } });
+    await send(page, "Remember that I'm allergic to penicillin.");
+    await waitForText(page, ".msg-assistant .bubble", "Noted, no penicillin.");
+    await page.evaluate(() => globalThis.memory.flush());
+    assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Lives in Lisbon"], "the forgotten fact was not learned again");
+    await shot(page, "06b-changes");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
 test("export downloads memory.json; import replaces memory keeping unknown fields; a file that is not memory is rejected and changes nothing", async () => {
   await withBrowser(async (context) => {
     const { page, problems } = await openDemo(context);

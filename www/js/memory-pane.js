@@ -111,6 +111,7 @@ export function createMemoryPane(app) {
       h("div", { class: "fact-actions" },
         h("button", { type: "button", class: "icon-btn", "aria-label": `Edit fact: ${label}`, title: "Edit", dataset: { focus: `edit-${fact.id}` }, onclick: () => editFact(fact) }, icon("edit")),
         h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete fact: ${label}`, title: "Delete", dataset: { focus: `delete-${fact.id}` }, onclick: () => app.deleteFact(fact) }, icon("trash")),
+        h("button", { type: "button", class: "icon-btn danger", "aria-label": `Forget fact: ${label}`, title: "Forget: delete it and never learn it again", onclick: () => app.deleteFact(fact, { forget: true }) }, icon("x")),
       ),
     );
   }
@@ -337,7 +338,43 @@ export function createMemoryPane(app) {
     $("revision").textContent = `rev ${st.revision}`;
   }
 
+  const REASONS = { extraction: "Learned from a chat", addFact: "Fact added", updateFact: "Fact edited", removeFact: "Fact deleted", updateSection: "Summary edited", clear: "Memory cleared", import: "Memory imported", revert: "Reverted" };
+
+  /** What one history entry changed, in a few words. */
+  function changeSummary(e) {
+    const parts = [];
+    for (const f of e.added) parts.push(`+ ${f.content}`);
+    for (const f of e.removed) parts.push(`− ${f.content}`);
+    for (const c of e.changed) parts.push(c.before.content === c.after.content ? `~ ${c.after.content}` : `${c.before.content} → ${c.after.content}`);
+    for (const s of e.sections) parts.push(`${s.name} summary`);
+    if (e.forgot?.length) parts.push("forgotten for good");
+    return parts.length ? parts.join(" · ") : "no fact or summary changed";
+  }
+
+  /** The history: newest first, each with what changed, when, why, and a revert. */
+  function renderHistory() {
+    const entries = app.history ?? [];
+    $("history-count").textContent = String(entries.length);
+    replace(
+      $("history-list"),
+      entries.length ? null : h("li", { class: "muted small" }, "Nothing has changed yet."),
+      ...entries.map((e, i) =>
+        h("li", { class: "change", dataset: { revision: String(e.revision) } },
+          h("div", { class: "change-head" },
+            h("strong", {}, REASONS[e.reason] ?? e.reason, e.reason === "revert" ? ` to revision ${e.revertedTo}` : ""),
+            " ",
+            timeAgo(new Date(e.at).toISOString()),
+          ),
+          h("p", { class: "change-text small" }, changeSummary(e)),
+          // Reverting to the revision before an entry undoes it and everything after it.
+          h("button", { type: "button", class: "btn btn-ghost btn-small", "aria-label": i === 0 ? "Undo the last change" : `Revert to before revision ${e.revision}`, onclick: () => app.revert(e.revision - 1) }, i === 0 ? "Undo" : "Revert to before this"),
+        ),
+      ),
+    );
+  }
+
   function renderAll() {
+    renderHistory();
     renderFacts();
     renderSections();
     renderPreview();
@@ -346,5 +383,5 @@ export function createMemoryPane(app) {
 
   $("facts-filter").addEventListener("input", () => renderFacts());
 
-  return { renderAll, renderFacts, renderSections, renderPreview, renderStatus };
+  return { renderAll, renderFacts, renderSections, renderPreview, renderStatus, renderHistory };
 }
