@@ -187,10 +187,14 @@ function subscribe(m) {
   });
 }
 
+/** The passphrase of encrypted memory: kept in this tab only, never stored. */
+let passphrase = null;
+
 async function open(kind) {
   const options = {
     agent,
     storage: kind,
+    ...(passphrase && kind !== "memory" ? { encryption: { passphrase } } : {}),
     // Extraction goes through the same server proxy as the chat: no key in the page.
     llm: { baseUrl: "/api/llm", model: app.config.model ?? "unconfigured", timeoutMs: 120_000 },
     enabled: prefs.enabled,
@@ -206,6 +210,10 @@ async function open(kind) {
       notice(`${STORAGE_NAMES[kind]} is not available here: ${sentence(e.message)} Memory is kept in this tab only and is lost on reload.`, { kind: "warn", id: "storage" });
     } else if (e.code === "CORRUPT_MEMORY") {
       corruptNotice(kind, e);
+    } else if (e.code === "DECRYPT_FAILED") {
+      notice(`${STORAGE_NAMES[kind]} holds encrypted memory: enter its passphrase under Data (${sentence(e.message)}) Meanwhile memory is kept in this tab only.`, { kind: "warn", id: "storage" });
+      $("toggle-encryption").checked = true;
+      showEncryption();
     } else {
       notice(`Could not open ${STORAGE_NAMES[kind]}: ${sentence(e.message)} Using in-memory storage instead.`, { kind: "error", id: "storage" });
     }
@@ -262,6 +270,7 @@ async function switchStorage(kind) {
   $("storage-select").value = opened.kind;
   $("storage-name").textContent = STORAGE_NAMES[opened.kind];
   document.body.dataset.storage = opened.kind;
+  showEncryption();
   $("toggle-learning").checked = app.opts.enabled;
   $("toggle-injection").checked = app.opts.injectionEnabled;
   chat?.renderComposer();
@@ -287,6 +296,18 @@ function showPane(name) {
   for (const tab of document.querySelectorAll(".pane-tab")) tab.setAttribute("aria-pressed", String(tab.dataset.pane === name));
 }
 
+/** The encryption controls and note for the memory in force. */
+function showEncryption() {
+  const on = $("toggle-encryption").checked;
+  $("passphrase").hidden = $("encrypt-btn").hidden = !on || Boolean(app.opts?.encryption);
+  $("toggle-encryption").disabled = Boolean(app.opts?.encryption);
+  $("encryption-note").textContent = app.opts?.encryption
+    ? "Encrypted (AES-256-GCM, key from your passphrase): storage holds only ciphertext. The passphrase is kept in this tab only."
+    : app.storage === "memory"
+      ? "In-memory storage is never written anywhere."
+      : "Stored as plain text in this browser.";
+}
+
 function wireControls() {
   for (const tab of document.querySelectorAll(".pane-tab")) tab.addEventListener("click", () => showPane(tab.dataset.pane));
   showPane("chat");
@@ -300,6 +321,27 @@ function wireControls() {
     }
     await switchStorage(kind);
     toast(`Memory now in ${STORAGE_NAMES[app.storage]}.`);
+  });
+
+  $("toggle-encryption").addEventListener("change", () => showEncryption());
+  $("encrypt-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const value = $("passphrase").value;
+    const kind = app.storage === "memory" ? prefs.storage : app.storage;
+    if (!value || kind === "memory") return;
+    await app.memory?.close().catch(() => {});
+    try {
+      // Plain memory is encrypted in place; encrypted memory is only checked against it.
+      await UserMemory.encrypt({ agent, storage: kind, encryption: { passphrase: value } });
+    } catch (err) {
+      toast(err.code === "DECRYPT_FAILED" ? "Wrong passphrase." : `Encryption failed: ${err.message}`, { kind: "error" });
+      await switchStorage(kind);
+      return;
+    }
+    passphrase = value;
+    $("passphrase").value = "";
+    await switchStorage(kind);
+    toast("Memory is encrypted.");
   });
 
   $("toggle-learning").addEventListener("change", (e) => {

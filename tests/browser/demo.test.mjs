@@ -364,6 +364,32 @@ test("the Changes list shows what changed and why; Undo and Revert restore exact
   });
 });
 
+test("the encryption switch encrypts stored memory with a passphrase; after a reload the passphrase unlocks it, a wrong one is refused", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    await addFact(page, "Allergic to penicillin");
+    await page.getByRole("checkbox", { name: "Encrypt with a passphrase" }).check();
+    await page.getByRole("textbox", { name: "Passphrase" }).fill("demo passphrase");
+    await page.getByRole("button", { name: "Unlock / encrypt" }).click();
+    await page.waitForFunction(() => globalThis.memory?.options().encryption === true, null, { timeout: T });
+    await waitForText(page, "#facts-list .fact-text", "Allergic to penicillin");
+    assert.match(await text(page, "#encryption-note"), /Encrypted/);
+    const raw = await page.evaluate(async () => JSON.stringify(await (await import("/pkg/browser.js")).UserMemory.inspect({ agent: "default", storage: "indexeddb" })));
+    assert.match(raw, /umenc1:/);
+    assert.ok(!raw.includes("penicillin") && !raw.includes("demo passphrase"), "IndexedDB holds only ciphertext");
+
+    await reload(page);
+    await waitForText(page, ".notice", "encrypted memory");
+    await page.getByRole("textbox", { name: "Passphrase" }).fill("not the passphrase");
+    await page.getByRole("button", { name: "Unlock / encrypt" }).click();
+    await waitForText(page, ".toast", "Wrong passphrase");
+    await page.getByRole("textbox", { name: "Passphrase" }).fill("demo passphrase");
+    await page.getByRole("button", { name: "Unlock / encrypt" }).click();
+    await waitForText(page, "#facts-list .fact-text", "Allergic to penicillin");
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
 test("export downloads memory.json; import replaces memory keeping unknown fields; a file that is not memory is rejected and changes nothing", async () => {
   await withBrowser(async (context) => {
     const { page, problems } = await openDemo(context);
