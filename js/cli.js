@@ -41,6 +41,8 @@ Options:
   --agent <name>             which memory (default "default")
   --table <name>             Postgres / SQLite table (default user_memory)
   --prefix <prefix>          Redis key prefix (default none)
+  --passphrase-env <NAME>    open encrypted memory with the passphrase in the environment
+                             variable NAME (never on the command line, never printed)
   --json                     machine-readable output
   --yes                      do not ask before import or reset
 
@@ -48,10 +50,10 @@ The LLM for \`process\`: OPENAI_BASE_URL (an OpenAI-compatible endpoint), OPENAI
 or ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL) and MODEL.`;
 
 /** Exit status per error code: scripts can tell a usage error from a database outage. */
-const EXIT = { INVALID_INPUT: 2, NOT_FOUND: 3, STORAGE_UNAVAILABLE: 4, STORAGE_QUOTA: 4, STORAGE_FAILED: 4, CORRUPT_MEMORY: 5, CONFLICT: 4 };
+const EXIT = { INVALID_INPUT: 2, NOT_FOUND: 3, STORAGE_UNAVAILABLE: 4, STORAGE_QUOTA: 4, STORAGE_FAILED: 4, CORRUPT_MEMORY: 5, DECRYPT_FAILED: 5, CONFLICT: 4 };
 const exitCode = (code) => EXIT[code] ?? (String(code).startsWith("LLM_") || code === "ABANDONED" ? 6 : 1);
 
-const VALUE_FLAGS = new Set(["dir", "store", "agent", "table", "prefix", "limit", "category", "confidence"]);
+const VALUE_FLAGS = new Set(["dir", "store", "agent", "table", "prefix", "limit", "category", "confidence", "passphrase-env"]);
 const BOOLEAN_FLAGS = new Set(["json", "yes", "all", "help", "version"]);
 
 /** An error with a library code, for the CLI's own checks. */
@@ -95,13 +97,14 @@ async function main(argv, env = process.env, io = { stdout: process.stdout, stde
     if (!Object.hasOwn(COMMANDS, parsed.command)) throw fail("INVALID_INPUT", `unknown command ${JSON.stringify(parsed.command)} (see user-memory help)`);
     const command = COMMANDS[parsed.command];
     const spec = storeSpec(flags, env);
+    const encryption = encryptionFromEnv(flags, env);
     if (parsed.command === "mcp") {
       const { serveMcp } = await import("./mcp.js");
-      return await serveMcp({ spec, agent: flags.agent ?? "default", stdin: io.stdin, stdout: io.stdout, stderr: io.stderr });
+      return await serveMcp({ spec, agent: flags.agent ?? "default", encryption, stdin: io.stdin, stdout: io.stdout, stderr: io.stderr });
     }
     const store = await openStore(spec);
     try {
-      await command({ args: parsed.args, flags, env, io, store, agent: flags.agent ?? "default" });
+      await command({ args: parsed.args, flags, env, io, store, encryption, agent: flags.agent ?? "default" });
     } finally {
       await store.close();
     }
@@ -135,6 +138,21 @@ function storeSpec(flags, env) {
   return /^[a-z][a-z0-9+.-]*:/i.test(where) && !/^[a-z]:[\\/]/i.test(where) ? { url: where, ...extra } : { dir: where, ...extra };
 }
 
+/**
+ * --passphrase-env NAME → the `encryption` option, the passphrase read from that variable: a
+ * value on the command line would be visible to every user of the machine in the process list.
+ * Errors name the variable, never its value.
+ */
+function encryptionFromEnv(flags, env) {
+  const name = flags["passphrase-env"];
+  if (name === undefined) return undefined;
+  // Not echoed: what was given in place of a name may be the passphrase itself.
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw fail("INVALID_INPUT", "--passphrase-env takes the name of an environment variable (e.g. MEMORY_PASSPHRASE), not the passphrase");
+  const passphrase = env[name];
+  if (passphrase === undefined || passphrase === "") throw fail("INVALID_INPUT", `--passphrase-env ${name}: the environment variable ${name} is not set or empty`);
+  return { passphrase };
+}
+
 /** The LLM of `process`, from the environment; the key is passed on, never printed. */
 function llmFromEnv(env) {
   const model = env.MODEL ?? env.OPENAI_MODEL ?? env.ANTHROPIC_MODEL;
@@ -155,8 +173,8 @@ const noLlm = async () => {
 };
 
 /** Opens the memory of `agent` without timers, runs `fn(memory)`, closes it. */
-async function withMemory({ store, agent }, fn, llm = noLlm) {
-  const memory = await UserMemory.open({ agent, storage: store.storage, llm, autoProcess: false });
+async function withMemory({ store, agent, encryption }, fn, llm = noLlm) {
+  const memory = await UserMemory.open({ agent, storage: store.storage, llm, autoProcess: false, ...(encryption ? { encryption } : {}) });
   try {
     return await fn(memory);
   } finally {

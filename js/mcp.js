@@ -121,12 +121,12 @@ function profile(doc) {
  * Serves the memory of `agent` in the store `spec` over stdio until the client disconnects.
  * @returns {Promise<number>} the exit status
  */
-export async function serveMcp({ spec, agent, stdin, stdout, stderr }) {
+export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr }) {
   const { Server, StdioServerTransport, types } = await loadSdk();
   const store = await openStore(spec);
   let memory;
   try {
-    memory = await UserMemory.open({ agent, storage: store.storage, autoProcess: false, llm: async () => "{}" });
+    memory = await UserMemory.open({ agent, storage: store.storage, autoProcess: false, llm: async () => "{}", ...(encryption ? { encryption } : {}) });
   } catch (e) {
     await store.close();
     throw e;

@@ -4,7 +4,7 @@
 // and that no output ever carries the API key or the store password. The packed package's bin
 // and the messages when an optional client is missing are tested from a fresh project.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -194,6 +194,64 @@ test("process extracts what is queued with the LLM from the environment; --all d
   const none = await run(["process", "--dir", dir], { env: {} });
   assert.equal(none.status, 2);
   assert.match(none.stderr, /process needs an LLM: set OPENAI_BASE_URL/);
+});
+
+test("--passphrase-env opens encrypted memory: add, show, history, undo, process; nothing stored or printed is plaintext or the passphrase", async () => {
+  const dir = freshDir();
+  const PASS = "correct horse battery staple";
+  const enc = ["--dir", dir, "--passphrase-env", "MEMORY_PASSPHRASE"];
+  const env = { MEMORY_PASSPHRASE: PASS };
+  const added = await run(["add", ...enc, "Allergic to penicillin"], { env });
+  assert.equal(added.status, 0, added.stderr);
+  assert.match(added.stdout, /^added fact_[0-9a-f]{8} .*Allergic to penicillin$/m);
+  await ok(["add", ...enc, "Lives in Lisbon"], { env });
+  await ok(["forget", ...enc, "lisbon"], { env });
+  assert.match(await ok(["history", ...enc], { env }), /removeFact: -1\n.*addFact: \+1 fact\n.*addFact: \+1 fact\n$/);
+  assert.match(await ok(["undo", ...enc], { env }), /undone: memory is at revision 4 with 2 facts/);
+  // Another process (with the passphrase) queues a conversation; process extracts it.
+  await new Promise((resolve, reject) =>
+    spawn(process.execPath, [WRITER, dir, "default", "observe", "t1", "I keep three hives of bees"], { cwd: ROOT, env: { ...process.env, MEMORY_PASSPHRASE: PASS } }).on("close", (c) => (c === 0 ? resolve() : reject(new Error(`writer ${c}`)))),
+  );
+  llm.script.push(factsReply("Keeps bees"));
+  const processed = await run(["process", ...enc, "--json"], { env: { ...env, OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL: "m" } });
+  assert.equal(processed.status, 0, processed.stderr);
+  assert.deepEqual(JSON.parse(processed.stdout), { agent: "default", processed: ["t1"], failed: [] });
+  const shown = await run(["show", ...enc], { env });
+  assert.match(shown.stdout, /3 facts, revision 5/);
+  assert.match(shown.stdout, /Keeps bees/);
+  assert.match(shown.stdout, /Allergic to penicillin/);
+  assert.match(shown.stdout, /Lives in Lisbon/);
+  noSecrets(shown, PASS);
+
+  // The raw strings (inspect, and the files themselves) hold none of it.
+  const raw = await ok(["inspect", "--dir", dir]);
+  assert.match(raw, /umenc1:/, "inspect shows the ciphertext");
+  const files = readdirSync(dir, { recursive: true }).filter((f) => statSync(join(dir, f)).isFile());
+  assert.ok(files.length >= 2, `document and key record stored: ${files}`);
+  for (const f of files) {
+    const text = readFileSync(join(dir, f), "utf8");
+    for (const plain of ["penicillin", "Lisbon", "lisbon", "bees", PASS]) assert.ok(!text.includes(plain), `${f} contains ${JSON.stringify(plain)}`);
+  }
+  const before = files.map((f) => readFileSync(join(dir, f), "utf8"));
+
+  // A wrong passphrase and no passphrase: DECRYPT_FAILED, exit 5, nothing changed or printed.
+  const wrong = await run(["add", ...enc, "Plays the oboe"], { env: { MEMORY_PASSPHRASE: "wrong horse" } });
+  assert.equal(wrong.status, 5, wrong.stderr);
+  assert.match(wrong.stderr, /^error DECRYPT_FAILED: /);
+  noSecrets(wrong, "wrong horse", PASS);
+  const plain = await run(["show", "--dir", dir]);
+  assert.equal(plain.status, 5);
+  assert.match(plain.stderr, /DECRYPT_FAILED/);
+  assert.deepEqual(files.map((f) => readFileSync(join(dir, f), "utf8")), before, "no stored value changed");
+
+  // The passphrase only ever comes from the environment: an unset variable or a value in place of a name is refused.
+  const unset = await run(["show", ...enc]);
+  assert.equal(unset.status, 2);
+  assert.match(unset.stderr, /the environment variable MEMORY_PASSPHRASE is not set/);
+  const inline = await run(["show", "--dir", dir, "--passphrase-env", PASS], { env });
+  assert.equal(inline.status, 2);
+  assert.match(inline.stderr, /--passphrase-env takes the name of an environment variable/);
+  assert.ok(!inline.stderr.includes(PASS), "the refused value is not echoed");
 });
 
 /** The same commands over a store URL. */
