@@ -3,6 +3,7 @@
 // case), and UserMemory on D1 for the cross-request tests.
 //
 //   GET  /contract?backend=do|d1&case=<name>   → [{ name, ok, message }]
+//   GET  /encrypted?backend=do|d1&llm=<url>     → [{ name, ok, message }] of the encrypted round trip
 //   POST /memory?user=<id>  { add: "fact" }      → the document after adding it
 //   GET  /memory?user=<id>                        → the document
 //   GET  /too-big                                 → the codes of a value over D1's 2 MB limit
@@ -10,11 +11,25 @@ import { DurableObject } from "cloudflare:workers";
 import { UserMemory } from "../../pkg/workers.js";
 import { d1Store, durableObjectStore } from "../../pkg/durable-object-store.js";
 import { runContract } from "../helpers/store-contract.mjs";
+import { ENCRYPTED_CASE, encryptedRoundTrip } from "../helpers/encrypted-roundtrip.mjs";
+
+/** The encrypted round trip on `storage()` as a contract result. */
+async function encrypted(url, storage, raw) {
+  try {
+    await encryptedRoundTrip({ UserMemory, storage, raw, llmBaseUrl: url.searchParams.get("llm") });
+    return Response.json([{ name: ENCRYPTED_CASE, ok: true }]);
+  } catch (e) {
+    return Response.json([{ name: ENCRYPTED_CASE, ok: false, message: e.stack ?? String(e) }]);
+  }
+}
 
 export class ContractObject extends DurableObject {
   async fetch(request) {
-    const name = new URL(request.url).searchParams.get("case");
+    const url = new URL(request.url);
     const storage = this.ctx.storage;
+    // The raw values: the object's storage itself, not the adapter.
+    if (url.pathname === "/encrypted") return encrypted(url, () => durableObjectStore(storage), async () => [...(await storage.list()).entries()]);
+    const name = url.searchParams.get("case");
     const backend = { fresh: async () => ({ client: async () => durableObjectStore(storage), close: () => storage.deleteAll() }) };
     return Response.json(await runContract(backend, [name]));
   }
@@ -38,6 +53,11 @@ export default {
         },
       };
       return Response.json(await runContract(backend, [name]));
+    }
+    if (url.pathname === "/encrypted") {
+      if (url.searchParams.get("backend") === "do") return env.CONTRACT.get(env.CONTRACT.idFromName("encrypted")).fetch(request);
+      const table = "encrypted_roundtrip";
+      return encrypted(url, () => d1Store(env.DB, { table }), async () => (await env.DB.prepare(`SELECT key, value FROM ${table} ORDER BY key`).all()).results);
     }
     if (url.pathname === "/too-big") {
       // A value over D1's 2 MB limit, through the store and through UserMemory.
