@@ -1,5 +1,6 @@
 // Storage benchmark: commit and open latency of the IndexedDB and localStorage backends in
-// headless Chromium, for documents of 100 and 500 facts (median and p90 of many runs).
+// headless Chromium, for documents of 100 and 500 facts (median and p90 of many runs); and
+// IndexedDB with encryption at rest, by passphrase (PBKDF2 on every open) and by CryptoKey.
 //
 //   node scripts/build.mjs     (once, if pkg/ is missing or stale)
 //   node bench/storage.mjs [runs]
@@ -40,6 +41,12 @@ try {
     for (const n of [100, 500]) {
       const agent = `bench-${storage}-${n}`;
       rows.push({ backend: storage, n, ...(await main.evaluate((a) => window.bench(a), { agent, storage, n, runs })) });
+    }
+  }
+  for (const [encryption, label] of [["passphrase", "indexeddb, encrypted (passphrase)"], ["key", "indexeddb, encrypted (CryptoKey)"]]) {
+    for (const n of [100, 500]) {
+      const agent = `bench-indexeddb-${encryption}-${n}`;
+      rows.push({ backend: label, n, ...(await main.evaluate((a) => window.bench(a), { agent, storage: "indexeddb", n, runs, encryption })) });
     }
   }
   // localStorage from a follower tab: the main page holds the leadership.
