@@ -1,10 +1,11 @@
 // `user-memory mcp` tested with the MCP SDK's own client over stdio (the server a subprocess,
 // as a desktop agent starts it): the tools and resources it lists, remember → search → forget
 // through the tools, the memory block and the document as resources, facts written by another
-// process seen without a restart, a Postgres store named in the environment, errors as tool
-// results the model can read, and the server exiting when the client disconnects.
+// process seen without a restart, a Postgres store named in the environment, encrypted memory
+// opened with --passphrase-env, errors as tool results the model can read, and the server
+// exiting when the client disconnects.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -59,6 +60,30 @@ test("lists its four tools with JSON schemas, the two resources, and instruction
   } finally {
     await client.close();
   }
+});
+
+test("--passphrase-env serves encrypted memory: remember and get_profile work, the files hold only ciphertext, the CLI reads it with the same passphrase", async () => {
+  const dir = join(scratch, "encrypted");
+  const PASS = "mcp passphrase for the desk";
+  const { client, stderr } = await connect(["--dir", dir, "--passphrase-env", "MEMORY_PASSPHRASE"], { MEMORY_PASSPHRASE: PASS });
+  try {
+    const saved = await client.callTool({ name: "remember", arguments: { content: "Allergic to penicillin" } });
+    assert.ok(!saved.isError, text(saved));
+    assert.match(text(await client.callTool({ name: "get_profile", arguments: {} })), /Allergic to penicillin/);
+  } finally {
+    await client.close();
+  }
+  assert.ok(!stderr().includes(PASS), "the passphrase is never printed");
+  const files = readdirSync(dir, { recursive: true }).filter((f) => statSync(join(dir, f)).isFile());
+  assert.ok(files.length >= 2, `document and key record stored: ${files}`);
+  for (const f of files) assert.ok(!/penicillin|mcp passphrase/.test(readFileSync(join(dir, f), "utf8")), `${f} holds plaintext`);
+  const shown = await new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, "show", "--dir", dir, "--passphrase-env", "P"], { cwd: ROOT, env: { PATH: process.env.PATH, P: PASS } });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("close", () => resolve(out));
+  });
+  assert.match(shown, /Allergic to penicillin/);
 });
 
 test("remember, search_memory, get_profile and forget work through the tools; the block resource holds the facts", async () => {
