@@ -33,16 +33,17 @@
 //!   localStorage and leader-tab stores of `wasm`), and encryption at rest over any of them
 //!   ([`crypto`]: [`crypto::EncryptedStore`] behind the [`crypto::Aead`] and
 //!   [`crypto::CryptoProvider`] seams).
-//! * Data: the memory [`document`], the LLM's [`delta`], the stored [`record`] envelope,
-//!   chat [`message`]s, the fact [`vectors`] of an embedding model, [`json`] values, [`edit`]
+//! * Data: the memory [`document`], the LLM's [`delta`], the stored [`record`] envelope
+//!   with its [`history`] entries and [`forget`] tombstones, chat [`message`]s, the fact [`vectors`] of an embedding model, [`json`] values, [`edit`]
 //!   arguments, and [`Error`].
 //! * Options: [`config::Config`].
 //! * The pure steps a Rust user can call on their own: [`filter::filter_messages`],
 //!   [`prompt`] (the extraction request), [`parse::parse_reply`], [`apply::apply_delta`],
 //!   [`relevance::FactIndex`], [`inject::inject`] / [`inject::explain`] and [`search::search`].
 //!
-//! Everything else (the queue state machine, the localStorage leader protocol, tokenizer, fusion, sanitising and scrubbing,
-//! the HTTP and retry policy, sorting, lowercasing, spelling suggestions) is crate-private:
+//! Everything else (the queue state machine, the localStorage leader protocol, the fact
+//! diff, tokenizer, fusion, sanitising and scrubbing, the HTTP and retry policy, hashing and
+//! hex, tag blocks, sorting, lowercasing, spelling suggestions) is crate-private:
 //! the parts above are built from it, and its tests live beside it.
 
 // The size rules of clippy.toml guard the wasm; unit tests may use std's sorts, sets and
