@@ -62,15 +62,7 @@ mod tests {
     use super::*;
 
     fn fact(id: &str, content: &str) -> Fact {
-        Fact {
-            id: id.into(),
-            content: content.into(),
-            category: "context".into(),
-            confidence: 0.9,
-            created_at: String::new(),
-            source: "manual".into(),
-            extra: Default::default(),
-        }
+        Fact::for_test(id, content, 0.9)
     }
 
     #[test]

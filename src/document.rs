@@ -370,6 +370,22 @@ const TOP_FIELDS: [&str; 5] = ["version", "lastUpdated", "user", "history", "fac
 const USER_FIELDS: [&str; 3] = ["workContext", "personalContext", "topOfMind"];
 const HISTORY_FIELDS: [&str; 3] = ["recentMonths", "earlierContext", "longTermBackground"];
 
+#[cfg(test)]
+impl Fact {
+    /// A fact for unit tests: category `context`, source `manual`, created 2026-01-01.
+    pub(crate) fn for_test(id: &str, content: &str, confidence: f64) -> Fact {
+        Fact {
+            id: id.into(),
+            content: content.into(),
+            category: DEFAULT_CATEGORY.into(),
+            confidence,
+            created_at: "2026-01-01T00:00:00Z".into(),
+            source: MANUAL_SOURCE.into(),
+            extra: Map::new(),
+        }
+    }
+}
+
 impl Document {
     /// An empty document.
     pub fn empty() -> Document {

@@ -85,15 +85,7 @@ mod tests {
     use crate::vectors::{content_key, NO_VECTOR};
 
     fn fact(id: &str, content: &str, confidence: f64) -> Fact {
-        Fact {
-            id: id.into(),
-            content: content.into(),
-            category: "context".into(),
-            confidence,
-            created_at: "2026-01-01T00:00:00Z".into(),
-            source: "manual".into(),
-            extra: Default::default(),
-        }
+        Fact::for_test(id, content, confidence)
     }
 
     /// Facts whose vectors are axis-aligned, so each dense similarity is known exactly.
