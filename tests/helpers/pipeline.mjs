@@ -4,7 +4,9 @@
 // and the scripted LLM server of a test file.
 import { spawn } from "node:child_process";
 import { after, before, test as nodeTest } from "node:test";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { UserMemory } from "user-memory";
@@ -62,6 +64,23 @@ export async function openMemory(options) {
 export async function closeAll() {
   for (const memory of opened) await memory.close().catch(() => {});
   opened.clear();
+}
+
+const scratch = [];
+after(async () => {
+  if (scratch.length === 0) return;
+  await closeAll();
+  for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+/**
+ * A fresh folder under the system's temporary directory, removed after the test file's last
+ * test, once every instance `openMemory` opened is closed (a file store must not lose its
+ * folder while an instance still writes to it).
+ */
+export function scratchDir(prefix = "um-") {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  scratch.push(dir);
+  return dir;
 }
 
 let agents = 0;

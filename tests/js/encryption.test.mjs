@@ -5,27 +5,15 @@
 // CORRUPT_MEMORY, plain and encrypted memory are never mixed, encrypt() migrates in place
 // and rotates the key, and no key or passphrase shows in options, events or errors.
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after } from "node:test";
 import { UserMemory } from "user-memory";
 import { fileStore } from "user-memory/node";
 import { factsReply } from "../helpers/llm-server.mjs";
-import { closeAll, freshAgent, openMemory, record, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
+import { freshAgent, openMemory, record, scratchDir, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
 const llm = useLlmServer();
-const dirs = [];
-after(async () => {
-  await closeAll();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function scratch() {
-  const d = mkdtempSync(join(tmpdir(), "um-enc-"));
-  dirs.push(d);
-  return d;
-}
+const scratch = () => scratchDir("um-enc-");
 
 const PASS = "correct horse battery staple";
 

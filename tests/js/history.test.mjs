@@ -3,26 +3,14 @@
 // record, survive a reopen, a revert restores the document exactly, a forgotten fact is not
 // learned again, and bad arguments are INVALID_INPUT.
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after } from "node:test";
 import { fileStore } from "user-memory/node";
 import { factsReply } from "../helpers/llm-server.mjs";
-import { closeAll, freshAgent, openMemory, record, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
+import { freshAgent, openMemory, record, scratchDir, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
 const llm = useLlmServer();
-const dirs = [];
-after(async () => {
-  await closeAll();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function scratch() {
-  const d = mkdtempSync(join(tmpdir(), "um-history-"));
-  dirs.push(d);
-  return d;
-}
+const scratch = () => scratchDir("um-history-");
 
 async function open(dir, agent, options = {}) {
   const memory = await openMemory({
