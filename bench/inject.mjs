@@ -155,13 +155,17 @@ async function median(fn, iterations) {
 const rows = [];
 for (const n of SIZES) {
   const facts = makeFacts(n);
-  const memory = await UserMemory.open({ agent: `bench-${n}`, storage: "memory", llm: async () => "{}" });
+  // maxFacts above n: import() keeps at most maxFacts facts (100 by default), so without it
+  // every row would measure 100 facts.
+  const memory = await UserMemory.open({ agent: `bench-${n}`, storage: "memory", llm: async () => "{}", maxFacts: n });
   const doc = {
     version: "1.0", lastUpdated: "", facts,
     user: { workContext: { summary: "Backend engineer in Shanghai.", updatedAt: "" } },
     history: {},
   };
   await memory.import(doc);
+  const held = (await memory.get()).facts.length;
+  if (held !== n) throw new Error(`memory holds ${held} facts, not ${n}`);
   const block = await memory.inject(MESSAGES);
   if (!block.includes("<memory>")) throw new Error("inject returned no block");
   const iterations = n >= 10000 ? 60 : n >= 2000 ? 150 : 400;
@@ -171,7 +175,7 @@ for (const n of SIZES) {
   await memory.close();
 
   const agent = `bench-hybrid-${n}`;
-  const hybridMemory = await UserMemory.open({ agent, storage: "memory", llm: async () => "{}", embed });
+  const hybridMemory = await UserMemory.open({ agent, storage: "memory", llm: async () => "{}", embed, maxFacts: n });
   const t0 = performance.now();
   await hybridMemory.import(doc);
   for (;;) {

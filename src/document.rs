@@ -237,11 +237,11 @@ impl Fact {
     }
 
     /// Whether its lifetime (`expected_valid_days` from its last confirmation) is over at `now_ms`.
+    /// The lifetime is read first: most facts have none, and parsing their timestamps on
+    /// every `inject()` took a third of its time.
     pub fn is_expired(&self, now_ms: u64) -> bool {
-        match (self.expected_valid_days(), self.confirmed_ms()) {
-            (Some(days), Some(at)) => (at as f64) + days * DAY_MS <= now_ms as f64,
-            _ => false,
-        }
+        let Some(days) = self.expected_valid_days() else { return false };
+        self.confirmed_ms().is_some_and(|at| (at as f64) + days * DAY_MS <= now_ms as f64)
     }
 
     /// Records a confirmation at `now_iso`: `lastConfirmedAt` and `confirmationCount + 1`.
