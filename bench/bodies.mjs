@@ -23,13 +23,23 @@ if (process.argv[2] === "--case") {
   const { UserMemory, initSync } = await import(pathToFileURL(join(dir, "node.js")));
   const { startLlmServer } = await import(pathToFileURL(join(root, "tests/helpers/llm-server.mjs")));
   const llm = await startLlmServer();
-  const memory = await UserMemory.open({ storage: "memory", debounceMs: 1e6, llm: { baseUrl: llm.baseUrl, model: "m", maxRetries: 0 } });
+  const memory = await UserMemory.open({
+    storage: "memory",
+    debounceMs: 1e6,
+    llm: { baseUrl: llm.baseUrl, model: "m", maxRetries: 0 },
+  });
   llm.script.push(eval(`(${cases[name]})`));
-  await memory.observe("t", [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]);
+  await memory.observe("t", [
+    { role: "user", content: "hi" },
+    { role: "assistant", content: "hello" },
+  ]);
   const heap = () => initSync().memory.buffer.byteLength / MB;
   const before = heap();
   const t0 = performance.now();
-  const outcome = await memory.flush().then(() => "ok", (e) => e.code);
+  const outcome = await memory.flush().then(
+    () => "ok",
+    (e) => e.code,
+  );
   const ms = performance.now() - t0;
   console.log(JSON.stringify({ before, after: heap(), outcome, ms }));
   await memory.close();

@@ -26,7 +26,10 @@ const replies = readdirSync(dir)
 const delta = JSON.stringify({ newFacts: [{ content: "Lives in Lisbon", category: "context", confidence: 0.9 }] });
 replies.push(["runaway: whitespace after the delta", delta + "\n ".repeat(CONTEXT)]);
 const fact = JSON.stringify({ content: "Likes coffee", category: "preference", confidence: 0.9 });
-replies.push(["runaway: an object that never closes", `{"newFacts": [${Array.from({ length: 800 }, () => fact).join(", ")}`]);
+replies.push([
+  "runaway: an object that never closes",
+  `{"newFacts": [${Array.from({ length: 800 }, () => fact).join(", ")}`,
+]);
 
 /** The text as token pieces (each piece the text one more token adds). */
 function pieces(text) {
@@ -55,7 +58,14 @@ const server = createServer((req, res) => {
     if (!request.stream) {
       generated += limit;
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content: all.slice(0, limit).join("") }, finish_reason: finish }], usage: { prompt_tokens: 0, completion_tokens: limit } }));
+      res.end(
+        JSON.stringify({
+          choices: [
+            { index: 0, message: { role: "assistant", content: all.slice(0, limit).join("") }, finish_reason: finish },
+          ],
+          usage: { prompt_tokens: 0, completion_tokens: limit },
+        }),
+      );
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream" });
@@ -64,7 +74,12 @@ const server = createServer((req, res) => {
     res.on("error", () => {});
     for (let i = 0; i < limit && !gone; i++) {
       generated++;
-      if (!res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: all[i] }, finish_reason: null }] })}\n\n`)) await new Promise((r) => res.once("drain", r));
+      if (
+        !res.write(
+          `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: all[i] }, finish_reason: null }] })}\n\n`,
+        )
+      )
+        await new Promise((r) => res.once("drain", r));
       // A model emits tokens over time: let the client read (and hang up) in between.
       if (i % 4 === 3) await new Promise((r) => setImmediate(r));
     }
@@ -82,7 +97,9 @@ const configs = [
   ["maxTokens 1024, not streamed", { stream: false }],
   ["maxTokens 1024, streamed (default)", {}],
 ];
-console.log(`${tokenized.length} replies (${tokenized.length - 2} from the corpus, 2 runaway models); output tokens generated per extraction\n`);
+console.log(
+  `${tokenized.length} replies (${tokenized.length - 2} from the corpus, 2 runaway models); output tokens generated per extraction\n`,
+);
 console.log("| configuration | corpus: mean / max | runaway whitespace | never-closing object | applied |");
 console.log("|---|--:|--:|--:|--:|");
 for (const [label, llmOptions] of configs) {
@@ -98,7 +115,10 @@ for (const [label, llmOptions] of configs) {
   for (const [, p] of tokenized) {
     current = p;
     generated = 0;
-    await memory.observe("t", [{ role: "user", content: "I live in Lisbon" }, { role: "assistant", content: "Nice." }]);
+    await memory.observe("t", [
+      { role: "user", content: "I live in Lisbon" },
+      { role: "assistant", content: "Nice." },
+    ]);
     const r = await memory.flush().catch(() => ({ processed: [] }));
     applied += r.processed.length;
     // Let a cancelled stream's server loop notice the hang-up.
@@ -108,6 +128,8 @@ for (const [label, llmOptions] of configs) {
   await memory.close();
   const corpus = counts.slice(0, -2);
   const mean = corpus.reduce((a, b) => a + b, 0) / corpus.length;
-  console.log(`| ${label} | ${mean.toFixed(0)} / ${Math.max(...corpus)} | ${counts.at(-2)} | ${counts.at(-1)} | ${applied} of ${counts.length} |`);
+  console.log(
+    `| ${label} | ${mean.toFixed(0)} / ${Math.max(...corpus)} | ${counts.at(-2)} | ${counts.at(-1)} | ${applied} of ${counts.length} |`,
+  );
 }
 server.close();

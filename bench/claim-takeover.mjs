@@ -27,7 +27,10 @@ const names = wanted.length ? wanted : Object.keys(CASES);
 
 /** Runs `code` in a child Node process; resolves with the child and a promise of its stdout lines. */
 function child(code) {
-  const p = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  const p = spawn(process.execPath, ["--input-type=module", "-e", code], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const lines = [];
   const waiters = [];
   let partial = "";
@@ -39,7 +42,8 @@ function child(code) {
       const line = partial.slice(0, i);
       partial = partial.slice(i + 1);
       lines.push(line);
-      for (const w of [...waiters]) if (line.startsWith(w.prefix)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(line));
+      for (const w of [...waiters])
+        if (line.startsWith(w.prefix)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(line));
     }
   });
   const exited = new Promise((r) => p.on("close", r));
@@ -53,7 +57,9 @@ function child(code) {
 async function run(name) {
   const dir = mkdtempSync(join(tmpdir(), "um-takeover-"));
   const hanging = await startLlmServer({ fallback: () => ({ hang: true }) });
-  const answering = await startLlmServer({ fallback: () => ({ json: { newFacts: [{ content: "Sails on weekends", confidence: 0.9 }] } }) });
+  const answering = await startLlmServer({
+    fallback: () => ({ json: { newFacts: [{ content: "Sails on weekends", confidence: 0.9 }] } }),
+  });
   const extra = CASES[name];
   const llmA =
     extra === null

@@ -30,7 +30,10 @@ const SIZES = sizes.length ? sizes : [1000, 10000];
 const REPS = Number(process.env.REPS ?? 5);
 
 function makeFacts(n, tag = "") {
-  const words = "writes go rust python kafka postgres redis cache latency berlin shanghai climbing bread coffee rabbit garden piano".split(" ");
+  const words =
+    "writes go rust python kafka postgres redis cache latency berlin shanghai climbing bread coffee rabbit garden piano".split(
+      " ",
+    );
   return Array.from({ length: n }, (_, i) => ({
     id: `fact_${i.toString(16).padStart(8, "0")}`,
     content: `${words[i % words.length]} ${words[(i * 7) % words.length]} number ${i}${tag}`,
@@ -71,7 +74,9 @@ async function bench(n) {
   await run("import", (i) => memory.import({ ...doc, facts: makeFacts(n, i % 2 ? " again" : "") }));
   await memory.import(doc);
   const added = [];
-  await run("addFact", async (i) => added.push((await memory.addFact({ content: `a new fact number ${i}`, confidence: 0.95 })).id));
+  await run("addFact", async (i) =>
+    added.push((await memory.addFact({ content: `a new fact number ${i}`, confidence: 0.95 })).id),
+  );
   await run("updateFact", (i) => memory.updateFact(added[i], { content: `an edited fact number ${i}` }));
   await run("removeFact", (i) => memory.removeFact(added[i]));
   await run("get", () => memory.get());
@@ -93,7 +98,8 @@ async function bench(n) {
   return { n, facts, ...cells };
 }
 
-const fmt = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`);
+const fmt = (ms) =>
+  ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`;
 console.log(`storage: ${useFile ? "fileStore" : "memory"}, median of ${REPS} calls, Node ${process.versions.node}\n`);
 const cols = ["addFact", "updateFact", "removeFact", "import", "get", "extract"];
 console.log(`| facts | ${cols.join(" | ")} |`);

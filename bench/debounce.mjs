@@ -28,7 +28,9 @@
 // prompt overhead (instructions + memory) per call.
 //
 //   USER_MEMORY_PKG=/path/to/other/pkg node bench/debounce.mjs   # the same bench on another build
-const { UserMemory } = await import(process.env.USER_MEMORY_PKG ? `${process.env.USER_MEMORY_PKG}/node.js` : "user-memory");
+const { UserMemory } = await import(
+  process.env.USER_MEMORY_PKG ? `${process.env.USER_MEMORY_PKG}/node.js` : "user-memory"
+);
 import { startLlmServer } from "../tests/helpers/llm-server.mjs";
 
 const THREADS = 5;
@@ -54,7 +56,8 @@ function rng(seed) {
 }
 
 const topics = ["Go microservices", "sourdough baking", "marathon training", "learning Japanese", "home solar panels"];
-const filler = "It depends on the details, so here are the main options with their trade-offs, a short example, and what I would try first given what you told me so far. ";
+const filler =
+  "It depends on the details, so here are the main options with their trade-offs, a short example, and what I would try first given what you told me so far. ";
 
 /** [{ at (session ms), thread, turn }] sorted by time, and the messages of every turn. */
 function session() {
@@ -151,7 +154,15 @@ async function replay(name, options, { flushEachTurn = false } = {}) {
     return req ? req.at - at : Infinity;
   });
   delays.sort((a, b) => a - b);
-  return { name, calls: llm.requests.length, tokens, facts, errors, median: delays[Math.floor(delays.length / 2)], max: delays.at(-1) };
+  return {
+    name,
+    calls: llm.requests.length,
+    tokens,
+    facts,
+    errors,
+    median: delays[Math.floor(delays.length / 2)],
+    max: delays.at(-1),
+  };
 }
 
 const rows = [
@@ -164,7 +175,15 @@ const rows = [
 
 const base = rows[0];
 const secs = (ms) => (Number.isFinite(ms) ? `${Math.round(ms / 1000)} s` : "never");
-const header = ["mode", "LLM calls", "prompt tokens", "tokens/call", "vs per turn", "facts", "turn → extraction, median / max"];
+const header = [
+  "mode",
+  "LLM calls",
+  "prompt tokens",
+  "tokens/call",
+  "vs per turn",
+  "facts",
+  "turn → extraction, median / max",
+];
 const table = rows.map((r) => [
   r.name,
   String(r.calls),
@@ -175,8 +194,11 @@ const table = rows.map((r) => [
   `${secs(r.median)} / ${secs(r.max)}`,
 ]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
-const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(" | ")} |`;
-console.log(`session: ${THREADS} threads × ${TURNS} turns = ${THREADS * TURNS} observe() calls over ${Math.round(session().events.at(-1).at / 60_000)} min of simulated time`);
+const line = (cells) =>
+  `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(" | ")} |`;
+console.log(
+  `session: ${THREADS} threads × ${TURNS} turns = ${THREADS * TURNS} observe() calls over ${Math.round(session().events.at(-1).at / 60_000)} min of simulated time`,
+);
 console.log(`prompt tokens = chars/4 of system + user prompt per request`);
 console.log(line(header));
 console.log(`|${widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":")).join("|")}|`);
@@ -206,7 +228,10 @@ async function longThread() {
   const rows = [];
   let conversationTokens = 0;
   for (let k = 0; k < 200; k++) {
-    const user = k % 3 === 0 ? `I ${["work on", "care about", "want to learn"][k % 3 === 0 ? (k / 3) % 3 : 0]} topic ${k} (${Math.floor(rand() * 1000)})` : `What about step ${k}? ${Math.floor(rand() * 100)} units?`;
+    const user =
+      k % 3 === 0
+        ? `I ${["work on", "care about", "want to learn"][k % 3 === 0 ? (k / 3) % 3 : 0]} topic ${k} (${Math.floor(rand() * 1000)})`
+        : `What about step ${k}? ${Math.floor(rand() * 100)} units?`;
     const assistant = filler.repeat(2 + Math.floor(rand() * 4)).trim();
     history.push({ role: "user", content: user }, { role: "assistant", content: assistant });
     // The conversation's own tokens: each message as the prompt shows it (cut to 1000 characters).
@@ -217,7 +242,12 @@ async function longThread() {
       memory.observe("long", history);
       await memory.flush();
       const sent = llm.requests.slice(before);
-      rows.push({ turns: k + 1, calls: sent.length, tokens: sent.reduce((n, r) => n + promptTokens(r), 0), overhead: sent.reduce((n, r) => n + promptTokens(r) - Math.ceil(conversationChars(r) / 4), 0) });
+      rows.push({
+        turns: k + 1,
+        calls: sent.length,
+        tokens: sent.reduce((n, r) => n + promptTokens(r), 0),
+        overhead: sent.reduce((n, r) => n + promptTokens(r) - Math.ceil(conversationChars(r) / 4), 0),
+      });
     }
   }
   const facts = (await memory.get()).facts.length;
@@ -231,9 +261,16 @@ const total = long.rows.reduce((n, r) => n + r.tokens, 0);
 const overhead = long.rows.reduce((n, r) => n + r.overhead, 0);
 const calls = long.rows.reduce((n, r) => n + r.calls, 0);
 console.log("");
-console.log(`one thread of 200 turns, observed whole and flushed every 50 turns (conversation: ${long.conversationTokens.toLocaleString("en-US")} tokens)`);
+console.log(
+  `one thread of 200 turns, observed whole and flushed every 50 turns (conversation: ${long.conversationTokens.toLocaleString("en-US")} tokens)`,
+);
 console.log("| after turn | calls | prompt tokens sent | of which instructions + memory |");
 console.log("|-----------:|------:|-------------------:|-------------------------------:|");
-for (const r of long.rows) console.log(`| ${String(r.turns).padStart(10)} | ${String(r.calls).padStart(5)} | ${r.tokens.toLocaleString("en-US").padStart(18)} | ${r.overhead.toLocaleString("en-US").padStart(30)} |`);
+for (const r of long.rows)
+  console.log(
+    `| ${String(r.turns).padStart(10)} | ${String(r.calls).padStart(5)} | ${r.tokens.toLocaleString("en-US").padStart(18)} | ${r.overhead.toLocaleString("en-US").padStart(30)} |`,
+  );
 const bound = long.conversationTokens + overhead;
-console.log(`total ${total.toLocaleString("en-US")} tokens in ${calls} calls = ${(total / bound).toFixed(2)} × (conversation + one prompt overhead per call = ${bound.toLocaleString("en-US")}); ${long.facts} facts`);
+console.log(
+  `total ${total.toLocaleString("en-US")} tokens in ${calls} calls = ${(total / bound).toFixed(2)} × (conversation + one prompt overhead per call = ${bound.toLocaleString("en-US")}); ${long.facts} facts`,
+);

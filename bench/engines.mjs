@@ -102,7 +102,12 @@ async function legacyRuns(engine) {
     }
     lags.sort((x, y) => x - y);
     const at = (q) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))].toFixed(1);
-    rows.push({ what: "write visible in the other window (ms)", median: at(0.5), p90: at(0.9), max: lags.at(-1).toFixed(1) });
+    rows.push({
+      what: "write visible in the other window (ms)",
+      median: at(0.5),
+      p90: at(0.9),
+      max: lags.at(-1).toFixed(1),
+    });
     for (const gap of [0, 5, 10, 15, 20, 30, 50, 100]) {
       let lost = 0;
       for (let i = 0; i < runs; i++) {

@@ -36,8 +36,14 @@ function prng(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-const EN = "writes go rust python services kafka postgres redis cache latency team lead startup berlin shanghai climbing bouldering bread sourdough coffee espresso cat rabbit garden running marathon piano guitar reading novels japanese chinese english spanish travel hiking camera film design figma typescript react vue kubernetes docker terraform budget salary mortgage daughter son wife husband doctor nurse teacher student exam thesis biology chemistry data pipeline spark airflow dashboard metrics backend frontend mobile android ios swift kotlin".split(" ");
-const ZH = "喜欢 不吃 正在 学习 工作 公司 项目 使用 数据 分析 缓存 服务 周末 跑步 爬山 烤面包 咖啡 兔子 猫 女儿 儿子 考试 论文 生物 化学 前端 后端 架构 性能 延迟 团队 上海 杭州 成都 北京 火锅 素食 旅行 摄影 钢琴 吉他 小说 日语 英语 预算 房贷 医生 护士 老师".split(" ");
+const EN =
+  "writes go rust python services kafka postgres redis cache latency team lead startup berlin shanghai climbing bouldering bread sourdough coffee espresso cat rabbit garden running marathon piano guitar reading novels japanese chinese english spanish travel hiking camera film design figma typescript react vue kubernetes docker terraform budget salary mortgage daughter son wife husband doctor nurse teacher student exam thesis biology chemistry data pipeline spark airflow dashboard metrics backend frontend mobile android ios swift kotlin".split(
+    " ",
+  );
+const ZH =
+  "喜欢 不吃 正在 学习 工作 公司 项目 使用 数据 分析 缓存 服务 周末 跑步 爬山 烤面包 咖啡 兔子 猫 女儿 儿子 考试 论文 生物 化学 前端 后端 架构 性能 延迟 团队 上海 杭州 成都 北京 火锅 素食 旅行 摄影 钢琴 吉他 小说 日语 英语 预算 房贷 医生 护士 老师".split(
+    " ",
+  );
 const CATS = ["preference", "knowledge", "context", "behavior", "goal"];
 
 function makeFacts(n, seed = 42) {
@@ -85,7 +91,7 @@ function tokenize(text) {
     };
     for (const ch of run) {
       if (CJK.test(ch)) {
-        if (word) out.push(word), (word = "");
+        if (word) (out.push(word), (word = ""));
         cjk += ch;
       } else {
         if (cjk) flushCjk();
@@ -159,7 +165,9 @@ for (const n of SIZES) {
   // every row would measure 100 facts.
   const memory = await UserMemory.open({ agent: `bench-${n}`, storage: "memory", llm: async () => "{}", maxFacts: n });
   const doc = {
-    version: "1.0", lastUpdated: "", facts,
+    version: "1.0",
+    lastUpdated: "",
+    facts,
     user: { workContext: { summary: "Backend engineer in Shanghai.", updatedAt: "" } },
     history: {},
   };
@@ -186,7 +194,10 @@ for (const n of SIZES) {
   const fill = performance.now() - t0;
   const stored = (await UserMemory.inspect({ agent, storage: "memory" })).vectors.length;
   const hybrid = await median(() => hybridMemory.inject(MESSAGES), iterations);
-  const hybridExplain = await median(() => hybridMemory.explain(MESSAGES), n >= 10000 ? 15 : Math.max(20, iterations / 4));
+  const hybridExplain = await median(
+    () => hybridMemory.explain(MESSAGES),
+    n >= 10000 ? 15 : Math.max(20, iterations / 4),
+  );
   await hybridMemory.close();
   rows.push({ n, inject, explain, js, hybrid, hybridExplain, fill, stored });
 }
@@ -196,12 +207,20 @@ console.log(`node ${process.version}, ${process.arch}; medians per call`);
 console.log("| facts | inject() | explain() | plain-JS TF-IDF | JS ÷ inject() |");
 console.log("|------:|---------:|----------:|----------------:|--------------:|");
 for (const r of rows) {
-  console.log(`| ${String(r.n).padStart(5)} | ${ms(r.inject).padStart(8)} | ${ms(r.explain).padStart(9)} | ${ms(r.js).padStart(15)} | ${(r.js / r.inject).toFixed(0).padStart(12)}× |`);
+  console.log(
+    `| ${String(r.n).padStart(5)} | ${ms(r.inject).padStart(8)} | ${ms(r.explain).padStart(9)} | ${ms(r.js).padStart(15)} | ${(r.js / r.inject).toFixed(0).padStart(12)}× |`,
+  );
 }
 console.log("\nwith an embedding model (384 dimensions; the query vector cached, so without the embedding call):");
-console.log("| facts | hybrid inject() | fusion's cost (hybrid − lexical) | hybrid explain() | filling every vector | vectors slot |");
-console.log("|------:|----------------:|---------------------------------:|-----------------:|---------------------:|-------------:|");
+console.log(
+  "| facts | hybrid inject() | fusion's cost (hybrid − lexical) | hybrid explain() | filling every vector | vectors slot |",
+);
+console.log(
+  "|------:|----------------:|---------------------------------:|-----------------:|---------------------:|-------------:|",
+);
 for (const r of rows) {
   const slot = `${(r.stored / 1024).toFixed(0)} KB (${(r.stored / r.n).toFixed(0)} B/fact)`;
-  console.log(`| ${String(r.n).padStart(5)} | ${ms(r.hybrid).padStart(15)} | ${ms(r.hybrid - r.inject).padStart(32)} | ${ms(r.hybridExplain).padStart(16)} | ${ms(r.fill).padStart(20)} | ${slot.padStart(12)} |`);
+  console.log(
+    `| ${String(r.n).padStart(5)} | ${ms(r.hybrid).padStart(15)} | ${ms(r.hybrid - r.inject).padStart(32)} | ${ms(r.hybridExplain).padStart(16)} | ${ms(r.fill).padStart(20)} | ${slot.padStart(12)} |`,
+  );
 }

@@ -15,19 +15,33 @@
 import { performance } from "node:perf_hooks";
 import { initSync, UserMemory } from "user-memory";
 
-const [users = 500, facts = 50] = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const [users = 500, facts = 50] = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
 const gc = globalThis.gc ?? (() => {});
 if (!globalThis.gc) console.warn("(run with --expose-gc for steadier heap figures)");
 
-const words = "rust go kafka lisbon porto tea cycling rabbit garden piano chess running climbing python postgres redis tokyo berlin sushi vegan".split(" ");
+const words =
+  "rust go kafka lisbon porto tea cycling rabbit garden piano chess running climbing python postgres redis tokyo berlin sushi vegan".split(
+    " ",
+  );
 function documentFor(user) {
   const at = "2026-01-01T00:00:00Z";
   const section = (summary) => ({ summary, updatedAt: at });
   return {
     version: "1.0",
     lastUpdated: at,
-    user: { workContext: section(`User ${user} is a backend engineer working on order services.`), personalContext: section("Lives with a partner and a rabbit; cycles to work."), topOfMind: section("Migrating a service to Rust; learning Kafka consumer tuning.") },
-    history: { recentMonths: section("Moved teams in the autumn."), earlierContext: section(""), longTermBackground: section("Studied physics.") },
+    user: {
+      workContext: section(`User ${user} is a backend engineer working on order services.`),
+      personalContext: section("Lives with a partner and a rabbit; cycles to work."),
+      topOfMind: section("Migrating a service to Rust; learning Kafka consumer tuning."),
+    },
+    history: {
+      recentMonths: section("Moved teams in the autumn."),
+      earlierContext: section(""),
+      longTermBackground: section("Studied physics."),
+    },
     facts: Array.from({ length: facts }, (_, i) => ({
       id: `fact_${(user * 1000 + i).toString(16).padStart(8, "0").slice(-8)}`,
       content: `Fact ${i} of user ${user}: likes ${words[(user + i) % words.length]} and ${words[(user * 7 + i * 3) % words.length]} on weekends`,
@@ -40,7 +54,11 @@ function documentFor(user) {
 }
 
 const stored = new Map();
-const storage = { get: (k) => stored.get(k) ?? null, set: (k, v) => void stored.set(k, v), delete: (k) => void stored.delete(k) };
+const storage = {
+  get: (k) => stored.get(k) ?? null,
+  set: (k, v) => void stored.set(k, v),
+  delete: (k) => void stored.delete(k),
+};
 const llm = async () => '{"newFacts":[]}';
 const wasmHeap = () => initSync().memory.buffer.byteLength;
 const storedChars = () => [...stored.values()].reduce((n, v) => n + v.length, 0);
@@ -92,4 +110,6 @@ console.log(`${users} open instances with ${facts} facts each (Node ${process.ve
 console.log(`  open + import one:            median ${ms(median(openImport))}, p95 ${ms(p95(openImport))}`);
 console.log(`  open() of a stored document:  median ${ms(median(reopen))}, p95 ${ms(p95(reopen))}`);
 console.log(`  inject() on an open instance: median ${ms(median(injectTimes))}`);
-console.log(`  per open instance: wasm heap ${kb((wasm1 - wasm0) / users)}, JS heap ${kb((heap1 - heap0 - storeBytes) / users)} (stored documents, ${kb(storeBytes / users)} each, not counted)`);
+console.log(
+  `  per open instance: wasm heap ${kb((wasm1 - wasm0) / users)}, JS heap ${kb((heap1 - heap0 - storeBytes) / users)} (stored documents, ${kb(storeBytes / users)} each, not counted)`,
+);

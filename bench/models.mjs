@@ -52,7 +52,8 @@ const promptOption = opt("prompt") ? { instructions: systemPrompt(opt("prompt"))
 // ---- matching what was stored ------------------------------------------------------------
 
 /** Whether `content` matches an expectation: every `match` entry occurs (`a|b`: either). */
-const matches = (content, expect) => expect.match.every((alts) => alts.split("|").some((a) => content.toLowerCase().includes(a.toLowerCase())));
+const matches = (content, expect) =>
+  expect.match.every((alts) => alts.split("|").some((a) => content.toLowerCase().includes(a.toLowerCase())));
 
 /** Scores one conversation's outcome: stored facts, expected ones captured, removals. */
 function score(conv, doc) {
@@ -65,7 +66,9 @@ function score(conv, doc) {
     captured: conv.expect.filter((e) => added.some((f) => matches(f.content, e))).length,
     removedExpected: (conv.remove ?? []).filter((id) => removed.includes(id)).length,
     removedOther: removed.filter((id) => !(conv.remove ?? []).includes(id)).length,
-    sections: Object.entries({ ...doc.user, ...doc.history }).filter(([, s]) => s.summary).map(([k]) => k),
+    sections: Object.entries({ ...doc.user, ...doc.history })
+      .filter(([, s]) => s.summary)
+      .map(([k]) => k),
   };
 }
 
@@ -82,13 +85,25 @@ async function startProxy(target) {
       const abort = new AbortController();
       res.on("close", () => abort.abort());
       const body = JSON.parse(raw || "{}");
-      const entry = { mode: body.response_format?.type ?? "text", stream: body.stream === true, reply: "", finish: null, usage: null, status: 0 };
+      const entry = {
+        mode: body.response_format?.type ?? "text",
+        stream: body.stream === true,
+        reply: "",
+        finish: null,
+        usage: null,
+        status: 0,
+      };
       if (!log.length) log.system = body.messages?.find((m) => m.role === "system")?.content ?? "";
       log.push(entry);
       try {
         const headers = { "content-type": "application/json" };
         if (req.headers.authorization) headers.authorization = req.headers.authorization;
-        const up = await fetch(`${target}${req.url.replace(/^\/v1/, "")}`, { method: "POST", headers, body: raw, signal: abort.signal });
+        const up = await fetch(`${target}${req.url.replace(/^\/v1/, "")}`, {
+          method: "POST",
+          headers,
+          body: raw,
+          signal: abort.signal,
+        });
         entry.status = up.status;
         res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/json" });
         const decoder = new TextDecoder();
@@ -131,7 +146,11 @@ async function startProxy(target) {
     });
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  return { baseUrl: `http://127.0.0.1:${server.address().port}/v1`, log, close: () => new Promise((r) => server.close(r)) };
+  return {
+    baseUrl: `http://127.0.0.1:${server.address().port}/v1`,
+    log,
+    close: () => new Promise((r) => server.close(r)),
+  };
 }
 
 // ---- one run -----------------------------------------------------------------------------
@@ -143,7 +162,15 @@ async function extract(conv, mode, endpoint, proxy) {
     storage: "memory",
     debounceMs: 3_600_000,
     // A slow CPU model: a long wait without data, no retries of a timed-out request.
-    llm: { baseUrl: proxy.baseUrl, apiKey: endpoint.apiKey, model: endpoint.model, jsonMode: MODE[mode], timeoutMs: 900_000, maxRetries: 0, ...(opt("max-tokens") && { maxTokens: Number(opt("max-tokens")) }) },
+    llm: {
+      baseUrl: proxy.baseUrl,
+      apiKey: endpoint.apiKey,
+      model: endpoint.model,
+      jsonMode: MODE[mode],
+      timeoutMs: 900_000,
+      maxRetries: 0,
+      ...(opt("max-tokens") && { maxTokens: Number(opt("max-tokens")) }),
+    },
     ...(promptOption && { prompt: promptOption }),
   });
   const events = [];
@@ -207,20 +234,33 @@ function summarize(runs) {
 }
 
 function table(rows) {
-  console.log("\n| mode | valid deltas | output tokens / extraction | s / extraction | facts stored / conversation | expected facts captured | expected removals | facts stored where none belong | other facts removed |");
+  console.log(
+    "\n| mode | valid deltas | output tokens / extraction | s / extraction | facts stored / conversation | expected facts captured | expected removals | facts stored where none belong | other facts removed |",
+  );
   console.log("|---|--:|--:|--:|--:|--:|--:|--:|--:|");
-  for (const [mode, s] of rows) console.log(`| ${mode} | ${s.valid} | ${s.outputTokens} | ${s.seconds} | ${s.facts} | ${s.captured} | ${s.removed} | ${s.noise} | ${s.wrongRemovals} |`);
+  for (const [mode, s] of rows)
+    console.log(
+      `| ${mode} | ${s.valid} | ${s.outputTokens} | ${s.seconds} | ${s.facts} | ${s.captured} | ${s.removed} | ${s.noise} | ${s.wrongRemovals} |`,
+    );
 }
 
 // ---- --scripted: the ideal replies, old shape vs lean ------------------------------------
 
 function scripted() {
-  const keys = { user: ["workContext", "personalContext", "topOfMind"], history: ["recentMonths", "earlierContext", "longTermBackground"] };
+  const keys = {
+    user: ["workContext", "personalContext", "topOfMind"],
+    history: ["recentMonths", "earlierContext", "longTermBackground"],
+  };
   const rows = conversations.map((c) => {
     const facts = c.expect.map((e) => ({ content: e.fact, category: e.category, confidence: 0.9 }));
     const full = {};
     for (const [group, names] of Object.entries(keys)) {
-      full[group] = Object.fromEntries(names.map((n) => [n, c.sections?.[n] ? { summary: c.sections[n], shouldUpdate: true } : { summary: "", shouldUpdate: false }]));
+      full[group] = Object.fromEntries(
+        names.map((n) => [
+          n,
+          c.sections?.[n] ? { summary: c.sections[n], shouldUpdate: true } : { summary: "", shouldUpdate: false },
+        ]),
+      );
     }
     full.newFacts = facts;
     full.factsToRemove = c.remove ?? [];
@@ -234,9 +274,16 @@ function scripted() {
     const t = (x, indent) => cl100k.encode(JSON.stringify(x, null, indent)).length;
     return { id: c.id, full: t(full, 2), fullCompact: t(full), lean: t(lean), leanIndented: t(lean, 2) };
   });
-  console.log(`Ideal replies to the ${rows.length} conversations, cl100k_base tokens per extraction (mean / median / max):\n`);
+  console.log(
+    `Ideal replies to the ${rows.length} conversations, cl100k_base tokens per extraction (mean / median / max):\n`,
+  );
   console.log("| reply | mean | median | max |\n|---|--:|--:|--:|");
-  for (const [label, k] of [["old full shape, laid out as its example", "full"], ["old full shape, compact", "fullCompact"], ["lean, indented", "leanIndented"], ["lean, compact (as the new examples)", "lean"]]) {
+  for (const [label, k] of [
+    ["old full shape, laid out as its example", "full"],
+    ["old full shape, compact", "fullCompact"],
+    ["lean, indented", "leanIndented"],
+    ["lean, compact (as the new examples)", "lean"],
+  ]) {
     const xs = rows.map((r) => r[k]);
     console.log(`| ${label} | ${mean(xs).toFixed(1)} | ${median(xs)} | ${Math.max(...xs)} |`);
   }
@@ -248,7 +295,11 @@ function saveReplies(runs, slug) {
   const dir = join(root, "tests/fixtures/replies");
   const manifestPath = join(dir, "manifest.json");
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8"));
-  const known = new Set(Object.keys(manifest).filter((n) => existsSync(join(dir, n))).map((n) => readFileSync(join(dir, n), "utf8")));
+  const known = new Set(
+    Object.keys(manifest)
+      .filter((n) => existsSync(join(dir, n)))
+      .map((n) => readFileSync(join(dir, n), "utf8")),
+  );
   const fresh = [];
   for (const r of runs) {
     r.replies.forEach((reply, i) => {
@@ -260,9 +311,18 @@ function saveReplies(runs, slug) {
     });
   }
   if (!fresh.length) return;
-  const out = execFileSync("cargo", ["run", "-q", "--example", "reply_outcome", "--", ...fresh.map((n) => join(dir, n))], { cwd: root, encoding: "utf8" });
+  const out = execFileSync(
+    "cargo",
+    ["run", "-q", "--example", "reply_outcome", "--", ...fresh.map((n) => join(dir, n))],
+    { cwd: root, encoding: "utf8" },
+  );
   // Appended as text, so the written entries keep their layout (and numbers as written).
-  const entries = out.trim().split("\n").map((line, i) => `  ${JSON.stringify(fresh[i])}: ${JSON.stringify(JSON.parse(line), null, 2).replace(/\n/g, "\n  ")}`);
+  const entries = out
+    .trim()
+    .split("\n")
+    .map(
+      (line, i) => `  ${JSON.stringify(fresh[i])}: ${JSON.stringify(JSON.parse(line), null, 2).replace(/\n/g, "\n  ")}`,
+    );
   const text = readFileSync(manifestPath, "utf8").trimEnd();
   writeFileSync(manifestPath, `${text.slice(0, -1).trimEnd()},\n${entries.join(",\n")}\n}\n`);
   console.log(`    saved ${fresh.join(", ")} into tests/fixtures/replies`);
@@ -279,18 +339,36 @@ let local = null;
 let endpoint;
 if (opt("local")) {
   const path = MODELS[opt("local")] ?? opt("local");
-  if (!existsSync(path)) throw new Error(`${path} is missing: run scripts/setup.sh --all (SmolLM2) or --bench-models (Qwen)`);
-  local = await startLlamaServer({ model: path, threads: Number(opt("threads", 2)), context: Number(opt("context", 4096)) });
+  if (!existsSync(path))
+    throw new Error(`${path} is missing: run scripts/setup.sh --all (SmolLM2) or --bench-models (Qwen)`);
+  local = await startLlamaServer({
+    model: path,
+    threads: Number(opt("threads", 2)),
+    context: Number(opt("context", 4096)),
+  });
   endpoint = { baseUrl: local.baseUrl, model: local.model, apiKey: undefined };
 } else {
-  if (!process.env.OPENAI_BASE_URL) throw new Error("set OPENAI_BASE_URL (and MODEL, OPENAI_API_KEY if needed), or pass --local smollm2|qwen|file.gguf");
-  endpoint = { baseUrl: process.env.OPENAI_BASE_URL.replace(/\/$/, ""), model: process.env.MODEL ?? "llama3.1", apiKey: process.env.OPENAI_API_KEY };
+  if (!process.env.OPENAI_BASE_URL)
+    throw new Error(
+      "set OPENAI_BASE_URL (and MODEL, OPENAI_API_KEY if needed), or pass --local smollm2|qwen|file.gguf",
+    );
+  endpoint = {
+    baseUrl: process.env.OPENAI_BASE_URL.replace(/\/$/, ""),
+    model: process.env.MODEL ?? "llama3.1",
+    apiKey: process.env.OPENAI_API_KEY,
+  };
 }
-const slug = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+const slug = (text) =>
+  text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
 const replySlug = `${slug(endpoint.model).slice(0, 24).replace(/-+$/, "")}${promptOption ? `_prompt-${slug(opt("prompt"))}` : ""}`;
 const proxy = await startProxy(endpoint.baseUrl);
 const modes = opt("modes", "text,json,schema").split(",");
-console.log(`${endpoint.model}: ${conversations.length} conversations × modes ${modes.join(", ")}${promptOption ? `, the prompt of ${opt("prompt")}` : ""}`);
+console.log(
+  `${endpoint.model}: ${conversations.length} conversations × modes ${modes.join(", ")}${promptOption ? `, the prompt of ${opt("prompt")}` : ""}`,
+);
 const all = [];
 const rows = [];
 try {
@@ -301,7 +379,15 @@ try {
       runs.push(r);
       // Saved as they come: a long run stopped half-way keeps what it measured.
       if (flag("save-replies")) saveReplies([r], replySlug);
-      if (opt("json")) writeFileSync(opt("json"), JSON.stringify({ model: endpoint.model, rows: [...rows, [mode, summarize(runs)]], runs: [...all, ...runs] }, null, 2));
+      if (opt("json"))
+        writeFileSync(
+          opt("json"),
+          JSON.stringify(
+            { model: endpoint.model, rows: [...rows, [mode, summarize(runs)]], runs: [...all, ...runs] },
+            null,
+            2,
+          ),
+        );
       console.log(
         `  ${mode.padEnd(6)} ${conv.id.padEnd(22)} ${r.valid ? "valid " : "FAILED"} ${r.seconds.toFixed(1).padStart(6)} s ${String(r.outputTokens).padStart(5)} tok ` +
           `stored ${JSON.stringify(r.added)}${r.skipped.length ? ` refused ${r.skipped.join(",")}` : ""}${r.error ? ` ${r.error}` : ""}`,
@@ -315,5 +401,5 @@ try {
   await local?.close();
 }
 table(rows);
-if (proxy.log.system) console.log(`\ninstructions (system prompt): ${cl100k.encode(proxy.log.system).length} cl100k_base tokens`);
-
+if (proxy.log.system)
+  console.log(`\ninstructions (system prompt): ${cl100k.encode(proxy.log.system).length} cl100k_base tokens`);

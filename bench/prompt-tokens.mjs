@@ -41,7 +41,10 @@ export function rustConst(source, name) {
 
 /** The default system prompt at `rev` (as system_prompt() joins it). */
 export function systemPrompt(rev) {
-  const source = rev === "WORKTREE" ? readFileSync(join(root, "src/prompt.rs"), "utf8") : execFileSync("git", ["show", `${rev}:src/prompt.rs`], { cwd: root, encoding: "utf8" });
+  const source =
+    rev === "WORKTREE"
+      ? readFileSync(join(root, "src/prompt.rs"), "utf8")
+      : execFileSync("git", ["show", `${rev}:src/prompt.rs`], { cwd: root, encoding: "utf8" });
   return `${rustConst(source, "INSTRUCTIONS")}\n\n${rustConst(source, "OUTPUT_FORMAT")}`;
 }
 
@@ -54,7 +57,10 @@ function estimates(texts) {
       writeFileSync(f, t);
       return f;
     });
-    const out = execFileSync("cargo", ["run", "-q", "--example", "count_tokens", "--", ...files], { cwd: root, encoding: "utf8" });
+    const out = execFileSync("cargo", ["run", "-q", "--example", "count_tokens", "--", ...files], {
+      cwd: root,
+      encoding: "utf8",
+    });
     return out.trim().split("\n").map(Number);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -66,5 +72,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const texts = revs.map(systemPrompt);
   const est = estimates(texts);
   console.log("| revision | characters | estimate | cl100k_base |\n|---|--:|--:|--:|");
-  revs.forEach((rev, i) => console.log(`| ${rev} | ${texts[i].length} | ${est[i]} | ${cl100k.encode(texts[i]).length} |`));
+  revs.forEach((rev, i) =>
+    console.log(`| ${rev} | ${texts[i].length} | ${est[i]} | ${cl100k.encode(texts[i]).length} |`),
+  );
 }

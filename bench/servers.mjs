@@ -55,8 +55,18 @@ async function parent() {
         process.stderr.write(`${backend}: ${users} users…\n`);
         const run = (phase) =>
           new Promise((resolve, reject) =>
-            execFile(node, ["--expose-gc", SELF], { env: { ...process.env, BENCH_CHILD: JSON.stringify({ backend, spec, users, phase }) }, maxBuffer: 1 << 24, timeout: 3_600_000 }, (err, stdout, stderr) =>
-              err ? reject(new Error(`${backend}: ${stderr || err.message}`)) : resolve(JSON.parse(stdout.trim().split("\n").pop())),
+            execFile(
+              node,
+              ["--expose-gc", SELF],
+              {
+                env: { ...process.env, BENCH_CHILD: JSON.stringify({ backend, spec, users, phase }) },
+                maxBuffer: 1 << 24,
+                timeout: 3_600_000,
+              },
+              (err, stdout, stderr) =>
+                err
+                  ? reject(new Error(`${backend}: ${stderr || err.message}`))
+                  : resolve(JSON.parse(stdout.trim().split("\n").pop())),
             ),
           );
         // The memory of open instances is measured in a fresh process, on the populated store
@@ -72,7 +82,9 @@ async function parent() {
   }
   const ms = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
   console.log(`\n${users} users × ${FACTS} facts, medians (p95) in ms; ${process.version} (SQLite: Node 22)\n`);
-  console.log("| store | import per user | request: open + inject + close | requests/s, 16 at once | turn: open + observe + flush + close | memory per open instance |");
+  console.log(
+    "| store | import per user | request: open + inject + close | requests/s, 16 at once | turn: open + observe + flush + close | memory per open instance |",
+  );
   console.log("|---|--:|--:|--:|--:|--:|");
   for (const r of rows) {
     console.log(
@@ -98,11 +110,18 @@ async function child({ backend, spec, users, phase }) {
   ];
   const doc = (u) => ({
     version: "1.0",
-    user: { workContext: { summary: `Backend engineer ${u} at a logistics company`, updatedAt: "2026-01-01T00:00:00Z" } },
+    user: {
+      workContext: { summary: `Backend engineer ${u} at a logistics company`, updatedAt: "2026-01-01T00:00:00Z" },
+    },
     history: {},
     facts: Array.from({ length: FACTS }, (_, i) => ({
       id: `fact_${(i + 1).toString(16).padStart(8, "0")}`,
-      content: [`Writes Go microservices (${i})`, `Deploys with Kubernetes on Fridays (${i})`, `Prefers Postgres over MySQL (${i})`, `喜欢喝茶 (${i})`][i % 4],
+      content: [
+        `Writes Go microservices (${i})`,
+        `Deploys with Kubernetes on Fridays (${i})`,
+        `Prefers Postgres over MySQL (${i})`,
+        `喜欢喝茶 (${i})`,
+      ][i % 4],
       category: "knowledge",
       confidence: 0.5 + (i % 5) / 10,
       createdAt: "2026-01-01T00:00:00Z",
@@ -126,7 +145,9 @@ async function child({ backend, spec, users, phase }) {
     const during = process.memoryUsage();
     for (const m of open) await m.close();
     await store.close();
-    console.log(JSON.stringify({ rss: (during.rss - before.rss) / users, heap: (during.heapUsed - before.heapUsed) / users }));
+    console.log(
+      JSON.stringify({ rss: (during.rss - before.rss) / users, heap: (during.heapUsed - before.heapUsed) / users }),
+    );
     return;
   }
   const stats = (xs) => {
@@ -168,7 +189,12 @@ async function child({ backend, spec, users, phase }) {
 
   // turn: open + observe + flush + close against the scripted LLM server
   const llmServer = await startLlmServer({
-    fallback: () => ({ json: { newFacts: [{ content: "Migrates the billing service", category: "goal", confidence: 0.9 }], factsToRemove: [] } }),
+    fallback: () => ({
+      json: {
+        newFacts: [{ content: "Migrates the billing service", category: "goal", confidence: 0.9 }],
+        factsToRemove: [],
+      },
+    }),
   });
   const llm = { baseUrl: llmServer.baseUrl, apiKey: "sk-bench", model: "m", maxRetries: 0 };
   const turns = [];

@@ -43,10 +43,17 @@ try {
       rows.push({ backend: storage, n, ...(await main.evaluate((a) => window.bench(a), { agent, storage, n, runs })) });
     }
   }
-  for (const [encryption, label] of [["passphrase", "indexeddb, encrypted (passphrase)"], ["key", "indexeddb, encrypted (CryptoKey)"]]) {
+  for (const [encryption, label] of [
+    ["passphrase", "indexeddb, encrypted (passphrase)"],
+    ["key", "indexeddb, encrypted (CryptoKey)"],
+  ]) {
     for (const n of [100, 500]) {
       const agent = `bench-indexeddb-${encryption}-${n}`;
-      rows.push({ backend: label, n, ...(await main.evaluate((a) => window.bench(a), { agent, storage: "indexeddb", n, runs, encryption })) });
+      rows.push({
+        backend: label,
+        n,
+        ...(await main.evaluate((a) => window.bench(a), { agent, storage: "indexeddb", n, runs, encryption })),
+      });
     }
   }
   // localStorage from a follower tab: the main page holds the leadership.
@@ -54,17 +61,25 @@ try {
   for (const n of [100, 500]) {
     const agent = `bench-localstorage-${n}`;
     await main.evaluate(([a, s]) => window.hold(a, s), [agent, "localstorage"]);
-    rows.push({ backend: "localstorage (follower tab)", n, ...(await follower.evaluate((a) => window.bench(a), { agent, storage: "localstorage", n, runs, seed: false })) });
+    rows.push({
+      backend: "localstorage (follower tab)",
+      n,
+      ...(await follower.evaluate((a) => window.bench(a), { agent, storage: "localstorage", n, runs, seed: false })),
+    });
     await main.evaluate(() => window.held.close());
   }
 
-  const version = browser.context.browser()?.version() ?? (await main.evaluate(() => navigator.userAgent.match(/Chrome\/([\d.]+)/)?.[1]));
+  const version =
+    browser.context.browser()?.version() ??
+    (await main.evaluate(() => navigator.userAgent.match(/Chrome\/([\d.]+)/)?.[1]));
   console.log(`headless Chromium ${version}, ${runs} runs each, milliseconds\n`);
   const ms = (x) => x.toFixed(1);
   console.log("| backend | facts | document | commit median | commit p90 | open median | open p90 |");
   console.log("|---|---:|---:|---:|---:|---:|---:|");
   for (const r of rows) {
-    console.log(`| ${r.backend} | ${r.facts} | ${(r.bytes / 1024).toFixed(0)} KB | ${ms(r.commitMedian)} | ${ms(r.commitP90)} | ${ms(r.openMedian)} | ${ms(r.openP90)} |`);
+    console.log(
+      `| ${r.backend} | ${r.facts} | ${(r.bytes / 1024).toFixed(0)} KB | ${ms(r.commitMedian)} | ${ms(r.commitP90)} | ${ms(r.openMedian)} | ${ms(r.openP90)} |`,
+    );
   }
 } finally {
   await browser.close();

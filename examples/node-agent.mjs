@@ -25,7 +25,9 @@ const memory = await UserMemory.open({
   storage: fileStore(dir),
   llm: { baseUrl, apiKey, model },
 });
-memory.on("update", (e) => note(`memory updated: +${e.added.length} facts, -${e.removed.length}, sections: ${e.sections.join(", ") || "none"}`));
+memory.on("update", (e) =>
+  note(`memory updated: +${e.added.length} facts, -${e.removed.length}, sections: ${e.sections.join(", ") || "none"}`),
+);
 memory.on("error", (e) => note(`memory error ${e.code}: ${e.message}`));
 
 const threadId = `terminal-${new Date().toISOString()}`;
@@ -65,7 +67,10 @@ function pendingLine(known) {
   const { pending, nextDueAt, processing } = memory.status();
   if (processing) return "(learning from the conversation right now…)";
   if (!pending.length) return known ? "(nothing waiting to be learned)" : "(nothing remembered yet)";
-  const due = nextDueAt === null ? "when you leave" : `in ${Math.max(0, Math.ceil((nextDueAt - Date.now()) / 1000))} s (or when you leave)`;
+  const due =
+    nextDueAt === null
+      ? "when you leave"
+      : `in ${Math.max(0, Math.ceil((nextDueAt - Date.now()) / 1000))} s (or when you leave)`;
   return `(${pending.length} conversation${pending.length === 1 ? "" : "s"} queued: extraction due ${due})`;
 }
 

@@ -73,7 +73,10 @@ export interface ToolInputError {
  * alias, not an interface, so it is assignable to the SDK's `ToolSet`). */
 export type MemoryTools = {
   /** Searches memory (`memory.search()`): `{ query, limit? }` → the matching facts, best first. */
-  searchMemory: Tool<{ query: string; limit?: number }, { facts: (ToolFact & { confidence: number; score: number })[] } | ToolInputError>;
+  searchMemory: Tool<
+    { query: string; limit?: number },
+    { facts: (ToolFact & { confidence: number; score: number })[] } | ToolInputError
+  >;
   /** Saves a fact (`memory.addFact()`): `{ content, category? }` → the stored fact. */
   remember: Tool<{ content: string; category?: FactCategory }, { remembered: ToolFact } | ToolInputError>;
   /** Removes a fact by id (`memory.removeFact()`): `{ id }` → the removed fact; an unknown id is an `error` result. */

@@ -55,7 +55,10 @@ export function userMemoryMiddleware({ memory, threadId, inject = true, observe 
 
     async wrapGenerate({ doGenerate, params }) {
       const result = await doGenerate();
-      const text = result.content.filter((p) => p.type === "text").map((p) => p.text).join("");
+      const text = result.content
+        .filter((p) => p.type === "text")
+        .map((p) => p.text)
+        .join("");
       const calls = result.content.filter(isClientToolCall);
       if (!failed(result.finishReason)) await remember(params, assistant(text, calls));
       return result;
@@ -128,7 +131,8 @@ function failed(reason) {
 /** An assistant message; one with tool calls is an intermediate step the library skips. */
 function assistant(content, calls) {
   const message = { role: "assistant", content };
-  if (calls.length) message.tool_calls = calls.map((c) => ({ id: c.toolCallId, type: "function", function: { name: c.toolName } }));
+  if (calls.length)
+    message.tool_calls = calls.map((c) => ({ id: c.toolCallId, type: "function", function: { name: c.toolName } }));
   return message;
 }
 
@@ -179,7 +183,12 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
         type: "object",
         properties: {
           query: { type: "string", description: "What to look for, in words the user would use." },
-          limit: { type: "integer", minimum: 1, maximum: 50, description: `At most this many facts (default ${limit}).` },
+          limit: {
+            type: "integer",
+            minimum: 1,
+            maximum: 50,
+            description: `At most this many facts (default ${limit}).`,
+          },
         },
         required: ["query"],
         additionalProperties: false,
@@ -189,7 +198,15 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
         if (typeof query !== "string" || !query.trim()) return { error: "`query` must be a non-empty string" };
         const n = Number.isInteger(input.limit) && input.limit >= 1 ? Math.min(input.limit, 50) : limit;
         const hits = await (await memory).search(query, { limit: n, minScore });
-        return { facts: hits.map(({ fact, score }) => ({ id: fact.id, content: fact.content, category: fact.category, confidence: fact.confidence, score })) };
+        return {
+          facts: hits.map(({ fact, score }) => ({
+            id: fact.id,
+            content: fact.content,
+            category: fact.category,
+            confidence: fact.confidence,
+            score,
+          })),
+        };
       },
     },
     remember: {
@@ -198,7 +215,7 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
       inputSchema: jsonSchema({
         type: "object",
         properties: {
-          content: { type: "string", description: "The fact, e.g. \"Prefers answers with code examples in Go\"." },
+          content: { type: "string", description: 'The fact, e.g. "Prefers answers with code examples in Go".' },
           category: { type: "string", enum: CATEGORIES, description: "Default: context." },
         },
         required: ["content"],

@@ -50,10 +50,29 @@ The LLM for \`process\`: OPENAI_BASE_URL (an OpenAI-compatible endpoint), OPENAI
 or ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL) and MODEL.`;
 
 /** Exit status per error code: scripts can tell a usage error from a database outage. */
-const EXIT = { INVALID_INPUT: 2, NOT_FOUND: 3, STORAGE_UNAVAILABLE: 4, STORAGE_QUOTA: 4, STORAGE_FAILED: 4, CORRUPT_MEMORY: 5, DECRYPT_FAILED: 5, CONFLICT: 4 };
+const EXIT = {
+  INVALID_INPUT: 2,
+  NOT_FOUND: 3,
+  STORAGE_UNAVAILABLE: 4,
+  STORAGE_QUOTA: 4,
+  STORAGE_FAILED: 4,
+  CORRUPT_MEMORY: 5,
+  DECRYPT_FAILED: 5,
+  CONFLICT: 4,
+};
 const exitCode = (code) => EXIT[code] ?? (String(code).startsWith("LLM_") || code === "ABANDONED" ? 6 : 1);
 
-const VALUE_FLAGS = new Set(["dir", "store", "agent", "table", "prefix", "limit", "category", "confidence", "passphrase-env"]);
+const VALUE_FLAGS = new Set([
+  "dir",
+  "store",
+  "agent",
+  "table",
+  "prefix",
+  "limit",
+  "category",
+  "confidence",
+  "passphrase-env",
+]);
 const BOOLEAN_FLAGS = new Set(["json", "yes", "all", "help", "version"]);
 
 /** An error with a library code, for the CLI's own checks. */
@@ -87,20 +106,32 @@ function parseArgs(argv) {
 }
 
 /** Runs one command; resolves to the exit status. */
-async function main(argv, env = process.env, io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }) {
+async function main(
+  argv,
+  env = process.env,
+  io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
+) {
   let flags = {};
   try {
     const parsed = parseArgs(argv);
     flags = parsed.flags;
     if (flags.version) return print(io, readVersion());
     if (flags.help || parsed.command === undefined || parsed.command === "help") return print(io, USAGE);
-    if (!Object.hasOwn(COMMANDS, parsed.command)) throw fail("INVALID_INPUT", `unknown command ${JSON.stringify(parsed.command)} (see user-memory help)`);
+    if (!Object.hasOwn(COMMANDS, parsed.command))
+      throw fail("INVALID_INPUT", `unknown command ${JSON.stringify(parsed.command)} (see user-memory help)`);
     const command = COMMANDS[parsed.command];
     const spec = storeSpec(flags, env);
     const encryption = encryptionFromEnv(flags, env);
     if (parsed.command === "mcp") {
       const { serveMcp } = await import("./mcp.js");
-      return await serveMcp({ spec, agent: flags.agent ?? "default", encryption, stdin: io.stdin, stdout: io.stdout, stderr: io.stderr });
+      return await serveMcp({
+        spec,
+        agent: flags.agent ?? "default",
+        encryption,
+        stdin: io.stdin,
+        stdout: io.stdout,
+        stderr: io.stderr,
+      });
     }
     const store = await openStore(spec);
     try {
@@ -129,13 +160,19 @@ function readVersion() {
 /** --dir / --store / USER_MEMORY_STORE → what openStore() takes. */
 function storeSpec(flags, env) {
   const extra = { table: flags.table, prefix: flags.prefix };
-  if (flags.dir !== undefined && flags.store !== undefined) throw fail("INVALID_INPUT", "give --dir or --store, not both");
+  if (flags.dir !== undefined && flags.store !== undefined)
+    throw fail("INVALID_INPUT", "give --dir or --store, not both");
   if (flags.dir !== undefined) return { dir: flags.dir, ...extra };
   const where = flags.store ?? env.USER_MEMORY_STORE;
   if (where === undefined || where === "") {
-    throw fail("INVALID_INPUT", "where is the memory? Pass --dir <folder> or --store <postgres://… | redis://… | sqlite:file> (or set USER_MEMORY_STORE)");
+    throw fail(
+      "INVALID_INPUT",
+      "where is the memory? Pass --dir <folder> or --store <postgres://… | redis://… | sqlite:file> (or set USER_MEMORY_STORE)",
+    );
   }
-  return /^[a-z][a-z0-9+.-]*:/i.test(where) && !/^[a-z]:[\\/]/i.test(where) ? { url: where, ...extra } : { dir: where, ...extra };
+  return /^[a-z][a-z0-9+.-]*:/i.test(where) && !/^[a-z]:[\\/]/i.test(where)
+    ? { url: where, ...extra }
+    : { dir: where, ...extra };
 }
 
 /**
@@ -147,9 +184,14 @@ function encryptionFromEnv(flags, env) {
   const name = flags["passphrase-env"];
   if (name === undefined) return undefined;
   // Not echoed: what was given in place of a name may be the passphrase itself.
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw fail("INVALID_INPUT", "--passphrase-env takes the name of an environment variable (e.g. MEMORY_PASSPHRASE), not the passphrase");
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    throw fail(
+      "INVALID_INPUT",
+      "--passphrase-env takes the name of an environment variable (e.g. MEMORY_PASSPHRASE), not the passphrase",
+    );
   const passphrase = env[name];
-  if (passphrase === undefined || passphrase === "") throw fail("INVALID_INPUT", `--passphrase-env ${name}: the environment variable ${name} is not set or empty`);
+  if (passphrase === undefined || passphrase === "")
+    throw fail("INVALID_INPUT", `--passphrase-env ${name}: the environment variable ${name} is not set or empty`);
   return { passphrase };
 }
 
@@ -157,14 +199,27 @@ function encryptionFromEnv(flags, env) {
 function llmFromEnv(env) {
   const model = env.MODEL ?? env.OPENAI_MODEL ?? env.ANTHROPIC_MODEL;
   if (env.OPENAI_BASE_URL || env.OPENAI_API_KEY) {
-    if (!model) throw fail("INVALID_INPUT", "process needs MODEL (the model name) besides OPENAI_BASE_URL / OPENAI_API_KEY");
-    return { model, ...(env.OPENAI_BASE_URL ? { baseUrl: env.OPENAI_BASE_URL } : {}), ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}) };
+    if (!model)
+      throw fail("INVALID_INPUT", "process needs MODEL (the model name) besides OPENAI_BASE_URL / OPENAI_API_KEY");
+    return {
+      model,
+      ...(env.OPENAI_BASE_URL ? { baseUrl: env.OPENAI_BASE_URL } : {}),
+      ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
+    };
   }
   if (env.ANTHROPIC_API_KEY) {
     if (!model) throw fail("INVALID_INPUT", "process needs MODEL (the model name) besides ANTHROPIC_API_KEY");
-    return { provider: "anthropic", model, apiKey: env.ANTHROPIC_API_KEY, ...(env.ANTHROPIC_BASE_URL ? { baseUrl: env.ANTHROPIC_BASE_URL } : {}) };
+    return {
+      provider: "anthropic",
+      model,
+      apiKey: env.ANTHROPIC_API_KEY,
+      ...(env.ANTHROPIC_BASE_URL ? { baseUrl: env.ANTHROPIC_BASE_URL } : {}),
+    };
   }
-  throw fail("INVALID_INPUT", "process needs an LLM: set OPENAI_BASE_URL (an OpenAI-compatible endpoint), OPENAI_API_KEY and MODEL, or ANTHROPIC_API_KEY and MODEL");
+  throw fail(
+    "INVALID_INPUT",
+    "process needs an LLM: set OPENAI_BASE_URL (an OpenAI-compatible endpoint), OPENAI_API_KEY and MODEL, or ANTHROPIC_API_KEY and MODEL",
+  );
 }
 
 /** For commands that never extract: an LLM that says so if it is ever asked. */
@@ -174,7 +229,13 @@ const noLlm = async () => {
 
 /** Opens the memory of `agent` without timers, runs `fn(memory)`, closes it. */
 async function withMemory({ store, agent, encryption }, fn, llm = noLlm) {
-  const memory = await UserMemory.open({ agent, storage: store.storage, llm, autoProcess: false, ...(encryption ? { encryption } : {}) });
+  const memory = await UserMemory.open({
+    agent,
+    storage: store.storage,
+    llm,
+    autoProcess: false,
+    ...(encryption ? { encryption } : {}),
+  });
   try {
     return await fn(memory);
   } finally {
@@ -219,15 +280,34 @@ const COMMANDS = {
     await withMemory(ctx, async (m) => {
       const doc = await m.get();
       const status = m.status();
-      if (ctx.flags.json) return print(ctx.io, JSON.stringify({ agent: ctx.agent, store: ctx.store.label, revision: status.revision, pending: status.pending, document: doc }, null, 2));
-      const out = [`Memory "${ctx.agent}" in ${ctx.store.label}: ${doc.facts.length} fact${doc.facts.length === 1 ? "" : "s"}, revision ${status.revision}`];
+      if (ctx.flags.json)
+        return print(
+          ctx.io,
+          JSON.stringify(
+            {
+              agent: ctx.agent,
+              store: ctx.store.label,
+              revision: status.revision,
+              pending: status.pending,
+              document: doc,
+            },
+            null,
+            2,
+          ),
+        );
+      const out = [
+        `Memory "${ctx.agent}" in ${ctx.store.label}: ${doc.facts.length} fact${doc.facts.length === 1 ? "" : "s"}, revision ${status.revision}`,
+      ];
       const sections = sectionLines(doc);
       if (sections.length) out.push("", ...sections);
       if (doc.facts.length) out.push("", "Facts:", ...byConfidence(doc.facts).map((f) => `  ${factLine(f)}`));
       if (!sections.length && !doc.facts.length) out.push("", "(empty)");
       if (status.pending.length) {
         const due = status.nextDueAt === null ? "" : `, next due ${new Date(status.nextDueAt).toISOString()}`;
-        out.push("", `Queued for extraction: ${status.pending.length} conversation${status.pending.length === 1 ? "" : "s"}${due} (user-memory process runs them)`);
+        out.push(
+          "",
+          `Queued for extraction: ${status.pending.length} conversation${status.pending.length === 1 ? "" : "s"}${due} (user-memory process runs them)`,
+        );
       }
       print(ctx.io, out.join("\n"));
     });
@@ -250,10 +330,19 @@ const COMMANDS = {
     await withMemory(ctx, async (m) => {
       const current = await m.get();
       if (current.facts.length || sectionLines(current).length) {
-        await confirm(ctx.io, ctx.flags, `Replace the memory "${ctx.agent}" (${current.facts.length} facts) with ${file}?`);
+        await confirm(
+          ctx.io,
+          ctx.flags,
+          `Replace the memory "${ctx.agent}" (${current.facts.length} facts) with ${file}?`,
+        );
       }
       const doc = await m.import(text);
-      print(ctx.io, ctx.flags.json ? JSON.stringify({ imported: doc.facts.length }) : `imported ${doc.facts.length} facts into "${ctx.agent}"`);
+      print(
+        ctx.io,
+        ctx.flags.json
+          ? JSON.stringify({ imported: doc.facts.length })
+          : `imported ${doc.facts.length} facts into "${ctx.agent}"`,
+      );
     });
   },
 
@@ -264,7 +353,11 @@ const COMMANDS = {
     if (ctx.flags.category !== undefined) fact.category = ctx.flags.category;
     if (ctx.flags.confidence !== undefined) {
       fact.confidence = Number(ctx.flags.confidence);
-      if (!Number.isFinite(fact.confidence)) throw fail("INVALID_INPUT", `--confidence must be a number in [0, 1], got ${JSON.stringify(ctx.flags.confidence)}`);
+      if (!Number.isFinite(fact.confidence))
+        throw fail(
+          "INVALID_INPUT",
+          `--confidence must be a number in [0, 1], got ${JSON.stringify(ctx.flags.confidence)}`,
+        );
     }
     await withMemory(ctx, async (m) => {
       const added = await m.addFact(fact);
@@ -293,17 +386,24 @@ const COMMANDS = {
         throw fail("NOT_FOUND", `no fact has the id or contains ${JSON.stringify(what)}${hint}`);
       }
       if (targets.length > 1 && !ctx.flags.all) {
-        throw fail("INVALID_INPUT", `${targets.length} facts contain ${JSON.stringify(what)}; name one by id, or pass --all:\n${targets.map((f) => `  ${factLine(f)}`).join("\n")}`);
+        throw fail(
+          "INVALID_INPUT",
+          `${targets.length} facts contain ${JSON.stringify(what)}; name one by id, or pass --all:\n${targets.map((f) => `  ${factLine(f)}`).join("\n")}`,
+        );
       }
       const removed = [];
       for (const f of targets) removed.push(await m.removeFact(f.id, { forget: true }));
-      print(ctx.io, ctx.flags.json ? JSON.stringify({ removed }) : removed.map((f) => `forgot ${factLine(f)}`).join("\n"));
+      print(
+        ctx.io,
+        ctx.flags.json ? JSON.stringify({ removed }) : removed.map((f) => `forgot ${factLine(f)}`).join("\n"),
+      );
     });
   },
 
   async history(ctx) {
     const limit = ctx.flags.limit === undefined ? 20 : Number(ctx.flags.limit);
-    if (!(Number.isInteger(limit) && limit >= 1)) throw fail("INVALID_INPUT", `--limit must be a whole number ≥ 1, got ${JSON.stringify(ctx.flags.limit)}`);
+    if (!(Number.isInteger(limit) && limit >= 1))
+      throw fail("INVALID_INPUT", `--limit must be a whole number ≥ 1, got ${JSON.stringify(ctx.flags.limit)}`);
     await withMemory(ctx, async (m) => {
       const entries = await m.history({ limit });
       if (ctx.flags.json) return print(ctx.io, JSON.stringify(entries));
@@ -314,7 +414,10 @@ const COMMANDS = {
           e.changed.length && `~${e.changed.length}`,
           e.sections.length && `sections ${e.sections.map((s) => s.name).join(", ")}`,
         ].filter(Boolean);
-        const why = e.reason + (e.threadId ? ` (${e.threadId})` : "") + (e.revertedTo !== undefined ? ` to revision ${e.revertedTo}` : "");
+        const why =
+          e.reason +
+          (e.threadId ? ` (${e.threadId})` : "") +
+          (e.revertedTo !== undefined ? ` to revision ${e.revertedTo}` : "");
         return `  ${e.revision}  ${new Date(e.at).toISOString()}  ${why}: ${what.join(", ") || "no fact or summary"}`;
       };
       print(ctx.io, entries.length ? entries.map(line).join("\n") : "(no history)");
@@ -324,7 +427,12 @@ const COMMANDS = {
   async undo(ctx) {
     await withMemory(ctx, async (m) => {
       const doc = await m.undo();
-      print(ctx.io, ctx.flags.json ? JSON.stringify({ revision: m.status().revision, facts: doc.facts.length }) : `undone: memory is at revision ${m.status().revision} with ${doc.facts.length} facts`);
+      print(
+        ctx.io,
+        ctx.flags.json
+          ? JSON.stringify({ revision: m.status().revision, facts: doc.facts.length })
+          : `undone: memory is at revision ${m.status().revision} with ${doc.facts.length} facts`,
+      );
     });
   },
 
@@ -332,12 +440,18 @@ const COMMANDS = {
     const query = ctx.args.join(" ").trim();
     if (!query) throw fail("INVALID_INPUT", "search needs a query");
     const limit = ctx.flags.limit === undefined ? 10 : Number(ctx.flags.limit);
-    if (!(Number.isInteger(limit) && limit >= 1)) throw fail("INVALID_INPUT", `--limit must be a whole number ≥ 1, got ${JSON.stringify(ctx.flags.limit)}`);
+    if (!(Number.isInteger(limit) && limit >= 1))
+      throw fail("INVALID_INPUT", `--limit must be a whole number ≥ 1, got ${JSON.stringify(ctx.flags.limit)}`);
     await withMemory(ctx, async (m) => {
       await m.get(); // read what other processes wrote
       const results = await m.search(query, { limit });
       if (ctx.flags.json) return print(ctx.io, JSON.stringify(results));
-      print(ctx.io, results.length ? results.map((r) => `  ${factLine(r.fact)} (score ${r.score.toFixed(2)})`).join("\n") : `no fact matches ${JSON.stringify(query)}`);
+      print(
+        ctx.io,
+        results.length
+          ? results.map((r) => `  ${factLine(r.fact)} (score ${r.score.toFixed(2)})`).join("\n")
+          : `no fact matches ${JSON.stringify(query)}`,
+      );
     });
   },
 
@@ -348,7 +462,11 @@ const COMMANDS = {
     let firstError = null;
     for (const agent of agents) {
       try {
-        const report = await withMemory({ ...ctx, agent }, async (m) => (m.status().pending.length ? m.flush() : { processed: [], failed: [] }), llm);
+        const report = await withMemory(
+          { ...ctx, agent },
+          async (m) => (m.status().pending.length ? m.flush() : { processed: [], failed: [] }),
+          llm,
+        );
         reports.push({ agent, ...report });
       } catch (e) {
         firstError ??= e;
@@ -358,7 +476,11 @@ const COMMANDS = {
     if (ctx.flags.json) print(ctx.io, JSON.stringify(ctx.flags.all ? { agents: reports } : reports[0]));
     else {
       for (const r of reports) {
-        const what = r.error ? `failed: ${r.error.code}: ${r.error.message}` : r.processed.length || r.failed.length ? `processed ${r.processed.length}, failed ${r.failed.length}` : "nothing queued";
+        const what = r.error
+          ? `failed: ${r.error.code}: ${r.error.message}`
+          : r.processed.length || r.failed.length
+            ? `processed ${r.processed.length}, failed ${r.failed.length}`
+            : "nothing queued";
         print(ctx.io, `${r.agent}: ${what}`);
       }
     }
@@ -367,7 +489,10 @@ const COMMANDS = {
 
   async agents(ctx) {
     const names = await listAgents(ctx.store.storage);
-    print(ctx.io, ctx.flags.json ? JSON.stringify(names) : names.length ? names.join("\n") : "(no memories in this store)");
+    print(
+      ctx.io,
+      ctx.flags.json ? JSON.stringify(names) : names.length ? names.join("\n") : "(no memories in this store)",
+    );
   },
 
   async inspect(ctx) {

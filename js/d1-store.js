@@ -16,7 +16,8 @@ import { invalidInput, userMemoryError } from "./errors.js";
 import { messageOf } from "./store-error.js";
 
 const QUOTA = /SQLITE_FULL|SQLITE_TOOBIG|too big|maximum (DB|database) size|exceeded .*(size|storage)/i;
-const UNAVAILABLE = /Network connection lost|overloaded|object to be reset|Cannot resolve D1|internal error|no such table|D1 DB is unavailable|SQLITE_BUSY|SQLITE_CANTOPEN/i;
+const UNAVAILABLE =
+  /Network connection lost|overloaded|object to be reset|Cannot resolve D1|internal error|no such table|D1 DB is unavailable|SQLITE_BUSY|SQLITE_CANTOPEN/i;
 
 /** Tables already created, per database binding (a Worker opens a store per request). */
 const created = new WeakMap();
@@ -71,7 +72,10 @@ export class D1Store {
   /** @param {string} prefix @returns {Promise<string[]>} */
   async keys(prefix) {
     const end = prefixEnd(prefix);
-    const r = end === null ? await this.#call("keysFrom", [prefix], (s) => s.all()) : await this.#call("keysRange", [prefix, end], (s) => s.all());
+    const r =
+      end === null
+        ? await this.#call("keysFrom", [prefix], (s) => s.all())
+        : await this.#call("keysRange", [prefix, end], (s) => s.all());
     return r.results.map((row) => row.key);
   }
 
@@ -81,7 +85,10 @@ export class D1Store {
    * @returns {Promise<boolean>}
    */
   async compareAndSet(key, expected, value) {
-    const r = expected === null ? await this.#call("insert", [key, value], (s) => s.run()) : await this.#call("update", [value, key, expected], (s) => s.run());
+    const r =
+      expected === null
+        ? await this.#call("insert", [key, value], (s) => s.run())
+        : await this.#call("update", [value, key, expected], (s) => s.run());
     return r.meta.changes === 1;
   }
 
@@ -108,7 +115,8 @@ export class D1Store {
 
   #error(e) {
     const detail = messageOf(e);
-    if (QUOTA.test(detail)) return userMemoryError("STORAGE_QUOTA", `D1 is full or the value is too big (${detail})`, e);
+    if (QUOTA.test(detail))
+      return userMemoryError("STORAGE_QUOTA", `D1 is full or the value is too big (${detail})`, e);
     if (UNAVAILABLE.test(detail)) return userMemoryError("STORAGE_UNAVAILABLE", `D1 cannot be used now (${detail})`, e);
     return userMemoryError("STORAGE_FAILED", `D1 failed (${detail})`, e);
   }

@@ -43,4 +43,10 @@ export declare class DurableObjectStore implements StorageAdapter {
 /** Creates a {@link DurableObjectStore} over a Durable Object's `ctx.storage`. */
 export declare function durableObjectStore(storage: DurableObjectStorageLike): DurableObjectStore;
 
-export { D1Store, d1Store, type D1DatabaseLike, type D1PreparedStatementLike, type D1StoreOptions } from "./d1-store.js";
+export {
+  D1Store,
+  d1Store,
+  type D1DatabaseLike,
+  type D1PreparedStatementLike,
+  type D1StoreOptions,
+} from "./d1-store.js";

@@ -220,9 +220,15 @@ export class FileStore {
     try {
       await mkdir(dir);
     } catch (e) {
-      if (e.code === "ENOENT") throw unavailable(`the memory directory ${dir} does not exist and cannot be created: its parent ${dirname(dir)} is missing`, e);
-      if (e.code === "ENOTDIR") throw unavailable(`the memory directory ${dir} cannot be created: a parent is not a directory`, e);
-      if (e.code !== "EEXIST") throw unavailable(`the memory directory ${dir} cannot be created (${e.code}: ${e.message})`, e);
+      if (e.code === "ENOENT")
+        throw unavailable(
+          `the memory directory ${dir} does not exist and cannot be created: its parent ${dirname(dir)} is missing`,
+          e,
+        );
+      if (e.code === "ENOTDIR")
+        throw unavailable(`the memory directory ${dir} cannot be created: a parent is not a directory`, e);
+      if (e.code !== "EEXIST")
+        throw unavailable(`the memory directory ${dir} cannot be created (${e.code}: ${e.message})`, e);
     }
     if (!(await stat(dir)).isDirectory()) throw unavailable(`the memory directory ${dir} is a file, not a directory`);
     try {
@@ -240,7 +246,10 @@ export class FileStore {
       const [tag, pid] = name.slice(name.indexOf("-") + 1).split("-");
       const file = join(this.dir, name);
       const ownDead = tag === HOST_TAG && !alive(Number(pid));
-      const old = await stat(file).then((s) => Date.now() - s.mtimeMs > ORPHAN_MS, () => false);
+      const old = await stat(file).then(
+        (s) => Date.now() - s.mtimeMs > ORPHAN_MS,
+        () => false,
+      );
       if (ownDead || old) await unlink(file).catch(() => {});
     }
   }
@@ -344,7 +353,12 @@ export class FileStore {
 export function fileName(key) {
   let name = "";
   for (const byte of Buffer.from(key, "utf8")) {
-    const keep = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte === 0x5f || byte === 0x2d || (byte === 0x2e && name !== "");
+    const keep =
+      (byte >= 0x61 && byte <= 0x7a) ||
+      (byte >= 0x30 && byte <= 0x39) ||
+      byte === 0x5f ||
+      byte === 0x2d ||
+      (byte === 0x2e && name !== "");
     name += keep ? String.fromCharCode(byte) : `%${byte.toString(16).padStart(2, "0")}`;
   }
   if (name === "" || name.length > MAX_NAME) {

@@ -9,7 +9,9 @@ export * from "./wasm/user_memory.js";
  */
 export const DELTA_SCHEMA: {
   readonly type: "object";
-  readonly properties: Readonly<Record<"newFacts" | "factsToRemove" | "factsToReinforce" | "user" | "history", unknown>>;
+  readonly properties: Readonly<
+    Record<"newFacts" | "factsToRemove" | "factsToReinforce" | "user" | "history", unknown>
+  >;
   readonly required: readonly string[];
   readonly additionalProperties: false;
   readonly $defs: Readonly<Record<string, unknown>>;
@@ -29,7 +31,9 @@ export function init(input?: string | URL | Request | Response | BufferSource | 
  * (for custom loaders). Node.js and Workers entries have already done it; a second call
  * does nothing.
  */
-export function initSync(module: { module: BufferSource | WebAssembly.Module } | BufferSource | WebAssembly.Module): InitOutput;
+export function initSync(
+  module: { module: BufferSource | WebAssembly.Module } | BufferSource | WebAssembly.Module,
+): InitOutput;
 
 /** The instantiated module's exports (internal; only `memory` is meant to be read). */
 export interface InitOutput {

@@ -18,7 +18,8 @@ const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "c
 const TOOLS = [
   {
     name: "search_memory",
-    description: "Search the long-term memory about the user for facts relevant to a query (any language). Returns the best matches with their ids.",
+    description:
+      "Search the long-term memory about the user for facts relevant to a query (any language). Returns the best matches with their ids.",
     inputSchema: {
       type: "object",
       properties: {
@@ -31,7 +32,8 @@ const TOOLS = [
   },
   {
     name: "remember",
-    description: "Store a lasting fact about the user (a preference, background, goal, or a correction of an earlier fact). Not for one-off task details.",
+    description:
+      "Store a lasting fact about the user (a preference, background, goal, or a correction of an earlier fact). Not for one-off task details.",
     inputSchema: {
       type: "object",
       properties: {
@@ -44,13 +46,19 @@ const TOOLS = [
   },
   {
     name: "forget",
-    description: "Remove a fact from the memory by its id (from search_memory or get_profile), e.g. when it is wrong or the user asks to forget it.",
-    inputSchema: { type: "object", properties: { id: { type: "string", description: "The fact id, fact_xxxxxxxx" } }, required: ["id"] },
+    description:
+      "Remove a fact from the memory by its id (from search_memory or get_profile), e.g. when it is wrong or the user asks to forget it.",
+    inputSchema: {
+      type: "object",
+      properties: { id: { type: "string", description: "The fact id, fact_xxxxxxxx" } },
+      required: ["id"],
+    },
     annotations: { destructiveHint: true },
   },
   {
     name: "get_profile",
-    description: "Read the user's profile: the summaries (work, personal, top of mind, history) and every fact with its id.",
+    description:
+      "Read the user's profile: the summaries (work, personal, top of mind, history) and every fact with its id.",
     inputSchema: { type: "object", properties: {} },
     annotations: { readOnlyHint: true },
   },
@@ -83,15 +91,24 @@ async function callTool(memory, name, args) {
   await memory.get(); // what other processes wrote meanwhile
   switch (name) {
     case "search_memory": {
-      if (typeof args.query !== "string" || args.query.trim() === "") throw fail("INVALID_INPUT", "search_memory needs a non-empty `query`");
-      if (args.limit !== undefined && !(Number.isInteger(args.limit) && args.limit >= 1 && args.limit <= 50)) throw fail("INVALID_INPUT", "`limit` must be a whole number from 1 to 50");
+      if (typeof args.query !== "string" || args.query.trim() === "")
+        throw fail("INVALID_INPUT", "search_memory needs a non-empty `query`");
+      if (args.limit !== undefined && !(Number.isInteger(args.limit) && args.limit >= 1 && args.limit <= 50))
+        throw fail("INVALID_INPUT", "`limit` must be a whole number from 1 to 50");
       const results = await memory.search(args.query, args.limit === undefined ? {} : { limit: args.limit });
-      return results.length ? results.map((r) => `- ${factLine(r.fact)} (score ${r.score.toFixed(2)})`).join("\n") : "No fact in memory matches.";
+      return results.length
+        ? results.map((r) => `- ${factLine(r.fact)} (score ${r.score.toFixed(2)})`).join("\n")
+        : "No fact in memory matches.";
     }
     case "remember": {
-      if (typeof args.content !== "string" || args.content.trim() === "") throw fail("INVALID_INPUT", "remember needs a non-empty `content`");
-      if (args.category !== undefined && !CATEGORIES.includes(args.category)) throw fail("INVALID_INPUT", `\`category\` must be one of ${CATEGORIES.join(", ")}`);
-      if (args.confidence !== undefined && !(typeof args.confidence === "number" && args.confidence >= 0 && args.confidence <= 1)) {
+      if (typeof args.content !== "string" || args.content.trim() === "")
+        throw fail("INVALID_INPUT", "remember needs a non-empty `content`");
+      if (args.category !== undefined && !CATEGORIES.includes(args.category))
+        throw fail("INVALID_INPUT", `\`category\` must be one of ${CATEGORIES.join(", ")}`);
+      if (
+        args.confidence !== undefined &&
+        !(typeof args.confidence === "number" && args.confidence >= 0 && args.confidence <= 1)
+      ) {
         throw fail("INVALID_INPUT", "`confidence` must be a number from 0 to 1");
       }
       const fact = { content: args.content };
@@ -113,7 +130,8 @@ async function callTool(memory, name, args) {
 /** The document as readable text. */
 function profile(doc) {
   const lines = sectionLines(doc);
-  if (doc.facts.length) lines.push(...(lines.length ? [""] : []), "Facts:", ...byConfidence(doc.facts).map((f) => `- ${factLine(f)}`));
+  if (doc.facts.length)
+    lines.push(...(lines.length ? [""] : []), "Facts:", ...byConfidence(doc.facts).map((f) => `- ${factLine(f)}`));
   return lines.length ? lines.join("\n") : "The memory is empty.";
 }
 
@@ -126,7 +144,13 @@ export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr 
   const store = await openStore(spec);
   let memory;
   try {
-    memory = await UserMemory.open({ agent, storage: store.storage, autoProcess: false, llm: async () => "{}", ...(encryption ? { encryption } : {}) });
+    memory = await UserMemory.open({
+      agent,
+      storage: store.storage,
+      autoProcess: false,
+      llm: async () => "{}",
+      ...(encryption ? { encryption } : {}),
+    });
   } catch (e) {
     await store.close();
     throw e;
@@ -134,8 +158,20 @@ export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr 
   const version = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
   const base = `memory://${encodeURIComponent(agent)}`;
   const resources = [
-    { uri: `${base}/block`, name: "memory-block", title: "Memory block", description: `What the memory "${agent}" adds to a prompt: the profile and the most confident facts`, mimeType: "text/plain" },
-    { uri: `${base}/document`, name: "memory-document", title: "Memory document", description: `The memory "${agent}" as JSON (DeerFlow memory.json)`, mimeType: "application/json" },
+    {
+      uri: `${base}/block`,
+      name: "memory-block",
+      title: "Memory block",
+      description: `What the memory "${agent}" adds to a prompt: the profile and the most confident facts`,
+      mimeType: "text/plain",
+    },
+    {
+      uri: `${base}/document`,
+      name: "memory-document",
+      title: "Memory document",
+      description: `The memory "${agent}" as JSON (DeerFlow memory.json)`,
+      mimeType: "application/json",
+    },
   ];
   const server = new Server(
     { name: "user-memory", version },
@@ -148,7 +184,9 @@ export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr 
   server.setRequestHandler(types.ListToolsRequestSchema, async () => ({ tools: TOOLS }));
   server.setRequestHandler(types.CallToolRequestSchema, async (request) => {
     try {
-      return { content: [{ type: "text", text: await callTool(memory, request.params.name, request.params.arguments ?? {}) }] };
+      return {
+        content: [{ type: "text", text: await callTool(memory, request.params.name, request.params.arguments ?? {}) }],
+      };
     } catch (e) {
       return { isError: true, content: [{ type: "text", text: `${e.code ?? "FAILED"}: ${e.message}` }] };
     }
@@ -158,7 +196,8 @@ export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr 
     const { uri } = request.params;
     const doc = await memory.get();
     if (uri === resources[0].uri) return { contents: [{ uri, mimeType: "text/plain", text: await memory.inject([]) }] };
-    if (uri === resources[1].uri) return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(doc, null, 2) }] };
+    if (uri === resources[1].uri)
+      return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(doc, null, 2) }] };
     throw new types.McpError(types.ErrorCode.InvalidParams, `unknown resource ${uri}`);
   });
 

@@ -23,5 +23,7 @@ export function sectionLines(doc) {
 
 /** The facts, most confident first (then oldest first). */
 export function byConfidence(facts) {
-  return [...facts].sort((a, b) => b.confidence - a.confidence || String(a.createdAt).localeCompare(String(b.createdAt)));
+  return [...facts].sort(
+    (a, b) => b.confidence - a.confidence || String(a.createdAt).localeCompare(String(b.createdAt)),
+  );
 }

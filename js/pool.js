@@ -22,7 +22,6 @@ async function shutDown(memory) {
   memory.free?.();
 }
 
-
 export class MemoryPool {
   /** key → { opening: Promise<UserMemory>, users }, in order of last use (oldest first). */
   #entries = new Map();
@@ -34,8 +33,10 @@ export class MemoryPool {
 
   /** @param {import("./pool.js").MemoryPoolOptions} options */
   constructor({ open, max = 100 } = {}) {
-    if (typeof open !== "function") throw invalidInput("memoryPool({ open }) needs a function (key) => UserMemory.open({ … })");
-    if (!Number.isInteger(max) || max < 1) throw invalidInput(`memoryPool: \`max\` must be an integer ≥ 1, found ${JSON.stringify(max)}`);
+    if (typeof open !== "function")
+      throw invalidInput("memoryPool({ open }) needs a function (key) => UserMemory.open({ … })");
+    if (!Number.isInteger(max) || max < 1)
+      throw invalidInput(`memoryPool: \`max\` must be an integer ≥ 1, found ${JSON.stringify(max)}`);
     this.#open = open;
     this.#max = max;
   }
@@ -52,7 +53,8 @@ export class MemoryPool {
    */
   async acquire(key) {
     if (this.#closed) throw userMemoryError("CLOSED", "the memory pool is closed");
-    if (typeof key !== "string" || !key) throw invalidInput("memoryPool: the key must be a non-empty string (a user id)");
+    if (typeof key !== "string" || !key)
+      throw invalidInput("memoryPool: the key must be a non-empty string (a user id)");
     let entry = this.#entries.get(key);
     if (entry) {
       this.#entries.delete(key); // re-inserted below: now the most recently used

@@ -27,9 +27,20 @@ import { invalidInput, userMemoryError } from "./errors.js";
 import { messageOf, redact, urlPassword } from "./store-error.js";
 
 /** Node's socket errors that mean "the server cannot be reached". */
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "EAI_AGAIN", "ECONNABORTED"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "EAI_AGAIN",
+  "ECONNABORTED",
+]);
 /** node-postgres's own messages for a lost or closed connection (they carry no code). */
-const LOST = /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client was closed|connection is closed/i;
+const LOST =
+  /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client was closed|connection is closed/i;
 
 /**
  * The statement that creates the store's table (what `createTable: true` runs once).
@@ -70,7 +81,11 @@ export class PostgresStore {
     // node-postgres emits "error" on the pool when an idle connection dies (the server
     // restarted); with no listener that would end the process. The pool replaces the
     // connection by itself, so an application that listens for nothing loses nothing.
-    if (typeof pool.on === "function" && typeof pool.listenerCount === "function" && pool.listenerCount("error") === 0) {
+    if (
+      typeof pool.on === "function" &&
+      typeof pool.listenerCount === "function" &&
+      pool.listenerCount("error") === 0
+    ) {
       pool.on("error", () => {});
     }
     const t = this.#table;
@@ -109,7 +124,10 @@ export class PostgresStore {
   /** @param {string} prefix @returns {Promise<string[]>} */
   async keys(prefix) {
     const end = prefixEnd(prefix);
-    const r = end === null ? await this.#query(this.#sql.keysFrom, [prefix]) : await this.#query(this.#sql.keysRange, [prefix, end]);
+    const r =
+      end === null
+        ? await this.#query(this.#sql.keysFrom, [prefix])
+        : await this.#query(this.#sql.keysRange, [prefix, end]);
     return r.rows.map((row) => row.key);
   }
 
@@ -119,7 +137,10 @@ export class PostgresStore {
    * @returns {Promise<boolean>}
    */
   async compareAndSet(key, expected, value) {
-    const r = expected === null ? await this.#query(this.#sql.insert, [key, value]) : await this.#query(this.#sql.update, [key, expected, value]);
+    const r =
+      expected === null
+        ? await this.#query(this.#sql.insert, [key, value])
+        : await this.#query(this.#sql.update, [key, expected, value]);
     return r.rowCount === 1;
   }
 
@@ -155,9 +176,14 @@ export class PostgresStore {
   #error(e) {
     const code = typeof e?.code === "string" ? e.code : "";
     const detail = redact(messageOf(e) || code || (e?.errors ?? []).map(messageOf).join("; "), this.#secrets);
-    if (code === "53100" || code === "54000") return userMemoryError("STORAGE_QUOTA", `Postgres is out of space (${detail})`, e);
+    if (code === "53100" || code === "54000")
+      return userMemoryError("STORAGE_QUOTA", `Postgres is out of space (${detail})`, e);
     if (code === "42P01" || code === "3F000") {
-      return userMemoryError("STORAGE_UNAVAILABLE", `${detail}: create it (createTableSql() in user-memory/postgres gives the statement) or leave createTable on`, e);
+      return userMemoryError(
+        "STORAGE_UNAVAILABLE",
+        `${detail}: create it (createTableSql() in user-memory/postgres gives the statement) or leave createTable on`,
+        e,
+      );
     }
     if (/^(08|28|57P|3D)/.test(code) || code === "53300" || NETWORK_CODES.has(code) || LOST.test(detail)) {
       return userMemoryError("STORAGE_UNAVAILABLE", `Postgres is unreachable or refused the connection (${detail})`, e);
@@ -175,4 +201,3 @@ function secretsOf(pool) {
   }
   return out.filter((s) => s && s.length >= 3);
 }
-

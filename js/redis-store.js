@@ -36,9 +36,20 @@ redis.call('SET', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], 0, ARGV[4])
 return 1`;
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "EAI_AGAIN", "ECONNABORTED"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "EAI_AGAIN",
+  "ECONNABORTED",
+]);
 /** Replies and client messages that mean the server cannot serve us now. */
-const UNAVAILABLE = /^(NOAUTH|WRONGPASS|LOADING|MASTERDOWN|READONLY|NOPERM)\b|client is closed|socket closed|connection is closed|connection timeout|not ready|offline queue|stream isn't writeable|Connection lost/i;
+const UNAVAILABLE =
+  /^(NOAUTH|WRONGPASS|LOADING|MASTERDOWN|READONLY|NOPERM)\b|client is closed|socket closed|connection is closed|connection timeout|not ready|offline queue|stream isn't writeable|Connection lost/i;
 
 /**
  * Creates a store over a connected node-redis or ioredis client. See {@link RedisStore}.
@@ -59,7 +70,8 @@ export class RedisStore {
   #secrets;
 
   constructor(client, { prefix = "" } = {}) {
-    if (typeof prefix !== "string") throw invalidInput(`redisStore(client, { prefix }) needs a string prefix, got ${typeof prefix}`);
+    if (typeof prefix !== "string")
+      throw invalidInput(`redisStore(client, { prefix }) needs a string prefix, got ${typeof prefix}`);
     if (typeof client?.call === "function" && typeof client.status === "string") {
       // ioredis
       this.#send = (args) => client.call(...args);
@@ -69,16 +81,24 @@ export class RedisStore {
       this.#send = (args) => client.sendCommand(args);
       this.#ready = () => client.isReady === true;
     } else {
-      throw invalidInput("redisStore(client) needs a connected client of `redis` (node-redis, createClient()) or `ioredis`");
+      throw invalidInput(
+        "redisStore(client) needs a connected client of `redis` (node-redis, createClient()) or `ioredis`",
+      );
     }
     this.#client = client;
     this.#prefix = prefix;
     this.#index = Buffer.concat([Buffer.from(prefix), Buffer.from([0xff]), Buffer.from("keys")]);
     const o = client.options ?? {};
-    this.#secrets = [o.password, typeof o.url === "string" ? urlPassword(o.url) : ""].filter((s) => typeof s === "string" && s.length >= 3);
+    this.#secrets = [o.password, typeof o.url === "string" ? urlPassword(o.url) : ""].filter(
+      (s) => typeof s === "string" && s.length >= 3,
+    );
     // Both clients emit "error" when the connection drops; with no listener that would end
     // the process. The client reconnects by itself, and calls meanwhile reject.
-    if (typeof client.on === "function" && typeof client.listenerCount === "function" && client.listenerCount("error") === 0) {
+    if (
+      typeof client.on === "function" &&
+      typeof client.listenerCount === "function" &&
+      client.listenerCount("error") === 0
+    ) {
       client.on("error", () => {});
     }
   }
@@ -107,7 +127,12 @@ export class RedisStore {
   /** @param {string} prefix @returns {Promise<string[]>} */
   async keys(prefix) {
     const end = prefixEnd(prefix);
-    const keys = await this.#command(["ZRANGEBYLEX", this.#index, prefix === "" ? "-" : `[${prefix}`, end === null ? "+" : `(${end}`]);
+    const keys = await this.#command([
+      "ZRANGEBYLEX",
+      this.#index,
+      prefix === "" ? "-" : `[${prefix}`,
+      end === null ? "+" : `(${end}`,
+    ]);
     return keys.map(String);
   }
 
@@ -118,13 +143,26 @@ export class RedisStore {
    */
   async compareAndSet(key, expected, value) {
     const absent = expected === null ? "1" : "0";
-    const r = await this.#command(["EVAL", COMPARE_AND_SET, "2", this.#prefix + key, this.#index, absent, expected ?? "", value, key]);
+    const r = await this.#command([
+      "EVAL",
+      COMPARE_AND_SET,
+      "2",
+      this.#prefix + key,
+      this.#index,
+      absent,
+      expected ?? "",
+      value,
+      key,
+    ]);
     return Number(r) === 1;
   }
 
   async #command(args) {
     if (!this.#ready()) {
-      const hint = this.#client.isOpen === false || this.#client.status === "wait" ? " (connect it first: await client.connect())" : " (it is reconnecting or was closed)";
+      const hint =
+        this.#client.isOpen === false || this.#client.status === "wait"
+          ? " (connect it first: await client.connect())"
+          : " (it is reconnecting or was closed)";
       throw userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable: the client is not connected${hint}`);
     }
     try {
@@ -138,7 +176,8 @@ export class RedisStore {
     const code = typeof e?.code === "string" ? e.code : "";
     const detail = redact(messageOf(e) || code, this.#secrets);
     if (/^OOM\b/.test(detail)) return userMemoryError("STORAGE_QUOTA", `Redis is out of memory (${detail})`, e);
-    if (NETWORK_CODES.has(code) || UNAVAILABLE.test(detail)) return userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable or refused the command (${detail})`, e);
+    if (NETWORK_CODES.has(code) || UNAVAILABLE.test(detail))
+      return userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable or refused the command (${detail})`, e);
     return userMemoryError("STORAGE_FAILED", `Redis failed (${detail})`, e);
   }
 }

@@ -19,7 +19,9 @@ export const DEFAULT_TABLE = "user_memory";
 export function quoteTable(table, what) {
   const part = "[A-Za-z_][A-Za-z0-9_]{0,62}";
   if (typeof table !== "string" || !new RegExp(`^${part}(\\.${part})?$`).test(table)) {
-    throw invalidInput(`${what}: \`table\` must be a name of letters, digits and underscores (or schema.name), got ${JSON.stringify(table)}`);
+    throw invalidInput(
+      `${what}: \`table\` must be a name of letters, digits and underscores (or schema.name), got ${JSON.stringify(table)}`,
+    );
   }
   return table
     .split(".")

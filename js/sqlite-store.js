@@ -28,7 +28,22 @@ import { messageOf } from "./store-error.js";
 
 /** SQLite's primary result codes, as numbers and names. */
 const QUOTA = new Set([13, 18, "SQLITE_FULL", "SQLITE_TOOBIG"]);
-const UNAVAILABLE = new Set([3, 5, 6, 8, 14, 23, 26, "SQLITE_PERM", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_AUTH", "SQLITE_NOTADB"]);
+const UNAVAILABLE = new Set([
+  3,
+  5,
+  6,
+  8,
+  14,
+  23,
+  26,
+  "SQLITE_PERM",
+  "SQLITE_BUSY",
+  "SQLITE_LOCKED",
+  "SQLITE_READONLY",
+  "SQLITE_CANTOPEN",
+  "SQLITE_AUTH",
+  "SQLITE_NOTADB",
+]);
 
 /**
  * Creates a store over an SQLite file (a path) or a database the application opened. See
@@ -60,7 +75,9 @@ export class SqliteStore {
       this.#db = database;
       this.#owned = false;
     } else {
-      throw invalidInput("sqliteStore(database) needs a file path or an open database (node:sqlite DatabaseSync, bun:sqlite Database)");
+      throw invalidInput(
+        "sqliteStore(database) needs a file path or an open database (node:sqlite DatabaseSync, bun:sqlite Database)",
+      );
     }
     if (!(Number.isInteger(busyTimeoutMs) && busyTimeoutMs >= 0)) {
       throw invalidInput("sqliteStore(database, { busyTimeoutMs }) needs a whole number of milliseconds ≥ 0");
@@ -94,7 +111,8 @@ export class SqliteStore {
   /** @param {string} prefix @returns {Promise<string[]>} */
   async keys(prefix) {
     const end = prefixEnd(prefix);
-    const rows = end === null ? await this.#run("keysFrom", "all", [prefix]) : await this.#run("keysRange", "all", [prefix, end]);
+    const rows =
+      end === null ? await this.#run("keysFrom", "all", [prefix]) : await this.#run("keysRange", "all", [prefix, end]);
     return rows.map((r) => r.key);
   }
 
@@ -104,7 +122,10 @@ export class SqliteStore {
    * @returns {Promise<boolean>}
    */
   async compareAndSet(key, expected, value) {
-    const r = expected === null ? await this.#run("insert", "run", [key, value]) : await this.#run("update", "run", [value, key, expected]);
+    const r =
+      expected === null
+        ? await this.#run("insert", "run", [key, value])
+        : await this.#run("update", "run", [value, key, expected]);
     return Number(r.changes) === 1;
   }
 
@@ -155,10 +176,15 @@ export class SqliteStore {
     // node:sqlite: `errcode` (the extended result code); bun:sqlite: `errno`; both and
     // better-sqlite3 may name it in `code` ("SQLITE_BUSY_SNAPSHOT" → "SQLITE_BUSY").
     const number = [e?.errcode, e?.errno].find((n) => typeof n === "number");
-    const codes = [number === undefined ? undefined : number & 0xff, typeof e?.code === "string" ? e.code.match(/^SQLITE_[A-Z]+/)?.[0] : undefined];
+    const codes = [
+      number === undefined ? undefined : number & 0xff,
+      typeof e?.code === "string" ? e.code.match(/^SQLITE_[A-Z]+/)?.[0] : undefined,
+    ];
     const detail = messageOf(e);
-    if (codes.some((c) => QUOTA.has(c))) return userMemoryError("STORAGE_QUOTA", `the SQLite database is full (${detail})`, e);
-    if (codes.some((c) => UNAVAILABLE.has(c))) return userMemoryError("STORAGE_UNAVAILABLE", `the SQLite database cannot be used (${detail})`, e);
+    if (codes.some((c) => QUOTA.has(c)))
+      return userMemoryError("STORAGE_QUOTA", `the SQLite database is full (${detail})`, e);
+    if (codes.some((c) => UNAVAILABLE.has(c)))
+      return userMemoryError("STORAGE_UNAVAILABLE", `the SQLite database cannot be used (${detail})`, e);
     return userMemoryError("STORAGE_FAILED", `SQLite failed (${detail})`, e);
   }
 }

@@ -12,9 +12,14 @@ import { messageOf, redact } from "./store-error.js";
  * @returns {Promise<{ storage: object, label: string, close(): Promise<void> }>}
  */
 export async function openStore({ dir, url, table, prefix }) {
-  if (dir !== undefined && url !== undefined) throw userMemoryError("INVALID_INPUT", "give either a folder (--dir) or a store URL, not both");
+  if (dir !== undefined && url !== undefined)
+    throw userMemoryError("INVALID_INPUT", "give either a folder (--dir) or a store URL, not both");
   if (url === undefined) {
-    if (dir === undefined || dir === "") throw userMemoryError("INVALID_INPUT", "no store: pass --dir <folder> or a store URL (postgres://…, redis://…, sqlite:<file>)");
+    if (dir === undefined || dir === "")
+      throw userMemoryError(
+        "INVALID_INPUT",
+        "no store: pass --dir <folder> or a store URL (postgres://…, redis://…, sqlite:<file>)",
+      );
     return { storage: fileStore(dir), label: `folder ${dir}`, close: async () => {} };
   }
   const label = redact(url);
@@ -24,12 +29,24 @@ export async function openStore({ dir, url, table, prefix }) {
     const { postgresStore } = await import("./postgres-store.js");
     const pool = new (pg.default ?? pg).Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000 });
     pool.on("error", () => {}); // an idle connection lost; the next query reconnects
-    return { storage: postgresStore(pool, table === undefined ? {} : { table }), label, close: () => pool.end().catch(() => {}) };
+    return {
+      storage: postgresStore(pool, table === undefined ? {} : { table }),
+      label,
+      close: () => pool.end().catch(() => {}),
+    };
   }
   if (scheme === "redis" || scheme === "rediss") {
     const { redisStore } = await import("./redis-store.js");
     const client = await connectRedis(url, label);
-    return { storage: redisStore(client, prefix === undefined ? {} : { prefix }), label, close: () => Promise.resolve(client.quit()).then(() => {}, () => {}) };
+    return {
+      storage: redisStore(client, prefix === undefined ? {} : { prefix }),
+      label,
+      close: () =>
+        Promise.resolve(client.quit()).then(
+          () => {},
+          () => {},
+        ),
+    };
   }
   if (scheme === "sqlite") {
     const path = url.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
@@ -38,7 +55,10 @@ export async function openStore({ dir, url, table, prefix }) {
     const store = sqliteStore(path, table === undefined ? {} : { table });
     return { storage: store, label: `sqlite ${path}`, close: () => store.close() };
   }
-  throw userMemoryError("INVALID_INPUT", `unknown store URL ${JSON.stringify(label)}: use postgres://…, redis://…, sqlite:<file>, or --dir <folder>`);
+  throw userMemoryError(
+    "INVALID_INPUT",
+    `unknown store URL ${JSON.stringify(label)}: use postgres://…, redis://…, sqlite:<file>, or --dir <folder>`,
+  );
 }
 
 /** Imports an optional peer dependency, or says how to install it. */
@@ -47,7 +67,11 @@ async function peer(name, url) {
     return await import(name);
   } catch (e) {
     if (e?.code === "ERR_MODULE_NOT_FOUND" || e?.code === "MODULE_NOT_FOUND") {
-      throw userMemoryError("STORAGE_UNAVAILABLE", `${redact(url).split(":")[0]}: URLs need the \`${name}\` package: npm install ${name}`, e);
+      throw userMemoryError(
+        "STORAGE_UNAVAILABLE",
+        `${redact(url).split(":")[0]}: URLs need the \`${name}\` package: npm install ${name}`,
+        e,
+      );
     }
     throw e;
   }
@@ -64,7 +88,12 @@ async function connectRedis(url, label) {
     redis = await import("@redis/client").catch(() => peer("redis", url));
   } catch (e) {
     const ioredis = await peer("ioredis", url).catch(() => null);
-    if (!ioredis) throw userMemoryError("STORAGE_UNAVAILABLE", "redis:// URLs need the `redis` package (or `ioredis`): npm install redis", e);
+    if (!ioredis)
+      throw userMemoryError(
+        "STORAGE_UNAVAILABLE",
+        "redis:// URLs need the `redis` package (or `ioredis`): npm install redis",
+        e,
+      );
     const Redis = ioredis.default ?? ioredis.Redis;
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 10_000 });
     client.on("error", () => {});
@@ -80,14 +109,21 @@ async function connectRedis(url, label) {
   let lastError;
   const client = redis.createClient({
     url,
-    socket: { connectTimeout: 10_000, reconnectStrategy: (retries, cause) => (connected || retries < 3 ? Math.min(100 * 2 ** retries, 2000) : cause) },
+    socket: {
+      connectTimeout: 10_000,
+      reconnectStrategy: (retries, cause) => (connected || retries < 3 ? Math.min(100 * 2 ** retries, 2000) : cause),
+    },
   });
   client.on("error", (e) => (lastError = e));
   client.on("ready", () => (connected = true));
   try {
     await client.connect();
   } catch (e) {
-    throw userMemoryError("STORAGE_UNAVAILABLE", `Redis at ${label} is unreachable (${redact(messageOf(lastError ?? e))})`, e);
+    throw userMemoryError(
+      "STORAGE_UNAVAILABLE",
+      `Redis at ${label} is unreachable (${redact(messageOf(lastError ?? e))})`,
+      e,
+    );
   }
   return client;
 }

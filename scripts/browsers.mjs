@@ -75,7 +75,8 @@ function hasWebKitBindings() {
   gi ??= (() => {
     if (!executable(SYSTEM_PYTHON)) return false;
     try {
-      const check = "import gi; gi.require_version('Gtk', '3.0'); gi.require_version('WebKit2', '4.1'); from gi.repository import WebKit2";
+      const check =
+        "import gi; gi.require_version('Gtk', '3.0'); gi.require_version('WebKit2', '4.1'); from gi.repository import WebKit2";
       execFileSync(SYSTEM_PYTHON, ["-c", check], { stdio: "ignore", timeout: 20_000 });
       return true;
     } catch {
@@ -86,7 +87,8 @@ function hasWebKitBindings() {
 }
 
 function webkit() {
-  if (process.platform !== "linux") return { missing: "WebKitGTK is Linux-only (Safari's safaridriver is not driven by these tests)", packages: [] };
+  if (process.platform !== "linux")
+    return { missing: "WebKitGTK is Linux-only (Safari's safaridriver is not driven by these tests)", packages: [] };
   const driver = fromEnv("WEBKIT_WEBDRIVER") ?? locate(["WebKitWebDriver"]);
   const broadway = locate(["broadwayd"]);
   const packages = [
@@ -119,7 +121,8 @@ const warned = new Set();
 export function skipReason(engine) {
   const reason = missingReason(engine);
   if (!reason) return false;
-  if (process.env.CI && locate(["apt-get"])) throw new Error(`${engine}: ${reason}; scripts/setup.sh --all should have installed it`);
+  if (process.env.CI && locate(["apt-get"]))
+    throw new Error(`${engine}: ${reason}; scripts/setup.sh --all should have installed it`);
   if (!warned.has(engine)) {
     warned.add(engine);
     console.error(`\n!!! ${engine} tests SKIPPED: ${reason}. Run scripts/setup.sh --all, or install it yourself.\n`);
@@ -130,7 +133,9 @@ export function skipReason(engine) {
 /** The version a browser reports, for the set-up summary ("Mozilla Firefox 153.8.0esr"). */
 export function browserVersion(path) {
   try {
-    return execFileSync(path, ["--version"], { encoding: "utf8", timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] }).trim().split("\n")[0];
+    return execFileSync(path, ["--version"], { encoding: "utf8", timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] })
+      .trim()
+      .split("\n")[0];
   } catch {
     return "version unknown";
   }
@@ -144,7 +149,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     for (const [name, e] of Object.entries(all)) {
       if (e.missing) console.log(`  ${name.padEnd(8)} MISSING: ${e.missing}; its browser tests will be skipped`);
       else if (name === "webkit") console.log(`  ${name.padEnd(8)} ${e.driver} (WebKitGTK ${webkitVersion()})`);
-      else console.log(`  ${name.padEnd(8)} ${e.binary} (${browserVersion(e.binary)})${name === "chromium" && !e.driver ? "; no chromedriver: the wasm tests run in Node only" : ""}`);
+      else
+        console.log(
+          `  ${name.padEnd(8)} ${e.binary} (${browserVersion(e.binary)})${name === "chromium" && !e.driver ? "; no chromedriver: the wasm tests run in Node only" : ""}`,
+        );
     }
   }
 }
@@ -152,8 +160,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
 /** WebKitGTK's version, from the bindings the WebKit tests use. */
 export function webkitVersion() {
   try {
-    const code = "import gi; gi.require_version('WebKit2', '4.1'); from gi.repository import WebKit2 as W; print(f'{W.get_major_version()}.{W.get_minor_version()}.{W.get_micro_version()}')";
-    return execFileSync(SYSTEM_PYTHON, ["-c", code], { encoding: "utf8", timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const code =
+      "import gi; gi.require_version('WebKit2', '4.1'); from gi.repository import WebKit2 as W; print(f'{W.get_major_version()}.{W.get_minor_version()}.{W.get_micro_version()}')";
+    return execFileSync(SYSTEM_PYTHON, ["-c", code], {
+      encoding: "utf8",
+      timeout: 20_000,
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
   } catch {
     return "unknown";
   }

@@ -9,7 +9,17 @@
 //   node scripts/build.mjs --if-stale   build only if a source is newer than pkg/
 //   node scripts/build.mjs --check-size fail if wasm + glue gzipped exceed the budget
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -37,7 +47,12 @@ function stale() {
   const stamp = join(pkg, "size.json");
   if (!existsSync(stamp)) return true;
   const built = statSync(stamp).mtimeMs;
-  const sources = Math.max(newest(join(root, "src")), newest(join(root, "js")), statSync(join(root, "Cargo.toml")).mtimeMs, statSync(join(root, "Cargo.lock")).mtimeMs);
+  const sources = Math.max(
+    newest(join(root, "src")),
+    newest(join(root, "js")),
+    statSync(join(root, "Cargo.toml")).mtimeMs,
+    statSync(join(root, "Cargo.lock")).mtimeMs,
+  );
   return sources > built;
 }
 
@@ -63,7 +78,9 @@ function printReport(r) {
   for (const f of [r.wasm, r.glue, ...r.entries]) {
     console.log(`  ${f.file.padEnd(28)} ${kb(f.raw).padStart(10)} raw ${kb(f.gzip).padStart(10)} gzip`);
   }
-  console.log(`  ${"wasm + glue".padEnd(28)} ${kb(r.total.raw).padStart(10)} raw ${kb(r.total.gzip).padStart(10)} gzip   (budget ${kb(r.budgetGzip)})`);
+  console.log(
+    `  ${"wasm + glue".padEnd(28)} ${kb(r.total.raw).padStart(10)} raw ${kb(r.total.gzip).padStart(10)} gzip   (budget ${kb(r.budgetGzip)})`,
+  );
 }
 
 /** Serialises builds (several test runs may build at once); a lock older than 10 min is stale. */
@@ -89,50 +106,65 @@ async function withBuildLock(fn) {
 }
 
 await withBuildLock(async () => {
-if (args.has("--if-stale") && !stale()) {
-  console.log("pkg/ is up to date");
-} else {
-  const t0 = Date.now();
-  run("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown"]);
-  // Build into a scratch folder and swap it in, so readers never see a half-written pkg/.
-  const scratch = join(root, "target", "pkg-wasm-next");
-  rmSync(scratch, { recursive: true, force: true });
-  mkdirSync(scratch, { recursive: true });
-  run("wasm-bindgen", [
-    "--target", "web",
-    "--out-dir", scratch,
-    "--out-name", "user_memory",
-    // The name section stays for the panic stubs; wasm-opt --strip-debug removes it.
-    "--remove-producers-section",
-    join(root, "target/wasm32-unknown-unknown/release/user_memory.wasm"),
-  ]);
-  const wasm = join(scratch, "user_memory_bg.wasm");
-  const { stubPanics } = await import("./panic-stubs.mjs");
-  stubPanics(wasm);
-  // --merge-similar-functions folds monomorphizations that differ only in constants, and
-  // --converge repeats -Oz until it stops shrinking (0.5 KB gzip together).
-  run(process.execPath, [join(root, "node_modules/binaryen/bin/wasm-opt"), "-Oz", "--merge-similar-functions", "--converge", "--strip-debug", wasm, "-o", wasm]);
-  // Minify the JS glue (40 KB → 16 KB raw, 8.2 → 4.9 KB gzip). Export names, the import
-  // object's keys and `new URL("…wasm", import.meta.url)` (which bundlers look for) are
-  // kept; the documentation lives in the .d.ts.
-  const glue = join(scratch, "user_memory.js");
-  const { transformSync } = await import("esbuild");
-  writeFileSync(glue, transformSync(readFileSync(glue, "utf8"), { minify: true, format: "esm", target: "es2020" }).code);
-  mkdirSync(pkg, { recursive: true });
-  const old = join(root, "target", "pkg-wasm-old");
-  rmSync(old, { recursive: true, force: true });
-  if (existsSync(join(pkg, "wasm"))) renameSync(join(pkg, "wasm"), old);
-  renameSync(scratch, join(pkg, "wasm"));
-  rmSync(old, { recursive: true, force: true });
-  // Every entry, adapter and type file of js/ (the subpath exports of package.json point at them).
-  for (const f of readdirSync(join(root, "js")).filter((f) => f.endsWith(".js") || f.endsWith(".d.ts"))) {
-    copyFileSync(join(root, "js", f), join(pkg, f));
+  if (args.has("--if-stale") && !stale()) {
+    console.log("pkg/ is up to date");
+  } else {
+    const t0 = Date.now();
+    run("cargo", ["build", "--lib", "--release", "--target", "wasm32-unknown-unknown"]);
+    // Build into a scratch folder and swap it in, so readers never see a half-written pkg/.
+    const scratch = join(root, "target", "pkg-wasm-next");
+    rmSync(scratch, { recursive: true, force: true });
+    mkdirSync(scratch, { recursive: true });
+    run("wasm-bindgen", [
+      "--target",
+      "web",
+      "--out-dir",
+      scratch,
+      "--out-name",
+      "user_memory",
+      // The name section stays for the panic stubs; wasm-opt --strip-debug removes it.
+      "--remove-producers-section",
+      join(root, "target/wasm32-unknown-unknown/release/user_memory.wasm"),
+    ]);
+    const wasm = join(scratch, "user_memory_bg.wasm");
+    const { stubPanics } = await import("./panic-stubs.mjs");
+    stubPanics(wasm);
+    // --merge-similar-functions folds monomorphizations that differ only in constants, and
+    // --converge repeats -Oz until it stops shrinking (0.5 KB gzip together).
+    run(process.execPath, [
+      join(root, "node_modules/binaryen/bin/wasm-opt"),
+      "-Oz",
+      "--merge-similar-functions",
+      "--converge",
+      "--strip-debug",
+      wasm,
+      "-o",
+      wasm,
+    ]);
+    // Minify the JS glue (40 KB → 16 KB raw, 8.2 → 4.9 KB gzip). Export names, the import
+    // object's keys and `new URL("…wasm", import.meta.url)` (which bundlers look for) are
+    // kept; the documentation lives in the .d.ts.
+    const glue = join(scratch, "user_memory.js");
+    const { transformSync } = await import("esbuild");
+    writeFileSync(
+      glue,
+      transformSync(readFileSync(glue, "utf8"), { minify: true, format: "esm", target: "es2020" }).code,
+    );
+    mkdirSync(pkg, { recursive: true });
+    const old = join(root, "target", "pkg-wasm-old");
+    rmSync(old, { recursive: true, force: true });
+    if (existsSync(join(pkg, "wasm"))) renameSync(join(pkg, "wasm"), old);
+    renameSync(scratch, join(pkg, "wasm"));
+    rmSync(old, { recursive: true, force: true });
+    // Every entry, adapter and type file of js/ (the subpath exports of package.json point at them).
+    for (const f of readdirSync(join(root, "js")).filter((f) => f.endsWith(".js") || f.endsWith(".d.ts"))) {
+      copyFileSync(join(root, "js", f), join(pkg, f));
+    }
+    const report = sizeReport();
+    writeFileSync(join(pkg, "size.json"), JSON.stringify(report, null, 2) + "\n");
+    printReport(report);
+    console.log(`built pkg/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   }
-  const report = sizeReport();
-  writeFileSync(join(pkg, "size.json"), JSON.stringify(report, null, 2) + "\n");
-  printReport(report);
-  console.log(`built pkg/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-}
 });
 
 if (args.has("--check-size")) {

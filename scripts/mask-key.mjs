@@ -25,14 +25,14 @@ function maskStrings(value, key) {
       for (let i = 0; i < v.length; i++) {
         if (typeof v[i] === "string") {
           const m = maskText(v[i], key);
-          if (m !== v[i]) (v[i] = m), (changed = true);
+          if (m !== v[i]) ((v[i] = m), (changed = true));
         } else visit(v[i]);
       }
     } else if (v && typeof v === "object") {
       for (const k of Object.keys(v)) {
         if (typeof v[k] === "string") {
           const m = maskText(v[k], key);
-          if (m !== v[k]) (v[k] = m), (changed = true);
+          if (m !== v[k]) ((v[k] = m), (changed = true));
         } else visit(v[k]);
       }
     }
@@ -102,7 +102,9 @@ export class StreamMask {
       const [choice, field] = slot.split("/");
       this.#held.delete(slot);
       if (!text) continue;
-      const delta = field.startsWith("tool:") ? { tool_calls: [{ index: Number(field.slice(5)), function: { arguments: text } }] } : { [field]: text };
+      const delta = field.startsWith("tool:")
+        ? { tool_calls: [{ index: Number(field.slice(5)), function: { arguments: text } }] }
+        : { [field]: text };
       out += `data: ${JSON.stringify({ choices: [{ index: Number(choice), delta }] })}\n\n`;
     }
     return out;
@@ -135,19 +137,26 @@ export class StreamMask {
         if (typeof delta[field] !== "string" && !(last && this.#held.get(slot))) continue;
         const text = typeof delta[field] === "string" ? delta[field] : "";
         const sent = this.#piece(slot, text, last);
-        if (sent !== delta[field]) (delta[field] = sent), (changed = true);
+        if (sent !== delta[field]) ((delta[field] = sent), (changed = true));
       }
       for (const [j, call] of calls.entries()) {
         if (typeof call?.function?.arguments !== "string") continue;
-        const sent = this.#piece(`${index}/tool:${Number.isInteger(call.index) ? call.index : j}`, call.function.arguments, last);
-        if (sent !== call.function.arguments) (call.function.arguments = sent), (changed = true);
+        const sent = this.#piece(
+          `${index}/tool:${Number.isInteger(call.index) ? call.index : j}`,
+          call.function.arguments,
+          last,
+        );
+        if (sent !== call.function.arguments) ((call.function.arguments = sent), (changed = true));
       }
       if (last) {
         // Tool-call arguments held back from earlier events that this one does not continue.
         for (const [slot, text] of this.#held) {
           if (!slot.startsWith(`${index}/tool:`) || !text) continue;
           this.#held.delete(slot);
-          delta.tool_calls = [...(Array.isArray(delta.tool_calls) ? delta.tool_calls : []), { index: Number(slot.split(":")[1]), function: { arguments: text } }];
+          delta.tool_calls = [
+            ...(Array.isArray(delta.tool_calls) ? delta.tool_calls : []),
+            { index: Number(slot.split(":")[1]), function: { arguments: text } },
+          ];
           changed = true;
         }
       }

@@ -45,7 +45,9 @@ export function stubPanics(path) {
   // Without the central one the names changed (another toolchain): fail rather than
   // silently ship the larger module.
   if (!found.some((f) => /::panicking::panic_fmt$/.test(f.name))) {
-    throw new Error(`panic-stubs: core::panicking::panic_fmt not found in ${path} (no name section, or std's names changed)`);
+    throw new Error(
+      `panic-stubs: core::panicking::panic_fmt not found in ${path} (no name section, or std's names changed)`,
+    );
   }
   for (const f of found) {
     module.removeFunction(f.name);

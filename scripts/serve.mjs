@@ -41,7 +41,9 @@ export function endpointFromEnv(env = process.env) {
   } catch {}
   if (!baseUrl) problem = "OPENAI_BASE_URL is not set";
   else if (!url || !/^https?:$/.test(url.protocol)) problem = "OPENAI_BASE_URL must be an http:// or https:// URL";
-  else if (url.username || url.password) problem = "OPENAI_BASE_URL must not contain a user name or password (fetch refuses such URLs); put a key in OPENAI_API_KEY";
+  else if (url.username || url.password)
+    problem =
+      "OPENAI_BASE_URL must not contain a user name or password (fetch refuses such URLs); put a key in OPENAI_API_KEY";
   else if (key && /[\r\n\0]/.test(key)) problem = "OPENAI_API_KEY contains a line break or NUL (a copy-paste slip?)";
   else if (!model) problem = "MODEL is not set";
   return { baseUrl, key, model, configured: !problem, problem };
@@ -114,7 +116,10 @@ async function proxyChat(req, res, ep) {
     return sendJson(res, e.status ?? 400, { error: { message: `bad request: ${e.message}` } });
   }
   body.model = ep.model;
-  const headers = { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" };
+  const headers = {
+    "content-type": "application/json",
+    accept: body.stream ? "text/event-stream" : "application/json",
+  };
   if (ep.key) headers.authorization = `Bearer ${ep.key}`;
 
   // The browser going away (stop button, closed tab) cancels the upstream call.
@@ -124,11 +129,18 @@ async function proxyChat(req, res, ep) {
   });
   let upstream;
   try {
-    upstream = await fetch(`${ep.baseUrl}/chat/completions`, { method: "POST", headers, body: JSON.stringify(body), signal: controller.signal });
+    upstream = await fetch(`${ep.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
   } catch (e) {
     if (controller.signal.aborted) return;
     const cause = maskText(String(e.cause?.code ?? e.cause?.message ?? e.message), ep.key);
-    return sendJson(res, 502, { error: { message: `could not reach the LLM endpoint ${new URL(ep.baseUrl).host}: ${cause}` } });
+    return sendJson(res, 502, {
+      error: { message: `could not reach the LLM endpoint ${new URL(ep.baseUrl).host}: ${cause}` },
+    });
   }
   // Every answer is masked, successful ones too: a model asked to repeat its instructions
   // or headers may echo the key, plainly or one piece per streamed event.
@@ -174,7 +186,8 @@ export async function startServer({ port = DEFAULT_PORT, env = process.env, fall
         return sendJson(res, 400, { error: { message: "malformed request URL" } });
       }
       if (path.startsWith("/api/")) {
-        if (!sameOrigin(req, bound)) return sendJson(res, 403, { error: { message: "cross-origin requests to /api/ are not allowed" } });
+        if (!sameOrigin(req, bound))
+          return sendJson(res, 403, { error: { message: "cross-origin requests to /api/ are not allowed" } });
         if (path === "/api/config" && req.method === "GET") return sendJson(res, 200, publicConfig(ep));
         if (path === "/api/llm/chat/completions" && req.method === "POST") return await proxyChat(req, res, ep);
         return sendJson(res, 404, { error: { message: `no route ${req.method} ${path}` } });
@@ -234,7 +247,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   if (s.movedFrom !== null) console.log(`port ${s.movedFrom} is taken; using ${s.port}`);
   console.log(`\n  user-memory demo: ${s.url}\n`);
   if (s.endpoint.configured) {
-    console.log(`  LLM: ${s.endpoint.model} at ${s.endpoint.endpoint} (calls go through this server; the key stays here)`);
+    console.log(
+      `  LLM: ${s.endpoint.model} at ${s.endpoint.endpoint} (calls go through this server; the key stays here)`,
+    );
   } else {
     console.log(`  No LLM endpoint (${s.endpoint.problem}). The memory tools work; for the chat, restart with e.g.`);
     console.log(`    OPENAI_API_KEY=sk-… MODEL=gpt-4o-mini npm start`);

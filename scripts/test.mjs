@@ -39,26 +39,73 @@ function wasmTests() {
 
 /** name → [description, command, args, extra env] */
 const STEPS = {
-  lint: ["rustfmt --check, clippy -D warnings (native, and wasm32 with the wasm tests)", "bash", ["-c", [
-    "cargo fmt --check",
-    "cargo clippy --quiet --all-targets -- -D warnings",
-    "cargo clippy --quiet --lib --features serde -- -D warnings",
-    "cargo clippy --quiet --target wasm32-unknown-unknown --lib " + wasmTests().join(" ") + " -- -D warnings",
-  ].join(" && ")], {}],
+  lint: [
+    "rustfmt --check, clippy -D warnings (native, and wasm32 with the wasm tests), prettier --check (JS, TS)",
+    "bash",
+    [
+      "-c",
+      [
+        "cargo fmt --check",
+        `"${node}" node_modules/prettier/bin/prettier.cjs --check --log-level warn .`,
+        "cargo clippy --quiet --all-targets -- -D warnings",
+        "cargo clippy --quiet --lib --features serde -- -D warnings",
+        "cargo clippy --quiet --target wasm32-unknown-unknown --lib " + wasmTests().join(" ") + " -- -D warnings",
+      ].join(" && "),
+    ],
+    {},
+  ],
   // The optional `serde` feature (for Rust users of the rlib, never in the wasm) is built and
   // its unit tests run here too, so it cannot rot unseen.
-  rust: ["host cargo test (pure core, engine, doctests; the lib again with --features serde)", "bash", ["-c", "cargo test --quiet && cargo test --quiet --lib --features serde"], {}],
-  build: ["build the package (wasm-bindgen + wasm-opt) and check the size budget", node, ["scripts/build.mjs", "--if-stale", "--check-size"], {}],
+  rust: [
+    "host cargo test (pure core, engine, doctests; the lib again with --features serde)",
+    "bash",
+    ["-c", "cargo test --quiet && cargo test --quiet --lib --features serde"],
+    {},
+  ],
+  build: [
+    "build the package (wasm-bindgen + wasm-opt) and check the size budget",
+    node,
+    ["scripts/build.mjs", "--if-stale", "--check-size"],
+    {},
+  ],
   // Only the tests/wasm_*.rs targets: the native test files use native-only dev-dependencies
   // (and wasm doctests would "pass" without running).
-  wasm: ["wasm tests in Node and headless Chromium (wasm-bindgen-test-runner)", "cargo", ["test", "--target", "wasm32-unknown-unknown", ...wasmTests()], wasmEnv],
-  js: ["JS tests of the built package (node:test)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/js")], {}],
-  browser: ["browser tests in Chromium, Firefox and WebKit (tests/helpers/engines.mjs)", node, ["--test", "--test-concurrency=1", ...jsTests("tests/browser")], {}],
-  packaging: ["packaging smoke tests from the packed tarball", node, ["--test", "--test-concurrency=1", ...jsTests("tests/packaging")], {}],
-  servers: ["server stores on real Postgres, Redis, SQLite (Node 22/24, Bun) and workerd; CLI; MCP server", node, ["--test", "--test-concurrency=1", ...jsTests("tests/servers")], {}],
+  wasm: [
+    "wasm tests in Node and headless Chromium (wasm-bindgen-test-runner)",
+    "cargo",
+    ["test", "--target", "wasm32-unknown-unknown", ...wasmTests()],
+    wasmEnv,
+  ],
+  js: [
+    "JS tests of the built package (node:test)",
+    node,
+    ["--test", "--test-concurrency=1", ...jsTests("tests/js")],
+    {},
+  ],
+  browser: [
+    "browser tests in Chromium, Firefox and WebKit (tests/helpers/engines.mjs)",
+    node,
+    ["--test", "--test-concurrency=1", ...jsTests("tests/browser")],
+    {},
+  ],
+  packaging: [
+    "packaging smoke tests from the packed tarball",
+    node,
+    ["--test", "--test-concurrency=1", ...jsTests("tests/packaging")],
+    {},
+  ],
+  servers: [
+    "server stores on real Postgres, Redis, SQLite (Node 22/24, Bun) and workerd; CLI; MCP server",
+    node,
+    ["--test", "--test-concurrency=1", ...jsTests("tests/servers")],
+    {},
+  ],
 };
 
-if (!chromedriver) console.error("\n!!! no chromedriver found (set CHROMEDRIVER): the wasm tests run in Node only, the browser ones are SKIPPED\n");
+if (!chromedriver)
+  console.error(
+    "\n!!! no chromedriver found (set CHROMEDRIVER): the wasm tests run in Node only, the browser ones are SKIPPED\n",
+  );
 
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(STEPS);
@@ -87,4 +134,6 @@ for (const [name, status, secs] of results) {
   console.log(`  ${name.padEnd(10)} ${status.padEnd(22)} ${secs.toFixed(1).padStart(6)} s`);
 }
 console.log(`  total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-process.exit(results.every(([, s]) => s === "ok" || s.startsWith("skipped")) && results.length === names.length ? 0 : 1);
+process.exit(
+  results.every(([, s]) => s === "ok" || s.startsWith("skipped")) && results.length === names.length ? 0 : 1,
+);

@@ -26,7 +26,12 @@ const sentence = (m) => {
 
 function loadPrefs() {
   try {
-    return { storage: "indexeddb", enabled: true, injectionEnabled: true, ...JSON.parse(localStorage.getItem(PREFS_KEY) ?? "{}") };
+    return {
+      storage: "indexeddb",
+      enabled: true,
+      injectionEnabled: true,
+      ...JSON.parse(localStorage.getItem(PREFS_KEY) ?? "{}"),
+    };
   } catch {
     return { storage: "indexeddb", enabled: true, injectionEnabled: true };
   }
@@ -40,7 +45,8 @@ function savePrefs() {
 const prefs = loadPrefs();
 if (STORAGES.includes(params.get("storage"))) prefs.storage = params.get("storage");
 const debounceParam = Number(params.get("debounce"));
-const debounceMs = params.has("debounce") && Number.isFinite(debounceParam) && debounceParam > 0 ? debounceParam : undefined;
+const debounceMs =
+  params.has("debounce") && Number.isFinite(debounceParam) && debounceParam > 0 ? debounceParam : undefined;
 const agent = params.get("agent") || "default";
 
 /** Shared state and actions for the two panes. */
@@ -58,7 +64,16 @@ const app = {
   activity: { kind: "idle", at: 0, queuedAt: 0 },
   lastUpdateAt: 0,
   options() {
-    return app.opts ?? { debounceMs: debounceMs ?? 30_000, enabled: prefs.enabled, injectionEnabled: prefs.injectionEnabled, maxInjectionTokens: 2000, similarityWeight: 0.6, confidenceWeight: 0.4 };
+    return (
+      app.opts ?? {
+        debounceMs: debounceMs ?? 30_000,
+        enabled: prefs.enabled,
+        injectionEnabled: prefs.injectionEnabled,
+        maxInjectionTokens: 2000,
+        similarityWeight: 0.6,
+        confidenceWeight: 0.4,
+      }
+    );
   },
   hasDraft: () => chat?.hasDraft() ?? false,
   /** Runs a memory action; on failure shows why and resolves to undefined. */
@@ -76,7 +91,9 @@ const app = {
     const rows = [...document.querySelectorAll("#facts-list [data-id]")];
     const i = rows.findIndex((r) => r.dataset.id === fact.id);
     const next = rows[i + 1] ?? rows[i - 1];
-    const removed = await app.run(forget ? "Forgetting the fact" : "Deleting the fact", () => app.memory.removeFact(fact.id, { forget }));
+    const removed = await app.run(forget ? "Forgetting the fact" : "Deleting the fact", () =>
+      app.memory.removeFact(fact.id, { forget }),
+    );
     if (!removed) return;
     await refresh();
     const target = next && document.querySelector(`[data-focus="delete-${CSS.escape(next.dataset.id)}"]`);
@@ -87,10 +104,11 @@ const app = {
     toast(forget ? "Fact forgotten: it will not be learned again." : "Fact deleted.", {
       action: {
         label: "Undo",
-        run: () => app.run("Restoring the fact", async () => {
-          if (forget) await app.memory.unforget(id);
-          await app.memory.addFact({ content, category, confidence, id, createdAt, source });
-        }),
+        run: () =>
+          app.run("Restoring the fact", async () => {
+            if (forget) await app.memory.unforget(id);
+            await app.memory.addFact({ content, category, confidence, id, createdAt, source });
+          }),
       },
     });
   },
@@ -119,7 +137,11 @@ async function refresh() {
   const g = ++docGeneration;
   const e = ++explainGeneration;
   try {
-    const [doc, explanation, history] = await Promise.all([m.get(), m.explain(chat?.query() ?? []), m.history({ limit: 20 })]);
+    const [doc, explanation, history] = await Promise.all([
+      m.get(),
+      m.explain(chat?.query() ?? []),
+      m.history({ limit: 20 }),
+    ]);
     if (g !== docGeneration || m !== app.memory) return;
     app.doc = doc;
     app.history = history;
@@ -176,13 +198,26 @@ function subscribe(m) {
   });
   m.on("update", (e) => {
     app.lastUpdateAt = Date.now();
-    app.activity = { kind: "updated", at: Date.now(), queuedAt: app.activity.queuedAt, summary: describeUpdate(e), reason: e.reason };
+    app.activity = {
+      kind: "updated",
+      at: Date.now(),
+      queuedAt: app.activity.queuedAt,
+      summary: describeUpdate(e),
+      reason: e.reason,
+    };
     app.fresh = new Set([...(e.added ?? []).map((f) => f.id), ...(e.changed ?? []).map((f) => f.id)]);
     app.freshSections = new Set(e.sections ?? []);
     refresh();
   });
   m.on("error", (e) => {
-    app.activity = { kind: "error", at: Date.now(), queuedAt: app.activity.queuedAt, code: e.code, message: e.message, attempt: e.attempt };
+    app.activity = {
+      kind: "error",
+      at: Date.now(),
+      queuedAt: app.activity.queuedAt,
+      code: e.code,
+      message: e.message,
+      attempt: e.attempt,
+    };
     pane.renderStatus();
   });
 }
@@ -207,43 +242,63 @@ async function open(kind) {
   } catch (e) {
     if (kind === "memory") throw e;
     if (e.code === "STORAGE_UNAVAILABLE") {
-      notice(`${STORAGE_NAMES[kind]} is not available here: ${sentence(e.message)} Memory is kept in this tab only and is lost on reload.`, { kind: "warn", id: "storage" });
+      notice(
+        `${STORAGE_NAMES[kind]} is not available here: ${sentence(e.message)} Memory is kept in this tab only and is lost on reload.`,
+        { kind: "warn", id: "storage" },
+      );
     } else if (e.code === "CORRUPT_MEMORY") {
       corruptNotice(kind, e);
     } else if (e.code === "DECRYPT_FAILED") {
-      notice(`${STORAGE_NAMES[kind]} holds encrypted memory: enter its passphrase under Data (${sentence(e.message)}) Meanwhile memory is kept in this tab only.`, { kind: "warn", id: "storage" });
+      notice(
+        `${STORAGE_NAMES[kind]} holds encrypted memory: enter its passphrase under Data (${sentence(e.message)}) Meanwhile memory is kept in this tab only.`,
+        { kind: "warn", id: "storage" },
+      );
       $("toggle-encryption").checked = true;
       showEncryption();
     } else {
-      notice(`Could not open ${STORAGE_NAMES[kind]}: ${sentence(e.message)} Using in-memory storage instead.`, { kind: "error", id: "storage" });
+      notice(`Could not open ${STORAGE_NAMES[kind]}: ${sentence(e.message)} Using in-memory storage instead.`, {
+        kind: "error",
+        id: "storage",
+      });
     }
     return { memory: await UserMemory.open({ ...options, storage: "memory" }), kind: "memory", wanted: kind };
   }
 }
 
 function corruptNotice(kind, e) {
-  notice(`Stored memory cannot be read, and nothing was changed: ${sentence(e.message)} Save the raw data, then reset ${STORAGE_NAMES[kind]} to start over. Meanwhile memory is kept in this tab only.`, {
-    kind: "error",
-    id: "storage",
-    actions: [
-      {
-        label: "Download raw data",
-        run: async () => {
-          const raw = await UserMemory.inspect({ agent, storage: kind });
-          download(`memory-raw-${kind}.json`, JSON.stringify(raw, null, 2));
+  notice(
+    `Stored memory cannot be read, and nothing was changed: ${sentence(e.message)} Save the raw data, then reset ${STORAGE_NAMES[kind]} to start over. Meanwhile memory is kept in this tab only.`,
+    {
+      kind: "error",
+      id: "storage",
+      actions: [
+        {
+          label: "Download raw data",
+          run: async () => {
+            const raw = await UserMemory.inspect({ agent, storage: kind });
+            download(`memory-raw-${kind}.json`, JSON.stringify(raw, null, 2));
+          },
         },
-      },
-      {
-        label: "Reset storage…",
-        run: async () => {
-          if (!(await confirmDialog({ title: `Reset ${STORAGE_NAMES[kind]}?`, message: "This deletes the unreadable memory and its queue for good.", confirmLabel: "Reset", danger: true }))) return;
-          await UserMemory.reset({ agent, storage: kind });
-          clearNotice("storage");
-          await switchStorage(kind);
+        {
+          label: "Reset storage…",
+          run: async () => {
+            if (
+              !(await confirmDialog({
+                title: `Reset ${STORAGE_NAMES[kind]}?`,
+                message: "This deletes the unreadable memory and its queue for good.",
+                confirmLabel: "Reset",
+                danger: true,
+              }))
+            )
+              return;
+            await UserMemory.reset({ agent, storage: kind });
+            clearNotice("storage");
+            await switchStorage(kind);
+          },
         },
-      },
-    ],
-  });
+      ],
+    },
+  );
 }
 
 async function switchStorage(kind) {
@@ -293,7 +348,8 @@ function download(name, text) {
 /** Small screens show one pane at a time: `body[data-pane]` says which. */
 function showPane(name) {
   document.body.dataset.pane = name;
-  for (const tab of document.querySelectorAll(".pane-tab")) tab.setAttribute("aria-pressed", String(tab.dataset.pane === name));
+  for (const tab of document.querySelectorAll(".pane-tab"))
+    tab.setAttribute("aria-pressed", String(tab.dataset.pane === name));
 }
 
 /** The encryption controls and note for the memory in force. */
@@ -309,7 +365,8 @@ function showEncryption() {
 }
 
 function wireControls() {
-  for (const tab of document.querySelectorAll(".pane-tab")) tab.addEventListener("click", () => showPane(tab.dataset.pane));
+  for (const tab of document.querySelectorAll(".pane-tab"))
+    tab.addEventListener("click", () => showPane(tab.dataset.pane));
   showPane("chat");
   $("storage-select").addEventListener("change", async (e) => {
     const kind = e.target.value;
@@ -334,7 +391,9 @@ function wireControls() {
       // Plain memory is encrypted in place; encrypted memory is only checked against it.
       await UserMemory.encrypt({ agent, storage: kind, encryption: { passphrase: value } });
     } catch (err) {
-      toast(err.code === "DECRYPT_FAILED" ? "Wrong passphrase." : `Encryption failed: ${err.message}`, { kind: "error" });
+      toast(err.code === "DECRYPT_FAILED" ? "Wrong passphrase." : `Encryption failed: ${err.message}`, {
+        kind: "error",
+      });
       await switchStorage(kind);
       return;
     }
@@ -391,7 +450,11 @@ function wireControls() {
     const content = $("new-fact-content").value.trim();
     if (!content) return $("new-fact-content").focus();
     const fact = await app.run("Adding the fact", () =>
-      app.memory.addFact({ content, category: $("new-fact-category").value, ...confidenceOf($("new-fact-confidence")) }),
+      app.memory.addFact({
+        content,
+        category: $("new-fact-category").value,
+        ...confidenceOf($("new-fact-confidence")),
+      }),
     );
     if (!fact) return;
     $("new-fact-content").value = "";
@@ -411,7 +474,10 @@ function wireControls() {
     // A memory.json is a few KB (100 facts ≈ 20 KB); a file this big is something else, and
     // would make every keystroke re-rank tens of thousands of facts.
     if (file.size > MAX_IMPORT_BYTES) {
-      toast(`${file.name} is ${(file.size / 1048576).toFixed(1)} MB, too big for a memory file (the limit here is ${MAX_IMPORT_BYTES / 1048576} MB). Nothing changed.`, { kind: "error" });
+      toast(
+        `${file.name} is ${(file.size / 1048576).toFixed(1)} MB, too big for a memory file (the limit here is ${MAX_IMPORT_BYTES / 1048576} MB). Nothing changed.`,
+        { kind: "error" },
+      );
       return;
     }
     const text = await file.text();
@@ -468,8 +534,10 @@ function tick() {
     if (busy && !queueWatch.busy) queueWatch.since = queueWatch.lastTick;
     if (!busy && queueWatch.busy) {
       const updated = app.lastUpdateAt >= queueWatch.since;
-      const abandoned = app.activity.kind === "error" && app.activity.code === "ABANDONED" && app.activity.at >= queueWatch.since;
-      if (!updated && !abandoned) app.activity = { kind: "updated", at: now, queuedAt: app.activity.queuedAt, nothingNew: true };
+      const abandoned =
+        app.activity.kind === "error" && app.activity.code === "ABANDONED" && app.activity.at >= queueWatch.since;
+      if (!updated && !abandoned)
+        app.activity = { kind: "updated", at: now, queuedAt: app.activity.queuedAt, nothingNew: true };
     }
     queueWatch.busy = busy;
     queueWatch.lastTick = now;
@@ -493,7 +561,9 @@ function showConfig(config) {
   $("model-name").textContent = config.configured ? `${config.model} · ${config.endpoint}` : "no model";
   $("endpoint-banner").hidden = config.configured;
   $("endpoint-problem").textContent = config.configured ? "" : `(${config.problem})`;
-  $("input").placeholder = config.configured ? "Message the assistant…" : "No model connected — type anyway to see which facts would be injected";
+  $("input").placeholder = config.configured
+    ? "Message the assistant…"
+    : "No model connected — type anyway to see which facts would be injected";
 }
 
 async function main() {

@@ -48,7 +48,10 @@ export class MemoryAgent extends DurableObject {
       const block = await memory.inject(messages);
       let reply;
       try {
-        reply = await chat(this.env, [{ role: "system", content: block ? `${SYSTEM}\n\n${block}` : SYSTEM }, ...messages]);
+        reply = await chat(this.env, [
+          { role: "system", content: block ? `${SYSTEM}\n\n${block}` : SYSTEM },
+          ...messages,
+        ]);
       } catch (e) {
         return Response.json({ error: `the model call failed: ${e.message}` }, { status: 502 });
       }

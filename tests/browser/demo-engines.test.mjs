@@ -16,7 +16,10 @@ let demo;
 
 before(async () => {
   llm = await demoLlm.start();
-  demo = await startServer({ port: 0, env: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL: "scripted-model" } });
+  demo = await startServer({
+    port: 0,
+    env: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL: "scripted-model" },
+  });
 });
 
 after(async () => {
@@ -61,9 +64,15 @@ for (const engine of ENGINES) {
       const from = llm.requests.length;
       script.chats.push("Nice to meet you, Mia! Go on Kubernetes is a solid stack.");
       script.extractions.push(MIA);
-      await send(page, "Hi! I'm Mia, a backend engineer at Acme. We write Go microservices on Kubernetes, and I'm learning Rust.");
+      await send(
+        page,
+        "Hi! I'm Mia, a backend engineer at Acme. We write Go microservices on Kubernetes, and I'm learning Rust.",
+      );
       const bubbles = await page.evaluate(texts, ".msg-assistant .bubble");
-      assert.ok(bubbles.some((t) => t.includes("Nice to meet you, Mia!")), `the answer is shown: ${bubbles}`);
+      assert.ok(
+        bubbles.some((t) => t.includes("Nice to meet you, Mia!")),
+        `the answer is shown: ${bubbles}`,
+      );
       assert.ok(!systemOf(chatRequests(from)[0]).includes("<memory>"), "nothing to inject yet");
 
       // Queued, then learned: every fact of the delta appears in the memory pane.
@@ -73,7 +82,11 @@ for (const engine of ENGINES) {
       await page.waitFor((n) => document.querySelectorAll("#facts-list .fact-text").length === n, expected.length);
       assert.deepEqual((await factsShown(page)).sort(), expected);
       assert.equal(extractionRequests(from).length, 1);
-      assert.equal(extractionRequests(from)[0].headers.authorization, `Bearer ${KEY}`, "through the server's proxy, with its key");
+      assert.equal(
+        extractionRequests(from)[0].headers.authorization,
+        `Bearer ${KEY}`,
+        "through the server's proxy, with its key",
+      );
 
       // The next prompt carries the memory block.
       script.chats.push("Rust: you are learning it already. Keep Go for the services.");

@@ -28,12 +28,15 @@ after(async () => {
 /** A raw HTTP request (no URL normalisation, any Host/Origin header). */
 function raw(server, { method = "GET", path = "/", headers = {}, body } = {}) {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port: server.port, method, path, headers: { host: `127.0.0.1:${server.port}`, ...headers } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, text }));
-    });
+    const req = request(
+      { host: "127.0.0.1", port: server.port, method, path, headers: { host: `127.0.0.1:${server.port}`, ...headers } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, text }));
+      },
+    );
     req.on("error", reject);
     if (body !== undefined) req.write(typeof body === "string" ? body : JSON.stringify(body));
     req.end();
@@ -42,7 +45,12 @@ function raw(server, { method = "GET", path = "/", headers = {}, body } = {}) {
 
 const chatBody = { model: "whatever-the-page-says", messages: [{ role: "user", content: "hi" }] };
 const post = (server, body = chatBody, headers = {}) =>
-  raw(server, { method: "POST", path: "/api/llm/chat/completions", headers: { "content-type": "application/json", ...headers }, body });
+  raw(server, {
+    method: "POST",
+    path: "/api/llm/chat/completions",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
 
 test("/api/config names the model and the endpoint host, never the API key", async () => {
   const res = await raw(demo, { path: "/api/config" });
@@ -66,7 +74,8 @@ test("the proxy forwards to OPENAI_BASE_URL/chat/completions with the server's k
 });
 
 test("streamed answers pass through as server-sent events, unchanged", async () => {
-  const events = 'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\ndata: {"choices":[{"delta":{"content":"lo"}}]}\n\ndata: [DONE]\n\n';
+  const events =
+    'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\ndata: {"choices":[{"delta":{"content":"lo"}}]}\n\ndata: [DONE]\n\n';
   llm.script.push({ headers: { "content-type": "text/event-stream" }, body: events });
   const n = llm.requests.length;
   const res = await post(demo, { ...chatBody, stream: true });
@@ -99,7 +108,8 @@ test("a streamed answer that echoes the key, a few characters per event, is mask
   const events = res.text.split("\n\n").filter((e) => e.startsWith("data: ") && e !== "data: [DONE]");
   const text = events.map((e) => JSON.parse(e.slice(6)).choices[0]?.delta?.content ?? "").join("");
   assert.equal(text, "Sure. The key is ***, and again: ***. Done.", "the browser reads the whole answer, masked");
-  for (const part of [KEY, KEY.slice(3), KEY.slice(-10)]) assert.ok(!res.text.includes(part), `"${part}" does not reach the browser`);
+  for (const part of [KEY, KEY.slice(3), KEY.slice(-10)])
+    assert.ok(!res.text.includes(part), `"${part}" does not reach the browser`);
   assert.ok(res.text.trimEnd().endsWith("data: [DONE]"));
   assert.ok(events.length > 5, "still streamed in many events");
 });
@@ -124,7 +134,10 @@ test("an unreachable endpoint is a 502 that names the endpoint", async () => {
   try {
     const res = await post(dead);
     assert.equal(res.status, 502);
-    assert.match(JSON.parse(res.text).error.message, new RegExp(`could not reach the LLM endpoint 127\\.0\\.0\\.1:${port}`));
+    assert.match(
+      JSON.parse(res.text).error.message,
+      new RegExp(`could not reach the LLM endpoint 127\\.0\\.0\\.1:${port}`),
+    );
   } finally {
     await dead.close();
   }
@@ -136,12 +149,17 @@ test("without an endpoint, /api/config says what is missing and the proxy answer
   const res = await post(bare);
   assert.equal(res.status, 503);
   const message = JSON.parse(res.text).error.message;
-  for (const word of ["OPENAI_BASE_URL", "MODEL", "http://127.0.0.1:11434/v1"]) assert.ok(message.includes(word), `${word} in: ${message}`);
+  for (const word of ["OPENAI_BASE_URL", "MODEL", "http://127.0.0.1:11434/v1"])
+    assert.ok(message.includes(word), `${word} in: ${message}`);
 });
 
 test("the environment decides the endpoint: a key alone means OpenAI; a missing MODEL or a bad URL is reported", () => {
   assert.deepEqual(endpointFromEnv({ OPENAI_API_KEY: "k", MODEL: "gpt-4o-mini" }), {
-    baseUrl: "https://api.openai.com/v1", key: "k", model: "gpt-4o-mini", configured: true, problem: null,
+    baseUrl: "https://api.openai.com/v1",
+    key: "k",
+    model: "gpt-4o-mini",
+    configured: true,
+    problem: null,
   });
   assert.equal(endpointFromEnv({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" }).problem, "MODEL is not set");
   assert.match(endpointFromEnv({ OPENAI_BASE_URL: "127.0.0.1:11434", MODEL: "m" }).problem, /must be an http/);
@@ -149,7 +167,11 @@ test("the environment decides the endpoint: a key alone means OpenAI; a missing 
   const creds = endpointFromEnv({ OPENAI_BASE_URL: "http://user:s3cretpass@127.0.0.1:9/v1", MODEL: "m" });
   assert.equal(creds.configured, false);
   assert.doesNotMatch(creds.problem, /s3cretpass/);
-  const broken = endpointFromEnv({ OPENAI_BASE_URL: "http://127.0.0.1:9/v1", OPENAI_API_KEY: "sk-abc\ndef", MODEL: "m" });
+  const broken = endpointFromEnv({
+    OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+    OPENAI_API_KEY: "sk-abc\ndef",
+    MODEL: "m",
+  });
   assert.equal(broken.configured, false);
   assert.doesNotMatch(broken.problem, /sk-abc/);
   assert.equal(endpointFromEnv({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1", MODEL: "llama3.2" }).key, null);
@@ -174,28 +196,41 @@ test("only the page (www/) and the package (pkg/) are served", async () => {
   assert.equal((await raw(demo, { path: "/pkg/browser.js" })).status, 200);
   const wasm = await raw(demo, { path: "/pkg/wasm/user_memory_bg.wasm" });
   assert.equal(wasm.headers["content-type"], "application/wasm");
-  for (const path of ["/scripts/serve.mjs", "/package.json", "/pkg/../package.json", "/pkg/%2e%2e/package.json", "/..%2fpackage.json", "/src/lib.rs"]) {
+  for (const path of [
+    "/scripts/serve.mjs",
+    "/package.json",
+    "/pkg/../package.json",
+    "/pkg/%2e%2e/package.json",
+    "/..%2fpackage.json",
+    "/src/lib.rs",
+  ]) {
     assert.equal((await raw(demo, { path })).status, 404, path);
   }
   assert.equal((await raw(demo, { path: "/api/nothing" })).status, 404);
 });
 
-test("malformed requests get a 4xx and the server keeps running: a URL that does not parse, bad escapes, an oversized body", { timeout: 30_000 }, async () => {
-  const { connect } = await import("node:net");
-  const rawLine = (line) =>
-    new Promise((resolve, reject) => {
-      const socket = connect(demo.port, "127.0.0.1", () => socket.write(`${line}\r\nHost: x\r\nConnection: close\r\n\r\n`));
-      let text = "";
-      socket.on("data", (c) => (text += c));
-      socket.on("end", () => resolve(text));
-      socket.on("error", reject);
-    });
-  assert.match(await rawLine("GET //[ HTTP/1.1"), /^HTTP\/1\.1 400/);
-  assert.equal((await raw(demo, { path: "/%E0%A4%A" })).status, 400);
-  const big = await post(demo, { ...chatBody, pad: "x".repeat(9_000_000) });
-  assert.equal(big.status, 413, "the 413 itself arrives");
-  assert.equal((await raw(demo, { path: "/api/config" })).status, 200, "still serving");
-});
+test(
+  "malformed requests get a 4xx and the server keeps running: a URL that does not parse, bad escapes, an oversized body",
+  { timeout: 30_000 },
+  async () => {
+    const { connect } = await import("node:net");
+    const rawLine = (line) =>
+      new Promise((resolve, reject) => {
+        const socket = connect(demo.port, "127.0.0.1", () =>
+          socket.write(`${line}\r\nHost: x\r\nConnection: close\r\n\r\n`),
+        );
+        let text = "";
+        socket.on("data", (c) => (text += c));
+        socket.on("end", () => resolve(text));
+        socket.on("error", reject);
+      });
+    assert.match(await rawLine("GET //[ HTTP/1.1"), /^HTTP\/1\.1 400/);
+    assert.equal((await raw(demo, { path: "/%E0%A4%A" })).status, 400);
+    const big = await post(demo, { ...chatBody, pad: "x".repeat(9_000_000) });
+    assert.equal(big.status, 413, "the 413 itself arrives");
+    assert.equal((await raw(demo, { path: "/api/config" })).status, 200, "still serving");
+  },
+);
 
 test("a taken port falls back to a free one", async () => {
   const second = await startServer({ port: demo.port, env: {} });

@@ -55,7 +55,10 @@ async function withBrowser(fn) {
  * Opens the demo. Every native dialog (alert, confirm …) is recorded and dismissed: the page
  * never uses one, so any dialog means injected code ran. Uncaught page errors are recorded.
  */
-async function openDemo(context, { server = demo, query = "debounce=400", viewport = { width: 1440, height: 960 } } = {}) {
+async function openDemo(
+  context,
+  { server = demo, query = "debounce=400", viewport = { width: 1440, height: 960 } } = {},
+) {
   const page = await context.newPage();
   await page.setViewportSize(viewport);
   const problems = { dialogs: [], errors: [] };
@@ -94,7 +97,11 @@ async function send(page, message) {
   const before = await page.locator(".msg-assistant:not(.pending), .msg-error").count();
   await page.locator("#input").fill(message);
   await page.locator("#input").press("Enter");
-  await page.waitForFunction((n) => document.querySelectorAll(".msg-assistant:not(.pending), .msg-error").length > n, before, { timeout: T });
+  await page.waitForFunction(
+    (n) => document.querySelectorAll(".msg-assistant:not(.pending), .msg-error").length > n,
+    before,
+    { timeout: T },
+  );
 }
 
 async function addFact(page, content, { category, confidence } = {}) {
@@ -136,13 +143,27 @@ test("a chat is answered, queued with a running countdown, learned into sections
     await page.evaluate(() => {
       globalThis.__seen = [];
       const box = document.getElementById("mem-status");
-      const note = () => globalThis.__seen.push({ state: box.dataset.state, detail: document.getElementById("status-detail").textContent });
-      new MutationObserver(note).observe(box, { attributes: true, subtree: true, childList: true, characterData: true });
+      const note = () =>
+        globalThis.__seen.push({
+          state: box.dataset.state,
+          detail: document.getElementById("status-detail").textContent,
+        });
+      new MutationObserver(note).observe(box, {
+        attributes: true,
+        subtree: true,
+        childList: true,
+        characterData: true,
+      });
     });
 
-    script.chats.push("Nice to meet you, Mia! Go on Kubernetes is a solid stack. For a CLI, Rust with `clap` is a great way to practise.");
+    script.chats.push(
+      "Nice to meet you, Mia! Go on Kubernetes is a solid stack. For a CLI, Rust with `clap` is a great way to practise.",
+    );
     script.extractions.push(MIA);
-    await send(page, "Hi! I'm Mia, a backend engineer at Acme. We write Go microservices on Kubernetes, and I'm learning Rust in the evenings.");
+    await send(
+      page,
+      "Hi! I'm Mia, a backend engineer at Acme. We write Go microservices on Kubernetes, and I'm learning Rust in the evenings.",
+    );
     await waitForText(page, ".msg-assistant .bubble", "Nice to meet you, Mia!");
     await waitForState(page, "queued");
     await shot(page, "02-answered-and-queued");
@@ -158,7 +179,10 @@ test("a chat is answered, queued with a running countdown, learned into sections
     await waitForState(page, "updated");
     const seen = await page.evaluate(() => globalThis.__seen);
     const states = seen.map((s) => s.state);
-    assert.ok(states.indexOf("queued") >= 0 && states.lastIndexOf("updated") > states.indexOf("queued"), `queued then updated: ${states.join(",")}`);
+    assert.ok(
+      states.indexOf("queued") >= 0 && states.lastIndexOf("updated") > states.indexOf("queued"),
+      `queued then updated: ${states.join(",")}`,
+    );
     const counts = seen
       .filter((s) => s.state === "queued")
       .map((s) => /in (\d+(?:\.\d)?) s$/.exec(s.detail)?.[1])
@@ -192,7 +216,10 @@ test("a chat is answered, queued with a running countdown, learned into sections
     const rows = await page.locator("#facts-list .fact").allInnerTexts();
     assert.equal(rows.length, 4);
     for (const r of rows) assert.match(r, /score\s*\d\.\d\d/);
-    assert.ok(rows.every((r) => r.includes("In prompt")), "all four facts fit the budget");
+    assert.ok(
+      rows.every((r) => r.includes("In prompt")),
+      "all four facts fit the budget",
+    );
     await shot(page, "03-learned-with-draft");
 
     script.chats.push("Rust: you are learning it already, and `clap` makes a CLI easy. Keep Go for the services.");
@@ -200,10 +227,16 @@ test("a chat is answered, queued with a running countdown, learned into sections
     await waitForText(page, ".msg-assistant .bubble", "Keep Go for the services");
     const second = chatRequests(from)[1];
     const system = systemOf(second);
-    assert.ok(system.includes("<memory>") && system.includes("</memory>"), "the second prompt carries the memory block");
+    assert.ok(
+      system.includes("<memory>") && system.includes("</memory>"),
+      "the second prompt carries the memory block",
+    );
     assert.ok(system.includes("Writes Go microservices on Kubernetes"));
     assert.ok(system.includes("Work: Mia is a backend engineer at Acme"));
-    assert.match(await page.locator(".msg-assistant .msg-memory summary").last().innerText(), /^Memory: 4 facts · \d+ tokens$/);
+    assert.match(
+      await page.locator(".msg-assistant .msg-memory summary").last().innerText(),
+      /^Memory: 4 facts · \d+ tokens$/,
+    );
     assert.equal(await page.locator(".msg-assistant .msg-meta").first().innerText(), "No memory in this prompt");
     await page.locator(".msg-assistant .msg-memory summary").last().click();
     await shot(page, "04-second-answer-with-memory");
@@ -293,7 +326,10 @@ test("facts can be added, edited and deleted (with undo), and sections edited, a
     await box.press("Enter");
     await waitForText(page, "#facts-list .fact-text", "Lives in Porto");
     const doc = await stored(page);
-    assert.deepEqual(doc.facts.map((f) => [f.content, f.category, f.confidence]), [["Lives in Porto", "preference", 0.8]]);
+    assert.deepEqual(
+      doc.facts.map((f) => [f.content, f.category, f.confidence]),
+      [["Lives in Porto", "preference", 0.8]],
+    );
 
     // Escape cancels an edit without saving.
     await page.getByRole("button", { name: "Edit fact: Lives in Porto" }).click();
@@ -307,16 +343,24 @@ test("facts can be added, edited and deleted (with undo), and sections edited, a
     await addFact(page, "Has a cat called Miso");
     await page.getByRole("button", { name: "Delete fact: Lives in Porto" }).click();
     await page.locator("#facts-list .fact", { hasText: "Lives in Porto" }).waitFor({ state: "detached", timeout: T });
-    assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Has a cat called Miso"]);
+    assert.deepEqual(
+      (await stored(page)).facts.map((f) => f.content),
+      ["Has a cat called Miso"],
+    );
     const focused = await page.evaluate(() => document.activeElement?.getAttribute("aria-label"));
     assert.equal(focused, "Delete fact: Has a cat called Miso", "focus moves to the next fact");
     await page.locator(".toast").getByRole("button", { name: "Undo" }).click();
     await waitForText(page, "#facts-list .fact-text", "Lives in Porto");
-    assert.deepEqual((await stored(page)).facts.map((f) => f.content).sort(), ["Has a cat called Miso", "Lives in Porto"]);
+    assert.deepEqual((await stored(page)).facts.map((f) => f.content).sort(), [
+      "Has a cat called Miso",
+      "Lives in Porto",
+    ]);
 
     // Sections: edit Work, Enter saves through updateSection().
     await page.getByRole("button", { name: "Edit section Work" }).click();
-    await page.getByRole("textbox", { name: "Work summary" }).fill("Staff engineer at Initech, owns the payments platform.");
+    await page
+      .getByRole("textbox", { name: "Work summary" })
+      .fill("Staff engineer at Initech, owns the payments platform.");
     await page.getByRole("textbox", { name: "Work summary" }).press("Enter");
     await waitForText(page, '[data-section="workContext"] .section-text', "Staff engineer at Initech");
     assert.match(await text(page, '[data-section="workContext"]'), /updated (just now|\d+ s ago)/);
@@ -335,30 +379,49 @@ test("the Changes list shows what changed and why; Undo and Revert restore exact
     await addFact(page, "Lives in Lisbon");
     await addFact(page, "Allergic to penicillin");
     const changes = page.locator("#history-list .change");
-    await page.waitForFunction(() => document.querySelectorAll("#history-list .change").length === 2, null, { timeout: T });
+    await page.waitForFunction(() => document.querySelectorAll("#history-list .change").length === 2, null, {
+      timeout: T,
+    });
     assert.match(await changes.first().innerText(), /Fact added[\s\S]*\+ Allergic to penicillin/);
     const before = await stored(page);
 
     // Undo the newest change from the list, then revert to before the first.
     await page.getByRole("button", { name: "Undo the last change" }).click();
-    await page.locator("#facts-list .fact", { hasText: "Allergic to penicillin" }).waitFor({ state: "detached", timeout: T });
+    await page
+      .locator("#facts-list .fact", { hasText: "Allergic to penicillin" })
+      .waitFor({ state: "detached", timeout: T });
     assert.match(await changes.first().innerText(), /Reverted to revision/);
     await page.getByRole("button", { name: "Undo the last change" }).click();
     await waitForText(page, "#facts-list .fact-text", "Allergic to penicillin");
-    assert.deepEqual((await stored(page)).facts, before.facts, "undoing the undo restores the facts exactly (ids, dates)");
+    assert.deepEqual(
+      (await stored(page)).facts,
+      before.facts,
+      "undoing the undo restores the facts exactly (ids, dates)",
+    );
 
     // Forget: deleted, and the next extraction that proposes it again does not store it.
     await page.getByRole("button", { name: "Forget fact: Allergic to penicillin" }).click();
-    await page.locator("#facts-list .fact", { hasText: "Allergic to penicillin" }).waitFor({ state: "detached", timeout: T });
+    await page
+      .locator("#facts-list .fact", { hasText: "Allergic to penicillin" })
+      .waitFor({ state: "detached", timeout: T });
     assert.match(await text(page, ".toast"), /will not be learned again/);
     assert.match(await changes.first().innerText(), /Fact deleted[\s\S]*forgotten for good/);
     assert.equal((await page.evaluate(() => globalThis.memory.forgotten())).length, 1);
     script.chats.push("Noted, no penicillin.");
-    script.extractions.push({ json: { newFacts: [{ content: "Is allergic to penicillin", category: "context", confidence: 0.95 }], factsToRemove: [] } });
+    script.extractions.push({
+      json: {
+        newFacts: [{ content: "Is allergic to penicillin", category: "context", confidence: 0.95 }],
+        factsToRemove: [],
+      },
+    });
     await send(page, "Remember that I'm allergic to penicillin.");
     await waitForText(page, ".msg-assistant .bubble", "Noted, no penicillin.");
     await page.evaluate(() => globalThis.memory.flush());
-    assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Lives in Lisbon"], "the forgotten fact was not learned again");
+    assert.deepEqual(
+      (await stored(page)).facts.map((f) => f.content),
+      ["Lives in Lisbon"],
+      "the forgotten fact was not learned again",
+    );
     await shot(page, "06b-changes");
     assert.deepEqual(problems, { dialogs: [], errors: [] });
   });
@@ -374,7 +437,11 @@ test("the encryption switch encrypts stored memory with a passphrase; after a re
     await page.waitForFunction(() => globalThis.memory?.options().encryption === true, null, { timeout: T });
     await waitForText(page, "#facts-list .fact-text", "Allergic to penicillin");
     assert.match(await text(page, "#encryption-note"), /Encrypted/);
-    const raw = await page.evaluate(async () => JSON.stringify(await (await import("/pkg/browser.js")).UserMemory.inspect({ agent: "default", storage: "indexeddb" })));
+    const raw = await page.evaluate(async () =>
+      JSON.stringify(
+        await (await import("/pkg/browser.js")).UserMemory.inspect({ agent: "default", storage: "indexeddb" }),
+      ),
+    );
     assert.match(raw, /umenc1:/);
     assert.ok(!raw.includes("penicillin") && !raw.includes("demo passphrase"), "IndexedDB holds only ciphertext");
 
@@ -395,32 +462,62 @@ test("export downloads memory.json; import replaces memory keeping unknown field
     const { page, problems } = await openDemo(context);
     await addFact(page, "Runs marathons");
 
-    const [download] = await Promise.all([page.waitForEvent("download", { timeout: T }), page.getByRole("button", { name: "Export memory.json" }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download", { timeout: T }),
+      page.getByRole("button", { name: "Export memory.json" }).click(),
+    ]);
     assert.equal(download.suggestedFilename(), "memory.json");
     const exported = JSON.parse(readFileSync(await download.path(), "utf8"));
     assert.equal(exported.version, "1.0");
-    assert.deepEqual(exported.facts.map((f) => f.content), ["Runs marathons"]);
+    assert.deepEqual(
+      exported.facts.map((f) => f.content),
+      ["Runs marathons"],
+    );
     assert.ok(exported.user && exported.history);
 
     const deerflow = memoryDoc({
       user: {
-        workContext: { summary: "Data scientist at Globex.", updatedAt: "2026-03-14T10:30:00.000000Z", mood: "curious" },
+        workContext: {
+          summary: "Data scientist at Globex.",
+          updatedAt: "2026-03-14T10:30:00.000000Z",
+          mood: "curious",
+        },
         personalContext: { summary: "", updatedAt: "" },
         topOfMind: { summary: "", updatedAt: "" },
       },
-      facts: [{ id: "fact_3f9a1c2e", content: "Uses pandas daily", category: "knowledge", confidence: 0.9, createdAt: "2026-03-14T10:30:00.000000Z", source: "thread-42", tags: ["python"] }],
+      facts: [
+        {
+          id: "fact_3f9a1c2e",
+          content: "Uses pandas daily",
+          category: "knowledge",
+          confidence: 0.9,
+          createdAt: "2026-03-14T10:30:00.000000Z",
+          source: "thread-42",
+          tags: ["python"],
+        },
+      ],
       agentNotes: { kept: true },
     });
-    await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(deerflow)) });
+    await page.locator("#import-file").setInputFiles({
+      name: "memory.json",
+      mimeType: "application/json",
+      buffer: Buffer.from(JSON.stringify(deerflow)),
+    });
     const dialog = page.getByRole("dialog");
     await dialog.waitFor({ timeout: T });
-    assert.match(await dialog.innerText(), /replaces the whole memory \(1 fact and the profile\) with the file's 1 fact/);
+    assert.match(
+      await dialog.innerText(),
+      /replaces the whole memory \(1 fact and the profile\) with the file's 1 fact/,
+    );
     await dialog.getByRole("button", { name: "Replace memory" }).click();
     await waitForText(page, "#facts-list .fact-text", "Uses pandas daily");
     assert.deepEqual(await factTexts(page), ["Uses pandas daily"]);
     assert.match(await text(page, '[data-section="workContext"]'), /Data scientist at Globex/);
 
-    const [again] = await Promise.all([page.waitForEvent("download", { timeout: T }), page.getByRole("button", { name: "Export memory.json" }).click()]);
+    const [again] = await Promise.all([
+      page.waitForEvent("download", { timeout: T }),
+      page.getByRole("button", { name: "Export memory.json" }).click(),
+    ]);
     const roundTrip = JSON.parse(readFileSync(await again.path(), "utf8"));
     assert.deepEqual(roundTrip.agentNotes, { kept: true });
     assert.equal(roundTrip.user.workContext.mood, "curious");
@@ -428,30 +525,56 @@ test("export downloads memory.json; import replaces memory keeping unknown field
     assert.equal(roundTrip.facts[0].id, "fact_3f9a1c2e");
 
     // Valid JSON but not memory: confirmed, then rejected by the library with its reason.
-    await page.locator("#import-file").setInputFiles({ name: "broken.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify({ user: 5, facts: "no" })) });
+    await page.locator("#import-file").setInputFiles({
+      name: "broken.json",
+      mimeType: "application/json",
+      buffer: Buffer.from(JSON.stringify({ user: 5, facts: "no" })),
+    });
     await dialog.getByRole("button", { name: "Replace memory" }).click();
     await page.locator(".toast-error", { hasText: "Importing broken.json failed" }).waitFor({ timeout: T });
     // Not JSON at all: rejected straight away.
-    await page.locator("#import-file").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("just some notes") });
+    await page
+      .locator("#import-file")
+      .setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("just some notes") });
     await page.locator(".toast-error", { hasText: "Importing notes.txt failed" }).waitFor({ timeout: T });
     // Far too big to be a memory file: refused before it is even read.
-    await page.locator("#import-file").setInputFiles({ name: "dump.json", mimeType: "application/json", buffer: Buffer.alloc(6 * 1024 * 1024, 32) });
+    await page
+      .locator("#import-file")
+      .setInputFiles({ name: "dump.json", mimeType: "application/json", buffer: Buffer.alloc(6 * 1024 * 1024, 32) });
     await page.locator(".toast-error", { hasText: "dump.json is 6.0 MB, too big" }).waitFor({ timeout: T });
     assert.deepEqual(await factTexts(page), ["Uses pandas daily"]);
-    assert.deepEqual((await stored(page)).facts.map((f) => f.content), ["Uses pandas daily"], "memory unchanged");
+    assert.deepEqual(
+      (await stored(page)).facts.map((f) => f.content),
+      ["Uses pandas daily"],
+      "memory unchanged",
+    );
     await shot(page, "07-import-rejected");
 
     // A memory over maxFacts (100 by default) keeps its best 100: import applies the cap.
-    const many = { ...deerflow, facts: Array.from({ length: 1000 }, (_, i) => ({ content: `Imported fact ${i}`, category: "context", confidence: i < 100 ? 0.9 : 0.8 })) };
-    await page.locator("#import-file").setInputFiles({ name: "many.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(many)) });
+    const many = {
+      ...deerflow,
+      facts: Array.from({ length: 1000 }, (_, i) => ({
+        content: `Imported fact ${i}`,
+        category: "context",
+        confidence: i < 100 ? 0.9 : 0.8,
+      })),
+    };
+    await page
+      .locator("#import-file")
+      .setInputFiles({ name: "many.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(many)) });
     await dialog.getByRole("button", { name: "Replace memory" }).click();
     await waitForText(page, "#facts-list .fact-text", "Imported fact 99");
     const capped = (await stored(page)).facts;
     assert.equal(capped.length, 100);
-    assert.ok(capped.every((f) => f.confidence === 0.9), "the best-ranked 100 are kept");
+    assert.ok(
+      capped.every((f) => f.confidence === 0.9),
+      "the best-ranked 100 are kept",
+    );
     // With a higher cap a huge memory imports whole; the list draws the best 300 rows.
     await page.evaluate(() => globalThis.memory.configure({ maxFacts: 2000 }));
-    await page.locator("#import-file").setInputFiles({ name: "many.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(many)) });
+    await page
+      .locator("#import-file")
+      .setInputFiles({ name: "many.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(many)) });
     await dialog.getByRole("button", { name: "Replace memory" }).click();
     await waitForText(page, "#facts-list", "700 more facts not shown");
     assert.equal(await page.locator("#facts-list .fact-text").count(), 300);
@@ -465,10 +588,18 @@ test("a long fact list gets a filter that narrows it by content or category", as
     const { page, problems } = await openDemo(context);
     assert.ok(await page.locator("#facts-filter").isHidden(), "no filter for a short list");
     const facts = Array.from({ length: 12 }, (_, i) => ({
-      id: `fact_0000000${i.toString(16)}`, content: i === 7 ? "Plays chess on Sundays" : `Routine fact number ${i}`,
-      category: i === 3 ? "goal" : "context", confidence: 0.8, createdAt: "2026-03-14T10:30:00.000000Z", source: "t",
+      id: `fact_0000000${i.toString(16)}`,
+      content: i === 7 ? "Plays chess on Sundays" : `Routine fact number ${i}`,
+      category: i === 3 ? "goal" : "context",
+      confidence: 0.8,
+      createdAt: "2026-03-14T10:30:00.000000Z",
+      source: "t",
     }));
-    await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(memoryDoc({ facts }))) });
+    await page.locator("#import-file").setInputFiles({
+      name: "memory.json",
+      mimeType: "application/json",
+      buffer: Buffer.from(JSON.stringify(memoryDoc({ facts }))),
+    });
     await page.getByRole("dialog").getByRole("button", { name: "Replace memory" }).click();
     await waitForText(page, "#facts-list .fact-text", "Plays chess on Sundays");
     assert.equal((await factTexts(page)).length, 12);
@@ -492,28 +623,57 @@ test("markup in facts, sections and answers is shown as text and never runs", as
 
     const doc = memoryDoc({
       user: {
-        workContext: { summary: "<script>alert(2)</script><img src=x onerror=alert(3)>", updatedAt: "2026-03-14T10:30:00.000000Z" },
+        workContext: {
+          summary: "<script>alert(2)</script><img src=x onerror=alert(3)>",
+          updatedAt: "2026-03-14T10:30:00.000000Z",
+        },
         personalContext: { summary: "", updatedAt: "" },
         topOfMind: { summary: "", updatedAt: "" },
       },
       facts: [
-        { id: "fact_00000001", content: evilFact, category: "<b>cat</b>", confidence: 0.9, createdAt: "2026-03-14T10:30:00.000000Z", source: "<i>src</i>" },
-        { id: "fact_00000002", content: '"><svg onload=alert(4)>', category: "knowledge", confidence: 0.8, createdAt: "2026-03-14T10:30:00.000000Z", source: "t" },
+        {
+          id: "fact_00000001",
+          content: evilFact,
+          category: "<b>cat</b>",
+          confidence: 0.9,
+          createdAt: "2026-03-14T10:30:00.000000Z",
+          source: "<i>src</i>",
+        },
+        {
+          id: "fact_00000002",
+          content: '"><svg onload=alert(4)>',
+          category: "knowledge",
+          confidence: 0.8,
+          createdAt: "2026-03-14T10:30:00.000000Z",
+          source: "t",
+        },
       ],
     });
-    await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(doc)) });
+    await page
+      .locator("#import-file")
+      .setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(doc)) });
     await page.getByRole("dialog").getByRole("button", { name: "Replace memory" }).click();
     await waitForText(page, "#facts-list .fact-text", '"><svg onload=alert(4)>');
 
     // An answer with markup, sent without streaming (the page reads plain JSON answers too).
-    script.chats.push({ text: "Here: <img src=x onerror=alert(5)> and **bold** <a href=javascript:alert(6)>link</a>", stream: false });
+    script.chats.push({
+      text: "Here: <img src=x onerror=alert(5)> and **bold** <a href=javascript:alert(6)>link</a>",
+      stream: false,
+    });
     await send(page, "Show me <img src=x onerror=alert(7)>");
     await waitForText(page, ".msg-assistant .bubble", "<img src=x onerror=alert(5)>");
 
     assert.ok((await factTexts(page)).includes(evilFact), "the fact reads as the literal text");
-    assert.match(await text(page, '[data-section="workContext"] .section-text'), /^<script>alert\(2\)<\/script><img src=x onerror=alert\(3\)>$/);
+    assert.match(
+      await text(page, '[data-section="workContext"] .section-text'),
+      /^<script>alert\(2\)<\/script><img src=x onerror=alert\(3\)>$/,
+    );
     assert.match(await text(page, ".msg-user .bubble"), /<img src=x onerror=alert\(7\)>/);
-    assert.match(await text(page, "#preview-block"), /&lt;img src=x onerror=alert\(1\)&gt;/, "the library escapes it inside the block");
+    assert.match(
+      await text(page, "#preview-block"),
+      /&lt;img src=x onerror=alert\(1\)&gt;/,
+      "the library escapes it inside the block",
+    );
     const counts = await page.evaluate(() => ({
       img: document.querySelectorAll("img").length,
       script: document.querySelectorAll("script").length,
@@ -535,7 +695,14 @@ test("without an endpoint, a banner explains how to connect one, sending is off,
     const banner = page.locator("#endpoint-banner");
     assert.ok(await banner.isVisible());
     const said = await banner.innerText();
-    for (const needle of ["No model connected", "OPENAI_BASE_URL", "OPENAI_API_KEY", "MODEL=", "http://127.0.0.1:11434/v1", "OPENAI_BASE_URL is not set"]) {
+    for (const needle of [
+      "No model connected",
+      "OPENAI_BASE_URL",
+      "OPENAI_API_KEY",
+      "MODEL=",
+      "http://127.0.0.1:11434/v1",
+      "OPENAI_BASE_URL is not set",
+    ]) {
       assert.ok(said.includes(needle), `banner mentions ${needle}`);
     }
     assert.match(await text(page, "#model-name"), /no model/);
@@ -618,7 +785,10 @@ test("pausing learning queues nothing and injection off sends prompts without me
     await reload(page);
     assert.equal(await page.getByLabel("Learn from chats").isChecked(), false);
     assert.equal(await page.getByLabel("Add memory to prompts").isChecked(), false);
-    assert.deepEqual(await page.evaluate(() => [globalThis.memory.options().enabled, globalThis.memory.options().injectionEnabled]), [false, false]);
+    assert.deepEqual(
+      await page.evaluate(() => [globalThis.memory.options().enabled, globalThis.memory.options().injectionEnabled]),
+      [false, false],
+    );
     assert.equal(extractionRequests(from).length, 0, "the 60 s debounce never ran out");
     assert.deepEqual(problems, { dialogs: [], errors: [] });
   });
@@ -635,7 +805,9 @@ test("a failed extraction shows the error with its message, and Update now retri
     assert.match(await text(page, "#status-detail"), /HTTP 400.*model 'tiny' does not support JSON/);
     await shot(page, "11-extraction-error");
 
-    script.extractions.push({ json: { newFacts: [{ content: "Teaches physics in Porto", category: "context", confidence: 0.95 }] } });
+    script.extractions.push({
+      json: { newFacts: [{ content: "Teaches physics in Porto", category: "context", confidence: 0.95 }] },
+    });
     await page.getByRole("button", { name: "Update now" }).click();
     await waitForState(page, "updated");
     assert.deepEqual(await factTexts(page), ["Teaches physics in Porto"]);
@@ -649,7 +821,9 @@ const layout = (page) =>
     const box = (sel) => {
       const el = document.querySelector(sel);
       const r = el?.getBoundingClientRect();
-      return r && r.width > 0 && r.height > 0 ? { x: r.x, y: r.y, right: r.right, bottom: r.bottom, width: r.width, height: r.height } : null;
+      return r && r.width > 0 && r.height > 0
+        ? { x: r.x, y: r.y, right: r.right, bottom: r.bottom, width: r.width, height: r.height }
+        : null;
     };
     const d = document.documentElement;
     const chip = document.querySelector("#model-name");
@@ -664,7 +838,9 @@ const layout = (page) =>
       chip: box("#model-chip"),
       chipTextCut: chip.scrollWidth > chip.clientWidth && getComputedStyle(chip).textOverflow !== "ellipsis",
       send: box("#send"),
-      memoryScroll: (({ scrollHeight, clientHeight }) => ({ scrollHeight, clientHeight }))(document.querySelector(".memory-scroll")),
+      memoryScroll: (({ scrollHeight, clientHeight }) => ({ scrollHeight, clientHeight }))(
+        document.querySelector(".memory-scroll"),
+      ),
     };
   });
 
@@ -672,24 +848,52 @@ const overlaps = (a, b) => a && b && a.x < b.right && b.x < a.right && a.y < b.b
 
 /** Checks that hold at every size: the app is the viewport, nothing is cut or covered. */
 function assertFits(l, what) {
-  assert.equal(l.docHeight, l.height, `${what}: the document is exactly the viewport's height (${l.docHeight} vs ${l.height})`);
+  assert.equal(
+    l.docHeight,
+    l.height,
+    `${what}: the document is exactly the viewport's height (${l.docHeight} vs ${l.height})`,
+  );
   assert.ok(l.docWidth <= l.width, `${what}: no sideways scrolling (${l.docWidth} > ${l.width})`);
-  assert.ok(l.chip && l.chip.right <= l.width, `${what}: the endpoint chip ends inside the viewport (${l.chip?.right} > ${l.width})`);
+  assert.ok(
+    l.chip && l.chip.right <= l.width,
+    `${what}: the endpoint chip ends inside the viewport (${l.chip?.right} > ${l.width})`,
+  );
   assert.ok(!l.chipTextCut, `${what}: the endpoint name is ellipsised, not cut`);
 }
 
-for (const [size, viewport] of [["1280×800", { width: 1280, height: 800 }], ["390×844", { width: 390, height: 844 }]]) {
+for (const [size, viewport] of [
+  ["1280×800", { width: 1280, height: 800 }],
+  ["390×844", { width: 390, height: 844 }],
+]) {
   const phone = viewport.width < 900;
   test(`at ${size} the app fills the viewport, each pane scrolls on its own, and the memory pane is reachable`, async () => {
     await withBrowser(async (context) => {
       const { page, problems } = await openDemo(context, { viewport });
       const tag = phone ? "phone" : "desktop";
-      if (!phone) assert.match(await text(page, ".chat-empty"), /shown under Memory/, "the empty state names the pane, not a side");
+      if (!phone)
+        assert.match(
+          await text(page, ".chat-empty"),
+          /shown under Memory/,
+          "the empty state names the pane, not a side",
+        );
       // Enough memory to scroll: 40 facts, imported through the (hidden) file input.
-      const facts = Array.from({ length: 40 }, (_, i) => ({ id: `fact_${String(i).padStart(8, "0")}`, content: `Fact number ${i} about the user`, category: "context", confidence: 0.8, createdAt: "2026-03-14T10:30:00Z", source: "manual" }));
-      await page.locator("#import-file").setInputFiles({ name: "memory.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(memoryDoc({ facts }))) });
+      const facts = Array.from({ length: 40 }, (_, i) => ({
+        id: `fact_${String(i).padStart(8, "0")}`,
+        content: `Fact number ${i} about the user`,
+        category: "context",
+        confidence: 0.8,
+        createdAt: "2026-03-14T10:30:00Z",
+        source: "manual",
+      }));
+      await page.locator("#import-file").setInputFiles({
+        name: "memory.json",
+        mimeType: "application/json",
+        buffer: Buffer.from(JSON.stringify(memoryDoc({ facts }))),
+      });
       await page.getByRole("dialog").getByRole("button", { name: "Replace memory" }).click();
-      await page.waitForFunction(() => document.querySelectorAll("#facts-list .fact").length === 40, null, { timeout: T });
+      await page.waitForFunction(() => document.querySelectorAll("#facts-list .fact").length === 40, null, {
+        timeout: T,
+      });
       for (let i = 0; i < 6; i++) {
         script.chats.push(`Answer ${i}: ${"a fairly long line of text that wraps ".repeat(6)}`);
         await send(page, `Question ${i}`);
@@ -747,11 +951,16 @@ for (const [size, viewport] of [["1280×800", { width: 1280, height: 800 }], ["3
       if (phone) await page.getByRole("button", { name: "Chat", exact: true }).click();
       l = await layout(page);
       const tbox = await toast.boundingBox();
-      assert.ok(l.send && !overlaps(tbox && { ...tbox, right: tbox.x + tbox.width, bottom: tbox.y + tbox.height }, l.send), "the toast leaves Send free");
+      assert.ok(
+        l.send && !overlaps(tbox && { ...tbox, right: tbox.x + tbox.width, bottom: tbox.y + tbox.height }, l.send),
+        "the toast leaves Send free",
+      );
       assertFits(l, `${size}, with a toast`);
       await shot(page, `18-${tag}-toast`);
       await toast.getByRole("button", { name: "Undo" }).click();
-      await page.waitForFunction(() => document.querySelectorAll("#facts-list .fact").length === 40, null, { timeout: T });
+      await page.waitForFunction(() => document.querySelectorAll("#facts-list .fact").length === 40, null, {
+        timeout: T,
+      });
       assert.deepEqual(problems, { dialogs: [], errors: [] });
     });
   });
@@ -777,8 +986,16 @@ test("Enter sends, Shift+Enter adds a line, and every control has an accessible 
     const unnamed = await page.evaluate(() =>
       [...document.querySelectorAll("button, input, select, textarea, summary, [tabindex]")]
         .filter((el) => {
-          const labelled = el.getAttribute("aria-labelledby")?.split(" ").map((id) => document.getElementById(id)?.textContent ?? "").join("");
-          const name = el.getAttribute("aria-label") || labelled || [...(el.labels ?? [])].map((l) => l.textContent).join("") || (/^(BUTTON|SUMMARY)$/.test(el.tagName) ? el.textContent : "");
+          const labelled = el
+            .getAttribute("aria-labelledby")
+            ?.split(" ")
+            .map((id) => document.getElementById(id)?.textContent ?? "")
+            .join("");
+          const name =
+            el.getAttribute("aria-label") ||
+            labelled ||
+            [...(el.labels ?? [])].map((l) => l.textContent).join("") ||
+            (/^(BUTTON|SUMMARY)$/.test(el.tagName) ? el.textContent : "");
           return !name.trim();
         })
         .map((el) => el.outerHTML.slice(0, 100)),
@@ -790,9 +1007,22 @@ test("Enter sends, Shift+Enter adds a line, and every control has an accessible 
     const reached = new Set();
     for (let i = 0; i < 40; i++) {
       await page.keyboard.press("Tab");
-      reached.add(await page.evaluate(() => document.activeElement?.getAttribute("aria-label") || document.activeElement?.textContent?.trim() || document.activeElement?.id));
+      reached.add(
+        await page.evaluate(
+          () =>
+            document.activeElement?.getAttribute("aria-label") ||
+            document.activeElement?.textContent?.trim() ||
+            document.activeElement?.id,
+        ),
+      );
     }
-    for (const name of ["Add fact", "Edit fact: Uses a screen reader sometimes", "Delete fact: Uses a screen reader sometimes", "Edit section Work", "Export memory.json"]) {
+    for (const name of [
+      "Add fact",
+      "Edit fact: Uses a screen reader sometimes",
+      "Delete fact: Uses a screen reader sometimes",
+      "Edit section Work",
+      "Export memory.json",
+    ]) {
       assert.ok(reached.has(name), `Tab reaches "${name}"`);
     }
     assert.deepEqual(problems, { dialogs: [], errors: [] });
@@ -801,10 +1031,15 @@ test("Enter sends, Shift+Enter adds a line, and every control has an accessible 
 
 test("when the chosen storage is unavailable, the page says so and keeps working in memory", async () => {
   await withBrowser(async (context) => {
-    await context.addInitScript(() => Object.defineProperty(globalThis, "indexedDB", { value: undefined, configurable: true }));
+    await context.addInitScript(() =>
+      Object.defineProperty(globalThis, "indexedDB", { value: undefined, configurable: true }),
+    );
     const { page, problems } = await openDemo(context, { query: "debounce=400&storage=indexeddb" });
     assert.equal(await page.locator("body").getAttribute("data-storage"), "memory");
-    assert.match(await text(page, "#notices"), /IndexedDB is not available here: .*Memory is kept in this tab only and is lost on reload\./s);
+    assert.match(
+      await text(page, "#notices"),
+      /IndexedDB is not available here: .*Memory is kept in this tab only and is lost on reload\./s,
+    );
     assert.match(await text(page, "#storage-name"), /in memory/);
     await addFact(page, "Works offline a lot");
     assert.deepEqual(await factTexts(page), ["Works offline a lot"]);
@@ -891,12 +1126,22 @@ test("unreadable stored memory is reported, never replaced: its raw data can be 
     await reload(page);
     const note = page.locator("#notices .notice-error");
     await note.waitFor({ timeout: T });
-    assert.match(await note.innerText(), /^Stored memory cannot be read, and nothing was changed: .*localStorage.*not valid JSON.* Save the raw data, then reset localStorage to start over\./s);
+    assert.match(
+      await note.innerText(),
+      /^Stored memory cannot be read, and nothing was changed: .*localStorage.*not valid JSON.* Save the raw data, then reset localStorage to start over\./s,
+    );
     assert.equal(await page.locator("body").getAttribute("data-storage"), "memory", "the page keeps working in memory");
-    assert.equal(await page.evaluate((k) => localStorage.getItem(k), damaged), '{"version":"1.0","user":', "the stored data is untouched");
+    assert.equal(
+      await page.evaluate((k) => localStorage.getItem(k), damaged),
+      '{"version":"1.0","user":',
+      "the stored data is untouched",
+    );
     await shot(page, "16-corrupt-memory");
 
-    const [download] = await Promise.all([page.waitForEvent("download", { timeout: T }), note.getByRole("button", { name: "Download raw data" }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download", { timeout: T }),
+      note.getByRole("button", { name: "Download raw data" }).click(),
+    ]);
     const raw = JSON.parse(readFileSync(await download.path(), "utf8"));
     assert.equal(raw.document, '{"version":"1.0","user":');
 
@@ -922,7 +1167,13 @@ test("two tabs share memory: an edit in one shows up live in the other", async (
       await waitForText(b.page, "#facts-list .fact-text", fact);
       await b.page.getByRole("button", { name: `Delete fact: ${fact}` }).click();
       await a.page.locator("#facts-list .fact", { hasText: fact }).waitFor({ state: "detached", timeout: T });
-      assert.deepEqual([a.problems, b.problems], [{ dialogs: [], errors: [] }, { dialogs: [], errors: [] }]);
+      assert.deepEqual(
+        [a.problems, b.problems],
+        [
+          { dialogs: [], errors: [] },
+          { dialogs: [], errors: [] },
+        ],
+      );
       await a.page.close();
       await b.page.close();
     }

@@ -50,8 +50,18 @@ after(async () => {
 async function openPage(browser, llmOptions = {}) {
   const page = await browser.newPage(`${pages.url}/`);
   await page.waitFor(() => window.ready === true);
-  const llmOpts = { baseUrl: llm.baseUrl, apiKey: KEY, headers: { "api-key": KEY }, model: "m", maxRetries: 2, ...llmOptions };
-  await page.evaluate(([agent, llm]) => window.openMemory({ agent, storage: "memory", debounceMs: 600_000, llm }), [`b-${agents++}`, llmOpts]);
+  const llmOpts = {
+    baseUrl: llm.baseUrl,
+    apiKey: KEY,
+    headers: { "api-key": KEY },
+    model: "m",
+    maxRetries: 2,
+    ...llmOptions,
+  };
+  await page.evaluate(
+    ([agent, llm]) => window.openMemory({ agent, storage: "memory", debounceMs: 600_000, llm }),
+    [`b-${agents++}`, llmOpts],
+  );
   return page;
 }
 
@@ -97,8 +107,15 @@ for (const engine of ENGINES) {
         assert.deepEqual(r.facts, []);
         const posts = llm.requests.filter((q) => q.method === "POST");
         assert.equal(posts.length, 1, "a refused redirect is not retried");
-        assert.equal(posts[0].headers.authorization ?? posts[0].headers["x-api-key"], provider === "anthropic" ? KEY : `Bearer ${KEY}`);
-        assert.deepEqual(other.requests.map((q) => q.method), [], "the other origin received no request");
+        assert.equal(
+          posts[0].headers.authorization ?? posts[0].headers["x-api-key"],
+          provider === "anthropic" ? KEY : `Bearer ${KEY}`,
+        );
+        assert.deepEqual(
+          other.requests.map((q) => q.method),
+          [],
+          "the other origin received no request",
+        );
         await page.close();
       });
     }
@@ -127,7 +144,12 @@ for (const engine of ENGINES) {
       llm.requests.length = 0;
       const page = await openPage(browser, { stream: true });
       const tail = Array.from({ length: 3000 }, () => "\n ");
-      llm.script.push({ ...factsReply("Lives in Lisbon"), tail, pieceDelayMs: 1, usage: { prompt_tokens: 10, completion_tokens: 20 } });
+      llm.script.push({
+        ...factsReply("Lives in Lisbon"),
+        tail,
+        pieceDelayMs: 1,
+        usage: { prompt_tokens: 10, completion_tokens: 20 },
+      });
       const r = await extract(page, "I live in Lisbon");
       assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
       const post = llm.requests.find((q) => q.method === "POST");

@@ -23,13 +23,20 @@ export function toolCallingModel(Mock, steps) {
       const next = step(call);
       if (next.tool) {
         return {
-          content: [{ type: "tool-call", toolCallId: `call-${i}`, toolName: next.tool, input: JSON.stringify(next.input) }],
+          content: [
+            { type: "tool-call", toolCallId: `call-${i}`, toolName: next.tool, input: JSON.stringify(next.input) },
+          ],
           finishReason: { unified: "tool-calls", raw: "tool_calls" },
           usage,
           warnings: [],
         };
       }
-      return { content: [{ type: "text", text: next.text }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
+      return {
+        content: [{ type: "text", text: next.text }],
+        finishReason: { unified: "stop", raw: "stop" },
+        usage,
+        warnings: [],
+      };
     },
   });
 }
@@ -38,5 +45,7 @@ export function toolCallingModel(Mock, steps) {
 export function toolResultsOf(call) {
   const last = call.prompt.at(-1);
   if (last?.role !== "tool") return [];
-  return last.content.filter((p) => p.type === "tool-result").map((p) => (p.output?.type === "json" ? p.output.value : p.output));
+  return last.content
+    .filter((p) => p.type === "tool-result")
+    .map((p) => (p.output?.type === "json" ? p.output.value : p.output));
 }

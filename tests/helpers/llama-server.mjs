@@ -35,19 +35,38 @@ export const MODELS = {
  * Starts the server in a child process and waits until the model is loaded.
  * `requests()` fetches what it received: [{ body, reply, finish, usage, ms }].
  */
-export async function startLlamaServer({ model = MODELS.smollm2, threads = 2, context = 4096, timeoutMs = 120_000 } = {}) {
+export async function startLlamaServer({
+  model = MODELS.smollm2,
+  threads = 2,
+  context = 4096,
+  timeoutMs = 120_000,
+} = {}) {
   // --with-parent: the child exits when its stdin closes, so a killed test or benchmark
   // does not leave a model running.
   const child = spawn(
     process.execPath,
-    [fileURLToPath(import.meta.url), "--model", model, "--port", "0", "--threads", String(threads), "--context", String(context), "--with-parent"],
+    [
+      fileURLToPath(import.meta.url),
+      "--model",
+      model,
+      "--port",
+      "0",
+      "--threads",
+      String(threads),
+      "--context",
+      String(context),
+      "--with-parent",
+    ],
     { stdio: ["pipe", "pipe", "pipe"] },
   );
   let output = "";
   child.stderr.on("data", (c) => (output += c));
   const exited = new Promise((resolve) => child.once("exit", resolve));
   const origin = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => (child.kill("SIGKILL"), reject(new Error(`llama-server did not start within ${timeoutMs} ms: ${output}`))), timeoutMs);
+    const timer = setTimeout(
+      () => (child.kill("SIGKILL"), reject(new Error(`llama-server did not start within ${timeoutMs} ms: ${output}`))),
+      timeoutMs,
+    );
     let line = "";
     child.stdout.on("data", (c) => {
       line += c;
@@ -84,7 +103,8 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
   async function grammarFor(format) {
     if (!format || format.type === "text") return undefined;
     if (format.type === "json_object") return llama.getGrammarFor("json");
-    if (format.type !== "json_schema") throw httpError(400, `response_format.type ${JSON.stringify(format.type)} is not supported`);
+    if (format.type !== "json_schema")
+      throw httpError(400, `response_format.type ${JSON.stringify(format.type)} is not supported`);
     const schema = format.json_schema?.schema;
     if (!schema || typeof schema !== "object") throw httpError(400, "response_format.json_schema.schema is missing");
     const key = JSON.stringify(schema);
@@ -101,13 +121,24 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
   /** Runs one chat completion; `onText` gets each piece as it is generated. */
   async function complete(body, onText, signal) {
     const messages = Array.isArray(body.messages) ? body.messages : [];
-    const text = (m) => (typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p) => p.text ?? "").join("") : "");
+    const text = (m) =>
+      typeof m.content === "string"
+        ? m.content
+        : Array.isArray(m.content)
+          ? m.content.map((p) => p.text ?? "").join("")
+          : "";
     const last = messages.at(-1);
     if (!last || last.role !== "user") throw httpError(400, "messages must end with a user message");
     const grammar = await grammarFor(body.response_format);
-    const history = messages.slice(0, -1).map((m) =>
-      m.role === "system" ? { type: "system", text: text(m) } : m.role === "assistant" ? { type: "model", response: [text(m)] } : { type: "user", text: text(m) },
-    );
+    const history = messages
+      .slice(0, -1)
+      .map((m) =>
+        m.role === "system"
+          ? { type: "system", text: text(m) }
+          : m.role === "assistant"
+            ? { type: "model", response: [text(m)] }
+            : { type: "user", text: text(m) },
+      );
     await sequence.clearHistory();
     const session = new LlamaChatSession({ contextSequence: sequence, autoDisposeSequence: false });
     try {
@@ -126,10 +157,15 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
       return {
         reply: result.responseText,
         finish: result.stopReason === "maxTokens" ? "length" : "stop",
-        usage: { prompt_tokens: used.usedInputTokens, completion_tokens: used.usedOutputTokens, total_tokens: used.usedInputTokens + used.usedOutputTokens },
+        usage: {
+          prompt_tokens: used.usedInputTokens,
+          completion_tokens: used.usedOutputTokens,
+          total_tokens: used.usedInputTokens + used.usedOutputTokens,
+        },
       };
     } catch (e) {
-      if (/context size|too long|exceeds/i.test(e.message)) throw httpError(400, `the prompt does not fit the context of ${context} tokens (${e.message})`);
+      if (/context size|too long|exceeds/i.test(e.message))
+        throw httpError(400, `the prompt does not fit the context of ${context} tokens (${e.message})`);
       throw e;
     } finally {
       session.dispose({ disposeSequence: false });
@@ -137,9 +173,11 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
   }
 
   const server = createServer((req, res) => {
-    if (req.method === "GET" && req.url === "/v1/models") return json(res, 200, { object: "list", data: [{ id: name, object: "model", owned_by: "local" }] });
+    if (req.method === "GET" && req.url === "/v1/models")
+      return json(res, 200, { object: "list", data: [{ id: name, object: "model", owned_by: "local" }] });
     if (req.method === "GET" && req.url === "/_requests") return json(res, 200, log);
-    if (req.method !== "POST" || req.url !== "/v1/chat/completions") return json(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
+    if (req.method !== "POST" || req.url !== "/v1/chat/completions")
+      return json(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     let raw = "";
     req.setEncoding("utf8");
     req.on("data", (c) => (raw += c));
@@ -154,7 +192,12 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
       res.on("close", () => abort.abort());
       const stream = body.stream === true;
       const id = `chatcmpl-${log.length + 1}`;
-      const chunk = (delta, finish = null) => ({ id, object: "chat.completion.chunk", model: name, choices: [{ index: 0, delta, finish_reason: finish }] });
+      const chunk = (delta, finish = null) => ({
+        id,
+        object: "chat.completion.chunk",
+        model: name,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
       const send = (obj) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
       if (stream) {
         // Headers at once: a slow model's first token can take a while.
@@ -169,7 +212,8 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
           log.push({ body, ...out, ms: Date.now() - started });
           if (stream) {
             send(chunk({}, out.finish));
-            if (body.stream_options?.include_usage) send({ id, object: "chat.completion.chunk", model: name, choices: [], usage: out.usage });
+            if (body.stream_options?.include_usage)
+              send({ id, object: "chat.completion.chunk", model: name, choices: [], usage: out.usage });
             res.end("data: [DONE]\n\n");
           } else {
             json(res, 200, {
@@ -208,7 +252,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     return i > 0 ? process.argv[i + 1] : fallback;
   };
   const modelPath = arg("model", MODELS.smollm2);
-  const { origin } = await serve({ modelPath, port: Number(arg("port", 8080)), threads: Number(arg("threads", 2)), context: Number(arg("context", 4096)) });
+  const { origin } = await serve({
+    modelPath,
+    port: Number(arg("port", 8080)),
+    threads: Number(arg("threads", 2)),
+    context: Number(arg("context", 4096)),
+  });
   console.log(`listening ${origin}/v1 (${basename(modelPath)})`);
   process.once("SIGTERM", () => process.exit(0));
   if (process.argv.includes("--with-parent")) {

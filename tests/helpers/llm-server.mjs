@@ -49,11 +49,18 @@ export async function startLlmServer({ fallback, cors = false } = {}) {
         res.setHeader("access-control-expose-headers", "*");
         if (req.method === "OPTIONS") {
           // (`*` would not cover Authorization: name what was asked for.)
-          res.writeHead(204, { "access-control-allow-headers": req.headers["access-control-request-headers"] ?? "*", "access-control-allow-methods": "POST" });
+          res.writeHead(204, {
+            "access-control-allow-headers": req.headers["access-control-request-headers"] ?? "*",
+            "access-control-allow-methods": "POST",
+          });
           return res.end();
         }
       }
-      const step = script.length ? script.shift() : fallback ? fallback(record) : { status: 500, body: { error: { message: "script exhausted" } } };
+      const step = script.length
+        ? script.shift()
+        : fallback
+          ? fallback(record)
+          : { status: 500, body: { error: { message: "script exhausted" } } };
       answer(step, record, res);
     });
   });
@@ -88,11 +95,13 @@ export async function startLlmServer({ fallback, cors = false } = {}) {
           res.writeHead(200, { "content-type": "text/event-stream" });
           return res.end(step.sse);
         }
-        if (record.body?.stream === true && step.stream !== false) return (anthropic ? streamAnthropic : streamOpenAi)(reply, step, record, res);
+        if (record.body?.stream === true && step.stream !== false)
+          return (anthropic ? streamAnthropic : streamOpenAi)(reply, step, record, res);
         step.body = anthropic ? anthropicMessage(reply) : openAiCompletion(reply);
       }
       const payload = step.body;
-      let bytes = typeof payload === "string" ? payload : JSON.stringify(payload ?? { error: { message: `scripted ${status}` } });
+      let bytes =
+        typeof payload === "string" ? payload : JSON.stringify(payload ?? { error: { message: `scripted ${status}` } });
       if (step.gzip) {
         bytes = gzipSync(bytes);
         headers["content-encoding"] = "gzip";
@@ -129,16 +138,25 @@ export async function startLlmServer({ fallback, cors = false } = {}) {
 
 /** OpenAI's finish reason and Anthropic's stop reason for a scripted `finish`. */
 const openAiFinish = (finish) => (finish === "length" ? "length" : (finish ?? "stop"));
-const anthropicStop = (reply) => (reply.finish === "length" ? "max_tokens" : (reply.finish ?? (reply.input ? "tool_use" : "end_turn")));
+const anthropicStop = (reply) =>
+  reply.finish === "length" ? "max_tokens" : (reply.finish ?? (reply.input ? "tool_use" : "end_turn"));
 
 function openAiCompletion(reply) {
-  const c = { id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: reply.content }, finish_reason: openAiFinish(reply.finish) }] };
+  const c = {
+    id: "chatcmpl-1",
+    object: "chat.completion",
+    choices: [
+      { index: 0, message: { role: "assistant", content: reply.content }, finish_reason: openAiFinish(reply.finish) },
+    ],
+  };
   if (reply.usage) c.usage = reply.usage;
   return c;
 }
 
 function anthropicMessage(reply) {
-  const block = reply.input ? { type: "tool_use", id: "toolu_1", name: reply.tool, input: reply.input } : { type: "text", text: reply.content };
+  const block = reply.input
+    ? { type: "tool_use", id: "toolu_1", name: reply.tool, input: reply.input }
+    : { type: "text", text: reply.content };
   const m = { id: "msg_1", type: "message", role: "assistant", content: [block], stop_reason: anthropicStop(reply) };
   if (reply.usage) m.usage = reply.usage;
   return m;
@@ -185,9 +203,22 @@ function streamOpenAi(reply, step, record, res) {
  * tool_use block in pieces, message_delta (stop reason, output tokens), message_stop. */
 function streamAnthropic(reply, step, record, res) {
   const ev = (data) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
-  const block = reply.input ? { type: "tool_use", id: "toolu_1", name: reply.tool, input: {} } : { type: "text", text: "" };
+  const block = reply.input
+    ? { type: "tool_use", id: "toolu_1", name: reply.tool, input: {} }
+    : { type: "text", text: "" };
   const events = [
-    [ev({ type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", content: [], usage: { input_tokens: reply.usage?.input_tokens ?? 0, output_tokens: 1 } } })],
+    [
+      ev({
+        type: "message_start",
+        message: {
+          id: "msg_1",
+          type: "message",
+          role: "assistant",
+          content: [],
+          usage: { input_tokens: reply.usage?.input_tokens ?? 0, output_tokens: 1 },
+        },
+      }),
+    ],
     [ev({ type: "content_block_start", index: 0, content_block: block })],
   ];
   for (const piece of pieces(reply, step)) {
@@ -195,12 +226,23 @@ function streamAnthropic(reply, step, record, res) {
     events.push([ev({ type: "content_block_delta", index: 0, delta }), true]);
   }
   events.push([ev({ type: "content_block_stop", index: 0 })]);
-  events.push([ev({ type: "message_delta", delta: { stop_reason: anthropicStop(reply) }, usage: { output_tokens: reply.usage?.output_tokens ?? 0 } })]);
+  events.push([
+    ev({
+      type: "message_delta",
+      delta: { stop_reason: anthropicStop(reply) },
+      usage: { output_tokens: reply.usage?.output_tokens ?? 0 },
+    }),
+  ]);
   events.push([ev({ type: "message_stop" })]);
   return sendEvents(res, step, record, events);
 }
 
 /** A delta reply adding the given facts (confidence 0.9). */
 export function factsReply(...contents) {
-  return { json: { newFacts: contents.map((content) => ({ content, category: "knowledge", confidence: 0.9 })), factsToRemove: [] } };
+  return {
+    json: {
+      newFacts: contents.map((content) => ({ content, category: "knowledge", confidence: 0.9 })),
+      factsToRemove: [],
+    },
+  };
 }

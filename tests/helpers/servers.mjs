@@ -47,7 +47,8 @@ const asRoot = process.getuid?.() === 0;
 function pgRun(bin, args, { allowFail = false } = {}) {
   const [cmd, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args];
   const r = spawnSync(cmd, argv, { encoding: "utf8", timeout: 120_000 });
-  if (r.status !== 0 && !allowFail) throw new Error(`${bin} ${args.join(" ")} failed (${r.status ?? r.signal}): ${r.stderr || r.stdout}`);
+  if (r.status !== 0 && !allowFail)
+    throw new Error(`${bin} ${args.join(" ")} failed (${r.status ?? r.signal}): ${r.stderr || r.stdout}`);
   return r;
 }
 
@@ -56,7 +57,8 @@ function postgresBin() {
   const base = "/usr/lib/postgresql";
   const versions = existsSync(base) ? readdirSync(base).filter((v) => existsSync(join(base, v, "bin", "initdb"))) : [];
   versions.sort((a, b) => Number(b) - Number(a));
-  if (versions.length === 0) throw new Error("Postgres is not installed (no /usr/lib/postgresql/*/bin/initdb): run bash scripts/setup.sh --all");
+  if (versions.length === 0)
+    throw new Error("Postgres is not installed (no /usr/lib/postgresql/*/bin/initdb): run bash scripts/setup.sh --all");
   return join(base, versions[0], "bin");
 }
 
@@ -82,7 +84,18 @@ export async function startPostgres() {
   const pwfile = join(dir, "pw");
   writeFileSync(pwfile, password, { mode: 0o600 });
   if (asRoot) spawnSync("chown", ["postgres:postgres", pwfile]);
-  pgRun(join(bin, "initdb"), ["-D", data, "-U", "postgres", "--auth=scram-sha-256", `--pwfile=${pwfile}`, "-E", "UTF8", "--locale=C", "--no-sync"]);
+  pgRun(join(bin, "initdb"), [
+    "-D",
+    data,
+    "-U",
+    "postgres",
+    "--auth=scram-sha-256",
+    `--pwfile=${pwfile}`,
+    "-E",
+    "UTF8",
+    "--locale=C",
+    "--no-sync",
+  ]);
   rmSync(pwfile);
   const port = await freePort();
   const conf = [
@@ -146,7 +159,24 @@ export async function startRedis() {
   const port = await freePort();
   const password = `rd-${randomBytes(9).toString("hex")}`;
   let child = null;
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--requirepass", password, "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--logfile", join(dir, "log")];
+  const args = [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--requirepass",
+    password,
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+    "--save",
+    "",
+    "--logfile",
+    join(dir, "log"),
+  ];
   const server = {
     url: `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}`,
     port,
@@ -159,7 +189,8 @@ export async function startRedis() {
       const deadline = Date.now() + 30_000;
       while (!(await redisAnswers(port))) {
         const gone = await Promise.race([exited, new Promise((r) => setTimeout(() => r(null), 50))]);
-        if (gone !== null) throw new Error(`redis-server exited (${gone}) at start; is it installed? (bash scripts/setup.sh --all)`);
+        if (gone !== null)
+          throw new Error(`redis-server exited (${gone}) at start; is it installed? (bash scripts/setup.sh --all)`);
         if (Date.now() > deadline) throw new Error("redis-server did not answer within 30 s");
       }
     },

@@ -28,7 +28,10 @@ export function staticHandler(mounts) {
       const file = normalize(join(dir, rel));
       if (!file.startsWith(normalize(dir) + sep) && file !== normalize(dir)) break;
       if (existsSync(file) && statSync(file).isFile()) {
-        res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+        res.writeHead(200, {
+          "content-type": MIME[extname(file)] ?? "application/octet-stream",
+          "cache-control": "no-store",
+        });
         createReadStream(file).pipe(res);
         return true;
       }
@@ -57,6 +60,10 @@ export async function startStaticServer(mounts, routes = {}, port = 0) {
   return {
     url: `http://127.0.0.1:${bound}`,
     server,
-    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(resolve); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections?.();
+        server.close(resolve);
+      }),
   };
 }

@@ -13,7 +13,8 @@
 /** A failed check. */
 class ContractError extends Error {}
 
-const show = (v) => (typeof v === "string" && v.length > 60 ? `${JSON.stringify(v.slice(0, 40))}… (${v.length} chars)` : JSON.stringify(v));
+const show = (v) =>
+  typeof v === "string" && v.length > 60 ? `${JSON.stringify(v.slice(0, 40))}… (${v.length} chars)` : JSON.stringify(v);
 
 function equal(actual, expected, what) {
   if (actual !== expected) throw new ContractError(`${what}: expected ${show(expected)}, got ${show(actual)}`);
@@ -92,10 +93,28 @@ export const CASES = [
     name: "keys(prefix) lists exactly the keys with that prefix, also when it holds SQL or glob metacharacters",
     async run(ns) {
       const s = await ns.client();
-      const keys = ["a/1", "a/2", "a%", "a%b", "a_b", "ab", "a*", "a?", "a[x]", "a\\z", "A/1", "b/1", "user-memory/x/doc/v1-00000001"];
+      const keys = [
+        "a/1",
+        "a/2",
+        "a%",
+        "a%b",
+        "a_b",
+        "ab",
+        "a*",
+        "a?",
+        "a[x]",
+        "a\\z",
+        "A/1",
+        "b/1",
+        "user-memory/x/doc/v1-00000001",
+      ];
       for (const k of keys) await s.set(k, `v ${k}`);
       sameKeys(await s.keys(""), keys, 'keys("")');
-      sameKeys(await s.keys("a"), keys.filter((k) => k.startsWith("a")), 'keys("a")');
+      sameKeys(
+        await s.keys("a"),
+        keys.filter((k) => k.startsWith("a")),
+        'keys("a")',
+      );
       sameKeys(await s.keys("a/"), ["a/1", "a/2"], 'keys("a/")');
       sameKeys(await s.keys("a%"), ["a%", "a%b"], 'keys("a%")');
       sameKeys(await s.keys("a_"), ["a_b"], 'keys("a_")');
@@ -128,7 +147,8 @@ export const CASES = [
       equal(await s.compareAndSet("q", "x", "1"), false, "absent is not 'x'");
       equal(await s.get("q"), null, "nothing was created");
       await s.set("q", "12");
-      for (const wrong of ["1", "12 ", "123", " 12", "１２"]) equal(await s.compareAndSet("q", wrong, "no"), false, `expected ${JSON.stringify(wrong)}`);
+      for (const wrong of ["1", "12 ", "123", " 12", "１２"])
+        equal(await s.compareAndSet("q", wrong, "no"), false, `expected ${JSON.stringify(wrong)}`);
       equal(await s.get("q"), "12", "unchanged by the wrong expectations");
       equal(await s.compareAndSet("q", "12", "13"), true, "the exact value");
       equal(await s.compareAndSet("q", "12", "14"), false, "the old value no longer matches");
@@ -180,7 +200,7 @@ export const CASES = [
         ["Key", "upper"],
         ["key", "lower"],
         ["ключ", "значение"],
-        ["with space and: colon", 'quotes " \' and \\ backslash'],
+        ["with space and: colon", "quotes \" ' and \\ backslash"],
         ["x".repeat(300), "a long key"],
         ["json", '{"rev":7,"key":"user-memory/a/doc/v7-1a2b3c4d"}'],
         ["number-like", "0012"],
@@ -188,7 +208,11 @@ export const CASES = [
       ];
       for (const [k, v] of pairs) await s.set(k, v);
       for (const [k, v] of pairs) equal(await s.get(k), v, `get(${show(k)})`);
-      sameKeys(await s.keys(""), pairs.map(([k]) => k), 'keys("")');
+      sameKeys(
+        await s.keys(""),
+        pairs.map(([k]) => k),
+        'keys("")',
+      );
       sameKeys(await s.keys("研"), ["研究/記憶"], 'keys("研")');
       sameKeys(await s.keys("emoji 🐝"), ["emoji 🐝 key"], 'keys("emoji 🐝")');
       equal(await s.compareAndSet("ключ", "значение", "новое"), true, "compareAndSet on a Cyrillic key");
@@ -216,7 +240,11 @@ export async function runContract(backend, only) {
       await runCase(backend, c);
       results.push({ name: c.name, ok: true });
     } catch (e) {
-      results.push({ name: c.name, ok: false, message: e instanceof ContractError ? e.message : `${e?.name ?? "Error"}: ${e?.message ?? e} ${e?.stack ?? ""}` });
+      results.push({
+        name: c.name,
+        ok: false,
+        message: e instanceof ContractError ? e.message : `${e?.name ?? "Error"}: ${e?.message ?? e} ${e?.stack ?? ""}`,
+      });
     }
   }
   return results;

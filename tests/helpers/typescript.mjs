@@ -6,7 +6,14 @@ import { join } from "node:path";
 import { ROOT } from "./pack.mjs";
 
 /** The options every check uses: strict, declarations of libraries checked too. */
-export const STRICT = { strict: true, noEmit: true, skipLibCheck: false, target: "es2022", module: "nodenext", moduleResolution: "nodenext" };
+export const STRICT = {
+  strict: true,
+  noEmit: true,
+  skipLibCheck: false,
+  target: "es2022",
+  module: "nodenext",
+  moduleResolution: "nodenext",
+};
 
 /**
  * Compiles `files` in `dir` (with `sources`, `{ name: text }`, written first) under STRICT
@@ -15,9 +22,15 @@ export const STRICT = { strict: true, noEmit: true, skipLibCheck: false, target:
 export function tsc(dir, files, compilerOptions = {}, sources = {}) {
   for (const [name, text] of Object.entries(sources)) writeFileSync(join(dir, name), text);
   const config = `tsconfig.${files[0]}.json`;
-  writeFileSync(join(dir, config), JSON.stringify({ compilerOptions: { ...STRICT, ...compilerOptions }, files }, null, 2));
+  writeFileSync(
+    join(dir, config),
+    JSON.stringify({ compilerOptions: { ...STRICT, ...compilerOptions }, files }, null, 2),
+  );
   try {
-    return execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", config], { cwd: dir, encoding: "utf8" });
+    return execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", config], {
+      cwd: dir,
+      encoding: "utf8",
+    });
   } catch (e) {
     throw new Error(`tsc ${files[0]} failed:\n${e.stdout}${e.stderr}`);
   }

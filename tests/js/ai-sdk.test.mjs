@@ -17,7 +17,11 @@ const stop = { unified: "stop", raw: "stop" };
 /** Memory in a private store, with an extraction LLM that records its prompts. */
 async function openMemory() {
   const map = new Map();
-  const store = { get: (k) => map.get(k) ?? null, set: (k, v) => void map.set(k, v), delete: (k) => void map.delete(k) };
+  const store = {
+    get: (k) => map.get(k) ?? null,
+    set: (k, v) => void map.set(k, v),
+    delete: (k) => void map.delete(k),
+  };
   const prompts = [];
   const memory = await UserMemory.open({
     storage: store,
@@ -37,7 +41,11 @@ function textModel(text) {
 }
 
 /** The system message text the model received in its call `i`. */
-const systemOf = (call) => call.prompt.filter((m) => m.role === "system").map((m) => m.content).join("\n");
+const systemOf = (call) =>
+  call.prompt
+    .filter((m) => m.role === "system")
+    .map((m) => m.content)
+    .join("\n");
 
 test("generateText: the model's system prompt carries the memory block, and the answer is observed", async () => {
   const { memory, prompts } = await openMemory();
@@ -56,7 +64,11 @@ test("generateText: the model's system prompt carries the memory block, and the 
   const system = systemOf(model.doGenerateCalls[0]);
   assert.ok(system.startsWith("You are a helpful assistant.\n\n<memory>"), system);
   assert.match(system, /Prefers Go over Java for backend work/);
-  assert.equal(model.doGenerateCalls[0].prompt.filter((m) => m.role === "system").length, 1, "appended to the one system message");
+  assert.equal(
+    model.doGenerateCalls[0].prompt.filter((m) => m.role === "system").length,
+    1,
+    "appended to the one system message",
+  );
 
   assert.deepEqual(memory.status().pending, ["chat-gen"]);
   await memory.flush();
@@ -81,7 +93,10 @@ test("streamText: memory is injected, and the streamed answer is observed once t
   });
   const wrapped = wrapLanguageModel({ model, middleware: userMemoryMiddleware({ memory, threadId: "chat-stream" }) });
 
-  const result = streamText({ model: wrapped, messages: [{ role: "user", content: "What's the weather like where I live?" }] });
+  const result = streamText({
+    model: wrapped,
+    messages: [{ role: "user", content: "What's the weather like where I live?" }],
+  });
   const reader = result.textStream[Symbol.asyncIterator]();
   const first = reader.next();
   while (!source) await new Promise((r) => setTimeout(r, 5));
@@ -89,7 +104,8 @@ test("streamText: memory is injected, and the streamed answer is observed once t
     { type: "stream-start", warnings: [] },
     { type: "text-start", id: "1" },
     { type: "text-delta", id: "1", delta: "Sunny " },
-  ]) source.enqueue(part);
+  ])
+    source.enqueue(part);
   assert.equal((await first).value, "Sunny ");
   assert.deepEqual(memory.status().pending, [], "nothing is observed while the answer is still streaming");
 
@@ -97,7 +113,8 @@ test("streamText: memory is injected, and the streamed answer is observed once t
     { type: "text-delta", id: "1", delta: "in Lisbon today." },
     { type: "text-end", id: "1" },
     { type: "finish", finishReason: stop, usage },
-  ]) source.enqueue(part);
+  ])
+    source.enqueue(part);
   source.close();
   let rest = "";
   for (let r = await reader.next(); !r.done; r = await reader.next()) rest += r.value;
@@ -117,7 +134,10 @@ test("the thread id comes from providerOptions, else the option, else the first 
   const turn1 = [{ role: "user", content: "I am learning Rust." }];
   const turn2 = [...turn1, { role: "assistant", content: "Great!" }, { role: "user", content: "Which book?" }];
 
-  const byOption = wrapLanguageModel({ model: textModel("ok"), middleware: userMemoryMiddleware({ memory, threadId: (p) => `opt-${p.prompt.length}` }) });
+  const byOption = wrapLanguageModel({
+    model: textModel("ok"),
+    middleware: userMemoryMiddleware({ memory, threadId: (p) => `opt-${p.prompt.length}` }),
+  });
   await generateText({ model: byOption, messages: turn1, providerOptions: { userMemory: { threadId: "from-call" } } });
   await generateText({ model: byOption, messages: turn1 });
 
@@ -168,7 +188,10 @@ test("an answer that used a tool the provider ran itself (web search) is remembe
     }),
   });
   const wrapped = wrapLanguageModel({ model, middleware: userMemoryMiddleware({ memory, threadId: "searched" }) });
-  await generateText({ model: wrapped, messages: [{ role: "user", content: "I only travel by train. How do I get to Oslo?" }] });
+  await generateText({
+    model: wrapped,
+    messages: [{ role: "user", content: "I only travel by train. How do I get to Oslo?" }],
+  });
   assert.deepEqual(memory.status().pending, ["searched"]);
   await memory.flush();
   assert.match(prompts[0], /User: I only travel by train[\s\S]*Assistant: Trains from Utrecht to Oslo take a day\./);
@@ -178,21 +201,40 @@ test("an answer that used a tool the provider ran itself (web search) is remembe
 test("a stream that reports an error in-band (an error part, finish reason error) observes nothing", async () => {
   const { memory } = await openMemory();
   for (const [name, parts] of [
-    ["error part", [{ type: "error", error: new Error("upstream overloaded") }, { type: "finish", finishReason: stop, usage }]],
+    [
+      "error part",
+      [
+        { type: "error", error: new Error("upstream overloaded") },
+        { type: "finish", finishReason: stop, usage },
+      ],
+    ],
     ["finish reason", [{ type: "finish", finishReason: { unified: "error", raw: "error" }, usage }]],
   ]) {
     const model = new MockLanguageModelV3({
       doStream: async () => ({
         stream: new ReadableStream({
           start(c) {
-            for (const p of [{ type: "stream-start", warnings: [] }, { type: "text-start", id: "1" }, { type: "text-delta", id: "1", delta: "You are a vegan fr" }, ...parts]) c.enqueue(p);
+            for (const p of [
+              { type: "stream-start", warnings: [] },
+              { type: "text-start", id: "1" },
+              { type: "text-delta", id: "1", delta: "You are a vegan fr" },
+              ...parts,
+            ])
+              c.enqueue(p);
             c.close();
           },
         }),
       }),
     });
-    const wrapped = wrapLanguageModel({ model, middleware: userMemoryMiddleware({ memory, threadId: `failed-${name}` }) });
-    const result = streamText({ model: wrapped, messages: [{ role: "user", content: "I eat meat every day." }], onError: () => {} });
+    const wrapped = wrapLanguageModel({
+      model,
+      middleware: userMemoryMiddleware({ memory, threadId: `failed-${name}` }),
+    });
+    const result = streamText({
+      model: wrapped,
+      messages: [{ role: "user", content: "I eat meat every day." }],
+      onError: () => {},
+    });
     for await (const _ of result.fullStream);
     assert.deepEqual(memory.status().pending, [], `${name}: the cut-off answer is not observed`);
   }
@@ -205,7 +247,10 @@ test("empty memory leaves the prompt exactly as it was", async () => {
   const withMemory = textModel("hi");
   const call = { system: "Be brief.", messages: [{ role: "user", content: "Hello" }] };
   await generateText({ model: plain, ...call });
-  await generateText({ model: wrapLanguageModel({ model: withMemory, middleware: userMemoryMiddleware({ memory }) }), ...call });
+  await generateText({
+    model: wrapLanguageModel({ model: withMemory, middleware: userMemoryMiddleware({ memory }) }),
+    ...call,
+  });
   assert.deepEqual(withMemory.doGenerateCalls[0].prompt, plain.doGenerateCalls[0].prompt);
   await memory.close();
 });
@@ -222,7 +267,10 @@ test("a failing memory never fails the model call; the error goes to onError", a
   };
   const errors = [];
   const model = textModel("still answering");
-  const wrapped = wrapLanguageModel({ model, middleware: userMemoryMiddleware({ memory, onError: (e) => errors.push(e) }) });
+  const wrapped = wrapLanguageModel({
+    model,
+    middleware: userMemoryMiddleware({ memory, onError: (e) => errors.push(e) }),
+  });
   const result = await generateText({ model: wrapped, messages: [{ role: "user", content: "Hi" }] });
   assert.equal(result.text, "still answering");
   assert.deepEqual(errors, [broken, broken]);

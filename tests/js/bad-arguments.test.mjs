@@ -32,7 +32,10 @@ test("a cyclic object as an option (an SDK client passed as `llm`) is INVALID_IN
 test("values JSON has no form for (a symbol, a function, toJSON giving undefined) are INVALID_INPUT", async () => {
   await assert.rejects(UserMemory.open({ storage: "memory", llm, agent: Symbol("a") }), invalid);
   const memory = await open();
-  await assert.rejects(memory.addFact(() => 1), invalid);
+  await assert.rejects(
+    memory.addFact(() => 1),
+    invalid,
+  );
   await assert.rejects(memory.addFact({ toJSON: () => undefined }), invalid);
   assert.throws(() => memory.configure(() => 1), invalid);
   await memory.close();

@@ -22,7 +22,10 @@ after(() => {
 
 /** A child Node process running `code`; `line(prefix)` resolves with its first stdout line starting so. */
 function child(code) {
-  const p = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  const p = spawn(process.execPath, ["--input-type=module", "-e", code], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.add(p);
   const lines = [];
   const waiters = [];
@@ -38,7 +41,8 @@ function child(code) {
       const text = partial.slice(0, i);
       partial = partial.slice(i + 1);
       lines.push(text);
-      for (const w of [...waiters]) if (text.startsWith(w.prefix)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(text));
+      for (const w of [...waiters])
+        if (text.startsWith(w.prefix)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(text));
     }
   });
   const exited = new Promise((r) => p.on("close", (code, signal) => (children.delete(p), r({ code, signal, stderr }))));
@@ -46,7 +50,9 @@ function child(code) {
     lines.find((l) => l.startsWith(prefix)) ??
     new Promise((resolve, reject) => {
       waiters.push({ prefix, resolve });
-      exited.then((e) => reject(new Error(`child exited (${e.code ?? e.signal}) before printing "${prefix}": ${e.stderr}`)));
+      exited.then((e) =>
+        reject(new Error(`child exited (${e.code ?? e.signal}) before printing "${prefix}": ${e.stderr}`)),
+      );
     });
   return { p, lines, line, exited };
 }
@@ -60,45 +66,60 @@ const observe = `await memory.observe("t1", [{ role: "user", content: "I sail on
 const reply = (fact) => JSON.stringify(JSON.stringify({ newFacts: [{ content: fact, confidence: 0.9 }] }));
 
 describe("claims between processes", { concurrency: 2 }, () => {
-  it("a process killed mid-extraction holds up another process's flush() for one lease, not the attempt budget", { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "um-claim-"));
-    dirs.push(dir);
-    const a = child(`${open(dir, `async () => { console.log("llm"); return new Promise(() => {}); }`)}
+  it(
+    "a process killed mid-extraction holds up another process's flush() for one lease, not the attempt budget",
+    { timeout: 60_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "um-claim-"));
+      dirs.push(dir);
+      const a = child(`${open(dir, `async () => { console.log("llm"); return new Promise(() => {}); }`)}
       ${observe}
       memory.flush().catch(() => {});`);
-    await a.line("llm");
-    a.p.kill("SIGKILL");
-    const killedAt = Date.now();
-    await a.exited;
-    const b = child(`${open(dir, `async () => ${reply("Sails on weekends")}`)}
+      await a.line("llm");
+      a.p.kill("SIGKILL");
+      const killedAt = Date.now();
+      await a.exited;
+      const b = child(`${open(dir, `async () => ${reply("Sails on weekends")}`)}
       const report = await memory.flush();
       console.log("done " + JSON.stringify({ report, facts: (await memory.get()).facts.map((f) => f.content) }));
       await memory.close();`);
-    const done = JSON.parse((await b.line("done")).slice(5));
-    console.log(`# flush() of the second process resolved ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
-    assert.deepEqual(done, { report: { processed: ["t1"], failed: [] }, facts: ["Sails on weekends"] });
-    assert.equal((await b.exited).code, 0);
-  });
+      const done = JSON.parse((await b.line("done")).slice(5));
+      console.log(
+        `# flush() of the second process resolved ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`,
+      );
+      assert.deepEqual(done, { report: { processed: ["t1"], failed: [] }, facts: ["Sails on weekends"] });
+      assert.equal((await b.exited).code, 0);
+    },
+  );
 
-  it("an extraction longer than the lease keeps its entry: the other process waits and never calls its model", { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "um-claim-"));
-    dirs.push(dir);
-    const a = child(`${open(dir, `async () => { console.log("llm"); await new Promise((r) => setTimeout(r, 22_000)); return ${reply("Sails (A)")}; }`)}
+  it(
+    "an extraction longer than the lease keeps its entry: the other process waits and never calls its model",
+    { timeout: 60_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "um-claim-"));
+      dirs.push(dir);
+      const a =
+        child(`${open(dir, `async () => { console.log("llm"); await new Promise((r) => setTimeout(r, 22_000)); return ${reply("Sails (A)")}; }`)}
       ${observe}
       const report = await memory.flush();
       console.log("done " + JSON.stringify(report));
       await memory.close();`);
-    await a.line("llm");
-    const b = child(`${open(dir, `async () => { console.log("b-llm"); return ${reply("Sails (B)")}; }`)}
+      await a.line("llm");
+      const b = child(`${open(dir, `async () => { console.log("b-llm"); return ${reply("Sails (B)")}; }`)}
       const report = await memory.flush();
       console.log("done " + JSON.stringify({ report, facts: (await memory.get()).facts.map((f) => f.content) }));
       await memory.close();`);
-    const aDone = JSON.parse((await a.line("done")).slice(5));
-    const bDone = JSON.parse((await b.line("done")).slice(5));
-    assert.deepEqual(aDone, { processed: ["t1"], failed: [] });
-    assert.deepEqual(bDone, { report: { processed: [], failed: [] }, facts: ["Sails (A)"] }, "B waited for A's result");
-    assert.ok(!b.lines.includes("b-llm"), "B never called its model");
-    assert.equal((await a.exited).code, 0);
-    assert.equal((await b.exited).code, 0);
-  });
+      const aDone = JSON.parse((await a.line("done")).slice(5));
+      const bDone = JSON.parse((await b.line("done")).slice(5));
+      assert.deepEqual(aDone, { processed: ["t1"], failed: [] });
+      assert.deepEqual(
+        bDone,
+        { report: { processed: [], failed: [] }, facts: ["Sails (A)"] },
+        "B waited for A's result",
+      );
+      assert.ok(!b.lines.includes("b-llm"), "B never called its model");
+      assert.equal((await a.exited).code, 0);
+      assert.equal((await b.exited).code, 0);
+    },
+  );
 });

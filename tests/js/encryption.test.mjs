@@ -76,7 +76,10 @@ test("nothing stored is plaintext, and the passphrase opens it again in another 
 
   const again = await open(dir, agent, { passphrase: PASS });
   const doc = await again.get();
-  assert.deepEqual(doc.facts.map((f) => f.content), ["Plays the cello"]);
+  assert.deepEqual(
+    doc.facts.map((f) => f.content),
+    ["Plays the cello"],
+  );
   assert.equal(doc.user.workContext.summary, "Backend engineer");
   assert.equal((await again.forgotten())[0].content, "allergic to penicillin");
   assert.equal(again.status().pending.length, 1, "the queued conversation decrypts");
@@ -101,7 +104,15 @@ test("a wrong passphrase or key is DECRYPT_FAILED and every file is unchanged; n
   await assert.rejects(open(dir, agent, { key }), { code: "DECRYPT_FAILED" });
   await assert.rejects(open(dir, agent), { code: "DECRYPT_FAILED" }, "encrypted memory opened without encryption");
   assert.deepEqual(files(dir), before, "nothing was overwritten or deleted");
-  for (const bad of [{ passphrase: "" }, { passphrase: 5 }, { key: "k" }, { key, passphrase: PASS }, { pass: PASS }, "x", { passphrase: PASS, salt: new Uint8Array(4) }]) {
+  for (const bad of [
+    { passphrase: "" },
+    { passphrase: 5 },
+    { key: "k" },
+    { key, passphrase: PASS },
+    { pass: PASS },
+    "x",
+    { passphrase: PASS, salt: new Uint8Array(4) },
+  ]) {
     await assert.rejects(open(dir, agent, bad), { code: "INVALID_INPUT" }, JSON.stringify(bad));
   }
 });
@@ -141,17 +152,32 @@ test("plain memory: refused with encryption, encrypted in place by encrypt(), th
   const text = allText(dir);
   for (const s of SECRETS) assert.ok(!text.toLowerCase().includes(s.toLowerCase()), `${s} left in plaintext`);
   const enc = await open(dir, agent, { passphrase: PASS });
-  assert.deepEqual((await enc.get()).facts.map((f) => f.content), ["Plays the cello"]);
+  assert.deepEqual(
+    (await enc.get()).facts.map((f) => f.content),
+    ["Plays the cello"],
+  );
   assert.equal(enc.status().pending.length, 1);
   await enc.close();
 
   const key = await crypto.subtle.generateKey({ name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
   const dataBefore = Object.entries(files(dir)).filter(([, t]) => t.startsWith("umenc1:"));
-  await UserMemory.encrypt({ agent, storage: fileStore(dir), encryption: { passphrase: PASS }, newEncryption: { key } });
-  assert.deepEqual(Object.entries(files(dir)).filter(([, t]) => t.startsWith("umenc1:")), dataBefore, "rotation re-writes only the key record");
+  await UserMemory.encrypt({
+    agent,
+    storage: fileStore(dir),
+    encryption: { passphrase: PASS },
+    newEncryption: { key },
+  });
+  assert.deepEqual(
+    Object.entries(files(dir)).filter(([, t]) => t.startsWith("umenc1:")),
+    dataBefore,
+    "rotation re-writes only the key record",
+  );
   await assert.rejects(open(dir, agent, { passphrase: PASS }), { code: "DECRYPT_FAILED" });
   const rotated = await open(dir, agent, { key });
-  assert.deepEqual((await rotated.get()).facts.map((f) => f.content), ["Plays the cello"]);
+  assert.deepEqual(
+    (await rotated.get()).facts.map((f) => f.content),
+    ["Plays the cello"],
+  );
   await rotated.close();
   await assert.rejects(UserMemory.encrypt({ agent, storage: fileStore(dir) }), { code: "INVALID_INPUT" });
 });

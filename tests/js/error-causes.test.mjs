@@ -23,9 +23,18 @@ class DiskError extends Error {
 test("a storage adapter's error is the cause of the STORAGE_FAILED it becomes", async () => {
   const thrown = new DiskError();
   const map = new Map();
-  const adapter = { get: (k) => map.get(k) ?? null, set: () => { throw thrown; }, delete: (k) => void map.delete(k) };
+  const adapter = {
+    get: (k) => map.get(k) ?? null,
+    set: () => {
+      throw thrown;
+    },
+    delete: (k) => void map.delete(k),
+  };
   const memory = await openMemory({ agent: freshAgent("cause"), storage: adapter });
-  const err = await memory.addFact({ content: "Keeps bees" }).then(() => null, (e) => e);
+  const err = await memory.addFact({ content: "Keeps bees" }).then(
+    () => null,
+    (e) => e,
+  );
   assert.ok(err, "the write failed");
   assert.equal(err.name, "UserMemoryError");
   assert.equal(err.code, "STORAGE_FAILED");
@@ -36,10 +45,21 @@ test("a storage adapter's error is the cause of the STORAGE_FAILED it becomes", 
 
 test("an LLM function's error is the cause of the LLM_FAILED, also in the error event", async () => {
   const thrown = new Error("quota exceeded upstream");
-  const memory = await openMemory({ agent: freshAgent("cause"), storage: "memory", debounceMs: 60_000, maxAttempts: 1, llm: async () => { throw thrown; } });
+  const memory = await openMemory({
+    agent: freshAgent("cause"),
+    storage: "memory",
+    debounceMs: 60_000,
+    maxAttempts: 1,
+    llm: async () => {
+      throw thrown;
+    },
+  });
   const rec = record(memory, ["error"]);
   await memory.observe("t", turn("I keep bees", "Nice"));
-  const err = await memory.flush().then(() => null, (e) => e);
+  const err = await memory.flush().then(
+    () => null,
+    (e) => e,
+  );
   assert.equal(err?.code, "LLM_FAILED");
   assert.equal(err.cause, thrown);
   const ev = rec.of("error").find((e) => e.code === "LLM_FAILED");
@@ -48,11 +68,18 @@ test("an LLM function's error is the cause of the LLM_FAILED, also in the error 
 
 test("an embed function's error is the cause of the EMBED_FAILED", async () => {
   const thrown = new RangeError("model not loaded");
-  const memory = await openMemory({ agent: freshAgent("cause"), storage: "memory", embed: async () => { throw thrown; } });
+  const memory = await openMemory({
+    agent: freshAgent("cause"),
+    storage: "memory",
+    embed: async () => {
+      throw thrown;
+    },
+  });
   const rec = record(memory, ["error"]);
   await memory.addFact({ content: "Keeps bees" });
   await memory.search("bees");
-  for (let i = 0; i < 50 && !rec.of("error").some((e) => e.code === "EMBED_FAILED"); i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 50 && !rec.of("error").some((e) => e.code === "EMBED_FAILED"); i++)
+    await new Promise((r) => setTimeout(r, 20));
   const ev = rec.of("error").find((e) => e.code === "EMBED_FAILED");
   assert.ok(ev, "the failure is reported");
   assert.equal(ev.error?.cause, thrown);
@@ -77,6 +104,11 @@ test("the JS-side modules throw UserMemoryError with a stable code", async () =>
   }
   const pool = memoryPool({ open: (key) => UserMemory.open({ agent: key, storage: "memory" }) });
   await pool.close();
-  const closed = await Promise.resolve().then(() => pool.acquire("u")).then(() => null, (e) => e);
+  const closed = await Promise.resolve()
+    .then(() => pool.acquire("u"))
+    .then(
+      () => null,
+      (e) => e,
+    );
   assert.deepEqual([closed?.name, closed?.code], ["UserMemoryError", "CLOSED"]);
 });

@@ -37,7 +37,8 @@ const freshDir = () => {
   dirs.push(d);
   return join(d, "store");
 };
-const deadPid = () => Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout);
+const deadPid = () =>
+  Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout);
 const here = () => {
   let space = "";
   try {
@@ -45,7 +46,11 @@ const here = () => {
   } catch {
     // not Linux
   }
-  return { host: hostname(), space, tag: createHash("sha256").update(`${hostname()}\n${space}`).digest("hex").slice(0, 8) };
+  return {
+    host: hostname(),
+    space,
+    tag: createHash("sha256").update(`${hostname()}\n${space}`).digest("hex").slice(0, 8),
+  };
 };
 const lockOf = (pid, token) => JSON.stringify({ pid, host: here().host, space: here().space, at: Date.now(), token });
 

@@ -92,16 +92,28 @@ function runScenario() {
   dirs.push(dir);
   const opts = { cwd: root, encoding: "utf8", timeout: 60_000 };
   const only = process.env.UM_FULL_DISK; // "mount", "unshare" or "fake": try just that way
-  if ((!only || only === "mount") && spawnSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", dir]).status === 0) {
+  if (
+    (!only || only === "mount") &&
+    spawnSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", dir]).status === 0
+  ) {
     mounted.push(dir);
-    return { how: "a tmpfs mounted for the test", r: spawnSync(node(dir, "real")[0], node(dir, "real").slice(1), opts) };
+    return {
+      how: "a tmpfs mounted for the test",
+      r: spawnSync(node(dir, "real")[0], node(dir, "real").slice(1), opts),
+    };
   }
   const inner = `mount -t tmpfs -o size=256k tmpfs "$1" && shift && exec "$@"`;
-  if ((!only || only === "unshare") && spawnSync("unshare", ["-rm", "sh", "-c", `mount -t tmpfs tmpfs "$0"`, dir]).status === 0) {
+  if (
+    (!only || only === "unshare") &&
+    spawnSync("unshare", ["-rm", "sh", "-c", `mount -t tmpfs tmpfs "$0"`, dir]).status === 0
+  ) {
     const args = ["-rm", "sh", "-c", inner, "sh", dir, ...node(dir, "real")];
     return { how: "a tmpfs in a user and mount namespace", r: spawnSync("unshare", args, opts) };
   }
-  return { how: "a faked full disk (no tmpfs can be mounted here)", r: spawnSync(node(dir, "fake")[0], node(dir, "fake").slice(1), opts) };
+  return {
+    how: "a faked full disk (no tmpfs can be mounted here)",
+    r: spawnSync(node(dir, "fake")[0], node(dir, "fake").slice(1), opts),
+  };
 }
 
 test("a disk that fills up while a writer breaks a dead holder's lock leaves no guard behind, and writing resumes once there is space", () => {

@@ -50,12 +50,18 @@ test("history lists each commit newest first, is stored with the document and su
   await memory.observe("t1", turn("I am learning Rust these days", "Nice"));
   await memory.flush();
   const entries = await memory.history();
-  assert.deepEqual(entries.map((e) => e.reason), ["extraction", "updateSection", "updateFact", "addFact"]);
+  assert.deepEqual(
+    entries.map((e) => e.reason),
+    ["extraction", "updateSection", "updateFact", "addFact"],
+  );
   assert.equal(entries[0].threadId, "t1");
   assert.equal(entries[0].added[0].content, "Learns Rust");
   assert.equal(entries[2].changed[0].before.confidence, 0.9, "the old value is kept");
   assert.equal(entries[1].sections[0].after.summary, "Backend engineer");
-  assert.deepEqual((await memory.history({ limit: 1, before: entries[1].revision })).map((e) => e.reason), ["updateFact"]);
+  assert.deepEqual(
+    (await memory.history({ limit: 1, before: entries[1].revision })).map((e) => e.reason),
+    ["updateFact"],
+  );
   assert.match(rawFiles(dir), /"history":\{/, "the history is in the stored record");
   await memory.close();
   const again = await open(dir, agent);
@@ -72,8 +78,23 @@ test("revert restores summaries and facts exactly (ids, timestamps, unknown fiel
     user: { workContext: { summary: "Designer", updatedAt: "2025-01-01T00:00:00.000Z", note: "x" } },
     history: {},
     facts: [
-      { id: "fact_00000001", content: "Uses Figma", category: "preference", confidence: 0.8, createdAt: "2025-01-02T00:00:00.000Z", source: "manual", mood: { deep: true } },
-      { id: "fact_00000002", content: "Lives in Porto", category: "context", confidence: 0.9, createdAt: "2025-01-03T00:00:00.000Z", source: "t0" },
+      {
+        id: "fact_00000001",
+        content: "Uses Figma",
+        category: "preference",
+        confidence: 0.8,
+        createdAt: "2025-01-02T00:00:00.000Z",
+        source: "manual",
+        mood: { deep: true },
+      },
+      {
+        id: "fact_00000002",
+        content: "Lives in Porto",
+        category: "context",
+        confidence: 0.9,
+        createdAt: "2025-01-03T00:00:00.000Z",
+        source: "t0",
+      },
     ],
   });
   const imported = await memory.get();
@@ -92,7 +113,8 @@ test("revert restores summaries and facts exactly (ids, timestamps, unknown fiel
   assert.equal(newest.revertedTo, at);
   assert.deepEqual(without(await memory.undo()), without(changed), "the revert is itself revertible");
   await assert.rejects(memory.revert(at + 999), { code: "NOT_FOUND" }, "a revision that never was");
-  for (const bad of ["3", -1, 1.5, null]) await assert.rejects(memory.revert(bad), { code: "INVALID_INPUT" }, String(bad));
+  for (const bad of ["3", -1, 1.5, null])
+    await assert.rejects(memory.revert(bad), { code: "INVALID_INPUT" }, String(bad));
   await assert.rejects(memory.history({ limit: "all" }), { code: "INVALID_INPUT" });
   await assert.rejects(memory.history({ nope: 1 }), { code: "INVALID_INPUT" });
   await memory.close();
@@ -104,7 +126,10 @@ test("a forgotten fact is not learned again, clear() keeps the tombstone, unforg
   const { memory, events } = await open(dir, freshAgent("forget"));
   const f = await memory.addFact({ content: "Allergic to penicillin" });
   await memory.removeFact(f.id, { forget: true });
-  assert.deepEqual((await memory.forgotten()).map((t) => [t.id, t.content]), [[f.id, "allergic to penicillin"]]);
+  assert.deepEqual(
+    (await memory.forgotten()).map((t) => [t.id, t.content]),
+    [[f.id, "allergic to penicillin"]],
+  );
   llm.script.push(factsReply("The user is allergic to penicillin"));
   await memory.observe("t1", turn("As I said, I'm allergic to penicillin", "Noted"));
   await memory.flush();
@@ -129,7 +154,10 @@ test("historyLimit bounds the entries and 0 keeps none", async () => {
   const dir = scratch();
   const { memory } = await open(dir, freshAgent("limit"), { historyLimit: 2 });
   for (const c of ["a", "b", "c"]) await memory.addFact({ content: `fact ${c}` });
-  assert.deepEqual((await memory.history()).map((e) => e.added[0].content), ["fact c", "fact b"]);
+  assert.deepEqual(
+    (await memory.history()).map((e) => e.added[0].content),
+    ["fact c", "fact b"],
+  );
   assert.equal(memory.options().historyLimit, 2);
   await memory.close();
   const off = await open(scratch(), freshAgent("off"), { historyLimit: 0 });

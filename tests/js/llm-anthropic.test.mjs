@@ -13,7 +13,14 @@ async function open(llmOptions = {}) {
     agent: freshAgent("anthropic"),
     storage: "memory",
     debounceMs: 600_000,
-    llm: { provider: "anthropic", baseUrl: llm.baseUrl, apiKey: KEY, model: "claude-test", maxRetries: 2, ...llmOptions },
+    llm: {
+      provider: "anthropic",
+      baseUrl: llm.baseUrl,
+      apiKey: KEY,
+      model: "claude-test",
+      maxRetries: 2,
+      ...llmOptions,
+    },
   });
   return { memory, events: record(memory) };
 }
@@ -56,7 +63,10 @@ test("anthropic maxTokens option is sent as max_tokens", async () => {
 
 test("anthropic 529 (overloaded) then 200 is retried within the attempt", async () => {
   const { memory, events } = await open();
-  llm.script.push({ status: 529, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } }, factsReply("ok"));
+  llm.script.push(
+    { status: 529, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } },
+    factsReply("ok"),
+  );
   memory.observe("t", turn("hello", "hi"));
   await memory.flush();
   assert.equal(llm.requests.length, 2);
@@ -66,7 +76,10 @@ test("anthropic 529 (overloaded) then 200 is retried within the attempt", async 
 
 test("anthropic 401 is LLM_HTTP 401 with the provider's message, not retried, key masked", async () => {
   const { memory } = await open();
-  llm.script.push({ status: 401, body: { type: "error", error: { type: "authentication_error", message: `invalid x-api-key ${KEY}` } } });
+  llm.script.push({
+    status: 401,
+    body: { type: "error", error: { type: "authentication_error", message: `invalid x-api-key ${KEY}` } },
+  });
   memory.observe("t", turn("hello", "hi"));
   await assert.rejects(memory.flush(), (e) => {
     assert.equal(e.code, "LLM_HTTP");

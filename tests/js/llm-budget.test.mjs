@@ -26,12 +26,22 @@ for (const provider of ["openai", "anthropic"]) {
   for (const stream of [false, true]) {
     test(`${provider}${stream ? " streamed" : ""}: a reply cut off at the default 1024 tokens is asked again with 4096, and the usage of both calls adds up`, async () => {
       const { memory, events } = await open({ provider, stream });
-      const usage = (p, c) => (provider === "anthropic" ? { input_tokens: p, output_tokens: c } : { prompt_tokens: p, completion_tokens: c });
-      llm.script.push({ ...cutOff, usage: usage(800, 1024) }, { ...factsReply("Lives in Lisbon"), usage: usage(800, 40) });
+      const usage = (p, c) =>
+        provider === "anthropic" ? { input_tokens: p, output_tokens: c } : { prompt_tokens: p, completion_tokens: c };
+      llm.script.push(
+        { ...cutOff, usage: usage(800, 1024) },
+        { ...factsReply("Lives in Lisbon"), usage: usage(800, 40) },
+      );
       await memory.observe("t", turn("I live in Lisbon", "Nice."));
       assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
-      assert.deepEqual(llm.requests.map((r) => r.body.max_tokens), [1024, 4096]);
-      assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["Lives in Lisbon"]);
+      assert.deepEqual(
+        llm.requests.map((r) => r.body.max_tokens),
+        [1024, 4096],
+      );
+      assert.deepEqual(
+        (await memory.get()).facts.map((f) => f.content),
+        ["Lives in Lisbon"],
+      );
       assert.deepEqual(events.of("processed")[0].usage, { promptTokens: 1600, completionTokens: 1064, reported: true });
       assert.deepEqual(events.codes(), []);
       await memory.close();
@@ -62,14 +72,25 @@ test("anthropic: stop_reason max_tokens twice is named as such; a configured max
   const { memory } = await open({ provider: "anthropic", maxTokens: 300, stream: false });
   llm.script.push({ ...cutOff }, { ...cutOff });
   await memory.observe("t", turn("I live in Lisbon", "Nice."));
-  await assert.rejects(memory.flush(), (e) => e.code === "LLM_BAD_OUTPUT" && /stop_reason: "max_tokens"\) after 300 and again after 1200 tokens/.test(e.message));
-  assert.deepEqual(llm.requests.map((r) => r.body.max_tokens), [300, 1200]);
+  await assert.rejects(
+    memory.flush(),
+    (e) =>
+      e.code === "LLM_BAD_OUTPUT" &&
+      /stop_reason: "max_tokens"\) after 300 and again after 1200 tokens/.test(e.message),
+  );
+  assert.deepEqual(
+    llm.requests.map((r) => r.body.max_tokens),
+    [300, 1200],
+  );
   await memory.close();
 });
 
 test("a reply cut off after a complete delta (a model running on) is used without a second request", async () => {
   const { memory } = await open({ stream: false });
-  llm.script.push({ content: `${JSON.stringify(factsReply("Lives in Lisbon").json)}\n\nI also think that`, finish: "length" });
+  llm.script.push({
+    content: `${JSON.stringify(factsReply("Lives in Lisbon").json)}\n\nI also think that`,
+    finish: "length",
+  });
   await memory.observe("t", turn("I live in Lisbon", "Nice."));
   assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
   assert.equal(llm.requests.length, 1);
@@ -80,7 +101,10 @@ test("maxTokens: null leaves the budget to the endpoint; a cut-off reply then fa
   const { memory } = await open({ maxTokens: null });
   llm.script.push({ ...cutOff });
   await memory.observe("t", turn("I live in Lisbon", "Nice."));
-  await assert.rejects(memory.flush(), (e) => e.code === "LLM_BAD_OUTPUT" && /endpoint's own limit \(llm\.maxTokens: null\)/.test(e.message));
+  await assert.rejects(
+    memory.flush(),
+    (e) => e.code === "LLM_BAD_OUTPUT" && /endpoint's own limit \(llm\.maxTokens: null\)/.test(e.message),
+  );
   assert.equal(llm.requests.length, 1);
   assert.equal(llm.requests[0].body.max_tokens, undefined);
   await memory.close();
@@ -89,8 +113,24 @@ test("maxTokens: null leaves the budget to the endpoint; a cut-off reply then fa
 test("OpenAI reasoning models: max_tokens refused → max_completion_tokens; temperature refused → left out; both remembered", async () => {
   const { memory, events } = await open({ stream: false });
   llm.script.push(
-    { status: 400, body: { error: { message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead." } } },
-    { status: 400, body: { error: { message: "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported." } } },
+    {
+      status: 400,
+      body: {
+        error: {
+          message:
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+        },
+      },
+    },
+    {
+      status: 400,
+      body: {
+        error: {
+          message:
+            "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+        },
+      },
+    },
     factsReply("Lives in Lisbon"),
     factsReply("Plays the cello"),
   );

@@ -6,7 +6,11 @@ import { closeAll, freshAgent, openMemory, record, test, turn } from "../helpers
 
 after(closeAll);
 
-const delta = (...facts) => JSON.stringify({ newFacts: facts.map((content) => ({ content, category: "knowledge", confidence: 0.9 })), factsToRemove: [] });
+const delta = (...facts) =>
+  JSON.stringify({
+    newFacts: facts.map((content) => ({ content, category: "knowledge", confidence: 0.9 })),
+    factsToRemove: [],
+  });
 
 async function open(fn) {
   const memory = await openMemory({ agent: freshAgent("fn"), storage: "memory", debounceMs: 600_000, llm: fn });
@@ -36,15 +40,25 @@ test("function LLM: a synchronous function returning a string works too", async 
   const { memory } = await open(() => delta("Sync fact"));
   memory.observe("t", turn("hello", "hi"));
   await memory.flush();
-  assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["Sync fact"]);
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["Sync fact"],
+  );
   await memory.close();
 });
 
 test("function LLM: an AI-SDK-like result { text, usage, … } is read from .text", async () => {
-  const { memory } = await open(async () => ({ text: "```json\n" + delta("From the AI SDK") + "\n```", usage: { inputTokens: 10 }, finishReason: "stop" }));
+  const { memory } = await open(async () => ({
+    text: "```json\n" + delta("From the AI SDK") + "\n```",
+    usage: { inputTokens: 10 },
+    finishReason: "stop",
+  }));
   memory.observe("t", turn("hello", "hi"));
   await memory.flush();
-  assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["From the AI SDK"]);
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["From the AI SDK"],
+  );
   await memory.close();
 });
 
@@ -101,16 +115,27 @@ test("function LLM: close() aborts its signal and stops waiting for a function t
   const first = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: hanging });
   const errors = record(first, ["error"]);
   first.observe("t", turn("I keep three hives of bees", "Sweet!"));
-  const flushed = first.flush().then(() => "resolved", (e) => e.code);
+  const flushed = first.flush().then(
+    () => "resolved",
+    (e) => e.code,
+  );
   while (!seen) await new Promise((r) => setTimeout(r, 5));
   await first.close();
   assert.equal(seen.signal.aborted, true, "close() aborted the signal");
   assert.equal(await flushed, "CLOSED", "the flush waiting on the function ends with CLOSED");
   assert.equal(errors.of("error").length, 0, "a call cancelled by close() is not a failure");
 
-  const second = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: async () => delta("Keeps bees") });
+  const second = await openMemory({
+    agent,
+    storage: "memory",
+    debounceMs: 600_000,
+    llm: async () => delta("Keeps bees"),
+  });
   assert.deepEqual(second.status().pending, ["t"], "the entry is still queued, unclaimed");
   await second.flush();
-  assert.deepEqual((await second.get()).facts.map((f) => f.content), ["Keeps bees"]);
+  assert.deepEqual(
+    (await second.get()).facts.map((f) => f.content),
+    ["Keeps bees"],
+  );
   await second.close();
 });

@@ -27,7 +27,14 @@ async function open(llmOptions = {}) {
     agent: freshAgent("http"),
     storage: "memory",
     debounceMs: 600_000,
-    llm: { baseUrl: llm.baseUrl, apiKey: KEY, headers: { "api-key": HEADER_KEY }, model: "m", maxRetries: 2, ...llmOptions },
+    llm: {
+      baseUrl: llm.baseUrl,
+      apiKey: KEY,
+      headers: { "api-key": HEADER_KEY },
+      model: "m",
+      maxRetries: 2,
+      ...llmOptions,
+    },
   });
   return { memory, events: record(memory) };
 }
@@ -64,7 +71,10 @@ test("a redirect to the same host on another port is another origin too", async 
   const { memory } = await open();
   llm.script.push({ status: 308, headers: { location: `http://localhost:${other.port}/v1/chat/completions` } });
   memory.observe("t", turn("hello", "hi"));
-  await assert.rejects(memory.flush(), (e) => e.code === "LLM_HTTP" && e.status === 308 && /another origin/.test(e.message));
+  await assert.rejects(
+    memory.flush(),
+    (e) => e.code === "LLM_HTTP" && e.status === 308 && /another origin/.test(e.message),
+  );
   assert.equal(other.requests.length, 0);
   await memory.close();
 });
@@ -81,7 +91,10 @@ test("a same-origin 307 (a trailing-slash redirect) is followed with the same me
   assert.equal(second.headers.authorization, `Bearer ${KEY}`);
   assert.equal(second.headers["api-key"], HEADER_KEY);
   assert.equal(second.raw, first.raw, "the same body");
-  assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["Lives in Lisbon"]);
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["Lives in Lisbon"],
+  );
   await memory.close();
 });
 
@@ -90,7 +103,10 @@ test("a same-origin 302/303 is refused (it would turn the POST into a GET), and 
     const { memory } = await open();
     llm.script.push({ status, headers: { location: "/v1/elsewhere" } });
     memory.observe("t", turn("hello", "hi"));
-    await assert.rejects(memory.flush(), (e) => e.code === "LLM_HTTP" && e.status === status && /POST into a GET/.test(e.message));
+    await assert.rejects(
+      memory.flush(),
+      (e) => e.code === "LLM_HTTP" && e.status === status && /POST into a GET/.test(e.message),
+    );
     assert.equal(llm.requests.length, 1);
     await memory.close();
   }
@@ -124,7 +140,10 @@ test("a 50 MB reply is refused at llm.maxResponseBytes (4 MiB) and the wasm heap
   const [error, growth] = await heapGrowth({ content: "a".repeat(50 * MB), stream: false });
   assert.equal(error?.code, "LLM_BAD_OUTPUT");
   assert.match(error.message, /llm\.maxResponseBytes \(4194304 bytes\)/);
-  assert.ok(growth < 4 * MB, `wasm heap grew by ${(growth / MB).toFixed(1)} MB (the issue measured 250 MB before the cap)`);
+  assert.ok(
+    growth < 4 * MB,
+    `wasm heap grew by ${(growth / MB).toFixed(1)} MB (the issue measured 250 MB before the cap)`,
+  );
 });
 
 test("a streamed 50 MB reply stops at the cap too, and the server sees the client leave", async () => {
@@ -158,7 +177,10 @@ test("llm.maxResponseBytes is configurable: a reply over it is LLM_BAD_OUTPUT, o
   const { memory } = await open({ maxResponseBytes: 2048, stream: false });
   llm.script.push(factsReply("x".repeat(3000)), factsReply("Lives in Lisbon"));
   memory.observe("t", turn("hello", "hi"));
-  await assert.rejects(memory.flush(), (e) => e.code === "LLM_BAD_OUTPUT" && /llm\.maxResponseBytes \(2048 bytes\)/.test(e.message));
+  await assert.rejects(
+    memory.flush(),
+    (e) => e.code === "LLM_BAD_OUTPUT" && /llm\.maxResponseBytes \(2048 bytes\)/.test(e.message),
+  );
   assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
   await memory.close();
   await assert.rejects(

@@ -4,7 +4,16 @@
 // retried (4xx), and where the API key must never show up.
 import assert from "node:assert/strict";
 import { factsReply } from "../helpers/llm-server.mjs";
-import { deadPort, freshAgent, openMemory, record, recordingAdapter, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
+import {
+  deadPort,
+  freshAgent,
+  openMemory,
+  record,
+  recordingAdapter,
+  test,
+  turn,
+  useLlmServer,
+} from "../helpers/pipeline.mjs";
 
 const KEY = "sk-test-0123456789abcdef";
 const llm = useLlmServer();
@@ -49,19 +58,30 @@ test("happy path: POST /v1/chat/completions with bearer key, model, extra header
   const prompt = req.body.messages[1].content;
   assert.ok(prompt.includes("User: I write Go microservices at work"), prompt);
   assert.ok(prompt.includes("Assistant: Great, Go is a solid choice."), prompt);
-  assert.ok(prompt.includes("Prefers green tea") && prompt.includes(tea.id), "the current memory, with fact ids, is in the prompt");
+  assert.ok(
+    prompt.includes("Prefers green tea") && prompt.includes(tea.id),
+    "the current memory, with fact ids, is in the prompt",
+  );
 
   const updates = events.of("update").filter((e) => e.reason === "extraction");
   assert.equal(updates.length, 1);
   assert.equal(updates[0].threadId, "thread-42");
   assert.equal(updates[0].added.length, 1);
   assert.deepEqual(
-    { content: updates[0].added[0].content, category: updates[0].added[0].category, confidence: updates[0].added[0].confidence, source: updates[0].added[0].source },
+    {
+      content: updates[0].added[0].content,
+      category: updates[0].added[0].category,
+      confidence: updates[0].added[0].confidence,
+      source: updates[0].added[0].source,
+    },
     { content: "Writes Go microservices", category: "knowledge", confidence: 0.9, source: "thread-42" },
   );
   assert.match(updates[0].added[0].id, /^fact_[0-9a-f]{8}$/);
   const doc = await memory.get();
-  assert.deepEqual(doc.facts.map((f) => f.content), ["Prefers green tea", "Writes Go microservices"]);
+  assert.deepEqual(
+    doc.facts.map((f) => f.content),
+    ["Prefers green tea", "Writes Go microservices"],
+  );
   assert.deepEqual(events.codes(), []);
   await memory.close();
 });
@@ -85,7 +105,10 @@ test("500 then 200 succeeds within one attempt: two requests, no error event, at
   assert.deepEqual(report.processed, ["t"]);
   assert.equal(llm.requests.length, 2);
   assert.deepEqual(events.codes(), []);
-  assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["Runs marathons"]);
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["Runs marathons"],
+  );
   assert.deepEqual(memory.status().pending, []);
   await memory.close();
 });
@@ -93,7 +116,10 @@ test("500 then 200 succeeds within one attempt: two requests, no error event, at
 test("429 with Retry-After: the retry waits at least that long (measured on the server)", async () => {
   llm.reset();
   const { memory, events } = await open();
-  llm.script.push({ status: 429, headers: { "retry-after": "1" }, body: { error: { message: "slow down" } } }, factsReply("ok"));
+  llm.script.push(
+    { status: 429, headers: { "retry-after": "1" }, body: { error: { message: "slow down" } } },
+    factsReply("ok"),
+  );
   memory.observe("t", turn("hello", "hi"));
   await memory.flush();
   assert.equal(llm.requests.length, 2);
@@ -252,7 +278,8 @@ test("the API key never appears in storage or in any event, even when the server
   for (const [k, v] of adapter.written) assert.ok(!v.includes(KEY) && !k.includes(KEY), `stored ${k}`);
   for (const e of events.events) {
     assert.ok(!JSON.stringify(e).includes(KEY), `${e.type} event`);
-    if (e.error) assert.ok(!e.error.message.includes(KEY) && !String(e.error.stack).includes(KEY), `${e.type} event error`);
+    if (e.error)
+      assert.ok(!e.error.message.includes(KEY) && !String(e.error.stack).includes(KEY), `${e.type} event error`);
   }
   assert.ok(!JSON.stringify(memory.options()).includes(KEY), "options() does not expose the key");
   await memory.close();
@@ -267,7 +294,10 @@ test("a key sent in a header (Azure's api-key) is masked like apiKey, also deep 
     { status: 502, body: `${"x".repeat(160)}${headerKey} upstream`, headers: { "content-type": "text/plain" } },
   );
   memory.observe("t", turn("hello", "hi"));
-  await assert.rejects(memory.flush(), (e) => e.code === "LLM_HTTP" && !e.message.includes("azure-key") && e.message.includes("***"));
+  await assert.rejects(
+    memory.flush(),
+    (e) => e.code === "LLM_HTTP" && !e.message.includes("azure-key") && e.message.includes("***"),
+  );
   await assert.rejects(memory.flush(), (e) => e.code === "LLM_HTTP" && !e.message.includes("azure-key-0123"));
   assert.equal(llm.requests[0].headers["api-key"], headerKey, "the header was sent");
   for (const e of events.events) assert.ok(!JSON.stringify(e).includes("azure-key-0123"), `${e.type} event`);
@@ -278,7 +308,10 @@ test("processed carries the provider's token usage when the reply has one, else 
   llm.reset();
   const { memory } = await open();
   const events = record(memory, ["processed"]);
-  llm.script.push({ ...factsReply("Writes Go microservices"), usage: { prompt_tokens: 812, completion_tokens: 95, total_tokens: 907 } });
+  llm.script.push({
+    ...factsReply("Writes Go microservices"),
+    usage: { prompt_tokens: 812, completion_tokens: 95, total_tokens: 907 },
+  });
   await memory.observe("t-usage", turn("I write Go microservices at work", "Nice."));
   await memory.flush();
   assert.deepEqual(events.of("processed")[0].usage, { promptTokens: 812, completionTokens: 95, reported: true });
@@ -335,12 +368,21 @@ test("a valid delta echoing the key: that fact and summary are neither stored no
   await memory.observe("t", turn("I live in Lisbon", "Nice."));
   assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
   const doc = await memory.get();
-  assert.deepEqual(doc.facts.map((f) => f.content), ["Lives in Lisbon"]);
+  assert.deepEqual(
+    doc.facts.map((f) => f.content),
+    ["Lives in Lisbon"],
+  );
   assert.equal(doc.user.workContext.summary, "");
   for (const [k, v] of adapter.written) assert.ok(!v.includes(KEY), `stored ${k}`);
   assert.ok(!(await memory.inject(turn("where do I live?", ""))).includes(KEY));
   const skipped = events.of("processed")[0].skipped.map((s) => [s.path, s.reason]);
-  assert.deepEqual(skipped.filter(([, r]) => r === "secret"), [["newFacts[1]", "secret"], ["user.workContext", "secret"]]);
+  assert.deepEqual(
+    skipped.filter(([, r]) => r === "secret"),
+    [
+      ["newFacts[1]", "secret"],
+      ["user.workContext", "secret"],
+    ],
+  );
   assert.ok(!JSON.stringify(events.events).includes(KEY));
   await memory.close();
 });

@@ -78,7 +78,10 @@ test("timeoutMs counts time without data: a slow but steady stream outlasting it
   // Half the delta, then silence.
   llm.script.push({ content, pieces: pieces.slice(0, 4), stall: true });
   await memory.observe("t2", turn("I play the cello", "Lovely."));
-  await assert.rejects(memory.flush(), (e) => e.code === "LLM_TIMEOUT" && /no answer or new data .* for 400 ms \(llm\.timeoutMs\)/.test(e.message));
+  await assert.rejects(
+    memory.flush(),
+    (e) => e.code === "LLM_TIMEOUT" && /no answer or new data .* for 400 ms \(llm\.timeoutMs\)/.test(e.message),
+  );
   assert.deepEqual(events.codes(), ["LLM_TIMEOUT"]);
   await memory.close();
 });
@@ -90,7 +93,10 @@ test("an endpoint answering a stream request with plain JSON is read whole, and 
   await memory.flush();
   await memory.observe("t2", turn("I play the cello", "Lovely."));
   await memory.flush();
-  assert.deepEqual(llm.requests.map((r) => r.body.stream), [true, false]);
+  assert.deepEqual(
+    llm.requests.map((r) => r.body.stream),
+    [true, false],
+  );
   assert.equal(llm.requests[1].body.stream_options, undefined);
   assert.deepEqual((await facts(memory)).sort(), ["Lives in Lisbon", "Plays the cello"]);
   assert.deepEqual(events.codes(), []);
@@ -106,12 +112,19 @@ test("llm.stream: false sends stream: false; a 400 naming stream_options turns s
   await off.memory.close();
 
   const { memory, events } = await open();
-  llm.script.push({ status: 400, body: { error: { message: "Unknown parameter: 'stream_options'" } } }, factsReply("Lives in Lisbon"), factsReply("Plays the cello"));
+  llm.script.push(
+    { status: 400, body: { error: { message: "Unknown parameter: 'stream_options'" } } },
+    factsReply("Lives in Lisbon"),
+    factsReply("Plays the cello"),
+  );
   await memory.observe("t", turn("I live in Lisbon", "Nice."));
   await memory.flush();
   await memory.observe("t2", turn("I play the cello", "Lovely."));
   await memory.flush();
-  assert.deepEqual(llm.requests.map((r) => r.body.stream), [true, false, false]);
+  assert.deepEqual(
+    llm.requests.map((r) => r.body.stream),
+    [true, false, false],
+  );
   assert.deepEqual(events.codes(), []);
   await memory.close();
 });
@@ -126,6 +139,9 @@ test("an error event in the stream (Anthropic's overloaded_error) is LLM_NETWORK
   assert.deepEqual(events.codes(), []);
   llm.script.push({ sse: overloaded }, { sse: overloaded });
   await memory.observe("t2", turn("I live in Lisbon", "Nice."));
-  await assert.rejects(memory.flush(), (e) => e.code === "LLM_NETWORK" && /stream ended with an error: Overloaded/.test(e.message));
+  await assert.rejects(
+    memory.flush(),
+    (e) => e.code === "LLM_NETWORK" && /stream ended with an error: Overloaded/.test(e.message),
+  );
   await memory.close();
 });

@@ -23,11 +23,30 @@ async function open(llmOptions = {}) {
 /** What a strict-mode model writes: every key, nulls for what it does not change. */
 const strictDelta = {
   newFacts: [
-    { content: "Works as a nurse in Porto", category: "context", confidence: 0.9, scope: null, durability: null, authority: null, expected_valid_days: null, sourceError: null },
+    {
+      content: "Works as a nurse in Porto",
+      category: "context",
+      confidence: 0.9,
+      scope: null,
+      durability: null,
+      authority: null,
+      expected_valid_days: null,
+      sourceError: null,
+    },
   ],
   factsToRemove: null,
   factsToReinforce: null,
-  user: { workContext: { summary: "Nurse at a hospital in Porto.", shouldUpdate: true, scope: null, durability: null, authority: null }, personalContext: null, topOfMind: null },
+  user: {
+    workContext: {
+      summary: "Nurse at a hospital in Porto.",
+      shouldUpdate: true,
+      scope: null,
+      durability: null,
+      authority: null,
+    },
+    personalContext: null,
+    topOfMind: null,
+  },
   history: null,
 };
 
@@ -39,7 +58,10 @@ test("DELTA_SCHEMA is exported from the main entry, and is exactly what the defa
   await memory.observe("t", turn("I work as a nurse in Porto", "Great."));
   await memory.flush();
   const f = llm.requests[0].body.response_format;
-  assert.deepEqual(f, { type: "json_schema", json_schema: { name: "memory_delta", strict: true, schema: DELTA_SCHEMA } });
+  assert.deepEqual(f, {
+    type: "json_schema",
+    json_schema: { name: "memory_delta", strict: true, schema: DELTA_SCHEMA },
+  });
   await memory.close();
 });
 
@@ -49,7 +71,10 @@ test("a strict-mode reply (every key, nulls for no update) applies: the fact and
   await memory.observe("t", turn("I work as a nurse in Porto", "Great."));
   assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
   const doc = await memory.get();
-  assert.deepEqual(doc.facts.map((f) => f.content), ["Works as a nurse in Porto"]);
+  assert.deepEqual(
+    doc.facts.map((f) => f.content),
+    ["Works as a nurse in Porto"],
+  );
   assert.equal(doc.user.workContext.summary, "Nurse at a hospital in Porto.");
   assert.equal(doc.user.personalContext.summary, "");
   assert.deepEqual(events.of("processed")[0].skipped, []);
@@ -59,7 +84,14 @@ test("a strict-mode reply (every key, nulls for no update) applies: the fact and
 test("an endpoint without structured outputs: schema refused → JSON mode → refused → no mode; three requests once, then remembered", async () => {
   const { memory, events } = await open();
   llm.script.push(
-    { status: 400, body: { error: { message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model." } } },
+    {
+      status: 400,
+      body: {
+        error: {
+          message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
+        },
+      },
+    },
     { status: 400, body: { error: "'response_format.type' must be 'json_schema' or 'text'" } },
     factsReply("Lives in Lisbon"),
     factsReply("Plays the cello"),
@@ -107,9 +139,14 @@ for (const stream of [false, true]) {
     await memory.observe("t", turn("I work as a nurse in Porto", "Great."));
     assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
     const body = llm.requests[0].body;
-    assert.deepEqual(body.tools, [{ name: "memory_delta", description: "Record what to change in the user's memory.", input_schema: DELTA_SCHEMA }]);
+    assert.deepEqual(body.tools, [
+      { name: "memory_delta", description: "Record what to change in the user's memory.", input_schema: DELTA_SCHEMA },
+    ]);
     assert.deepEqual(body.tool_choice, { type: "tool", name: "memory_delta" });
-    assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["Works as a nurse in Porto"]);
+    assert.deepEqual(
+      (await memory.get()).facts.map((f) => f.content),
+      ["Works as a nurse in Porto"],
+    );
     assert.deepEqual(events.of("processed")[0].skipped, []);
     await memory.close();
   });
@@ -118,7 +155,13 @@ for (const stream of [false, true]) {
 test("anthropic through a proxy without tools: the 400 naming them drops the tool for the instance", async () => {
   const { memory, events } = await open({ provider: "anthropic" });
   llm.script.push(
-    { status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "tools: Extra inputs are not permitted" } } },
+    {
+      status: 400,
+      body: {
+        type: "error",
+        error: { type: "invalid_request_error", message: "tools: Extra inputs are not permitted" },
+      },
+    },
     factsReply("Lives in Lisbon"),
     factsReply("Plays the cello"),
   );
@@ -126,7 +169,10 @@ test("anthropic through a proxy without tools: the 400 naming them drops the too
   await memory.flush();
   await memory.observe("t2", turn("I play the cello", "Lovely."));
   await memory.flush();
-  assert.deepEqual(llm.requests.map((r) => Boolean(r.body.tools)), [true, false, false]);
+  assert.deepEqual(
+    llm.requests.map((r) => Boolean(r.body.tools)),
+    [true, false, false],
+  );
   assert.deepEqual(events.codes(), []);
   await memory.close();
 });

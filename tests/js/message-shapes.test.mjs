@@ -35,7 +35,13 @@ test("useChat UI messages: text parts are remembered, the tool step before the a
       parts: [
         { type: "step-start" },
         { type: "text", text: "Let me check the forecast." },
-        { type: "tool-weather", toolCallId: "c1", state: "output-available", input: { city: "Lisbon" }, output: { sky: "clear", secret: "TOOL-OUTPUT" } },
+        {
+          type: "tool-weather",
+          toolCallId: "c1",
+          state: "output-available",
+          input: { city: "Lisbon" },
+          output: { sky: "clear", secret: "TOOL-OUTPUT" },
+        },
         { type: "step-start" },
         { type: "reasoning", text: "clear means sunny" },
         { type: "text", text: "Sunny, 24 °C." },
@@ -44,13 +50,21 @@ test("useChat UI messages: text parts are remembered, the tool step before the a
   ];
   assert.equal(await memory.observe("ui", ui), true);
   await memory.flush();
-  assert.equal(conversation(prompts[0]).trim(), "User: What's the weather where I live? I live in Lisbon.\n\nAssistant: Sunny, 24 °C.");
+  assert.equal(
+    conversation(prompts[0]).trim(),
+    "User: What's the weather where I live? I live in Lisbon.\n\nAssistant: Sunny, 24 °C.",
+  );
   assert.doesNotMatch(prompts[0], /TOOL-OUTPUT|Let me check|clear means sunny/);
 });
 
 test("UI messages: a turn of nothing but a file is forgotten with its answer; text next to a file stays", async () => {
   const { memory, prompts } = await open();
-  const file = { type: "file", mediaType: "application/pdf", filename: "tax.pdf", url: "data:application/pdf;base64,JVBERi0xLjQK" };
+  const file = {
+    type: "file",
+    mediaType: "application/pdf",
+    filename: "tax.pdf",
+    url: "data:application/pdf;base64,JVBERi0xLjQK",
+  };
   const ui = [
     { id: "1", role: "user", parts: [file] },
     { id: "2", role: "assistant", parts: [{ type: "text", text: "This is a 2024 tax form." }] },
@@ -59,7 +73,10 @@ test("UI messages: a turn of nothing but a file is forgotten with its answer; te
   ];
   assert.equal(await memory.observe("files", ui), true);
   await memory.flush();
-  assert.equal(conversation(prompts[0]).trim(), "User: I am self-employed, does this apply?\n\nAssistant: Yes, section C.");
+  assert.equal(
+    conversation(prompts[0]).trim(),
+    "User: I am self-employed, does this apply?\n\nAssistant: Yes, section C.",
+  );
   assert.doesNotMatch(prompts[0], /tax form|JVBERi/);
 });
 
@@ -67,22 +84,52 @@ test("AI SDK model messages: an assistant message ending with a tool-call part i
   const { memory, prompts } = await open();
   const model = [
     { role: "user", content: [{ type: "text", text: "Book me a train to Oslo, I never fly." }] },
-    { role: "assistant", content: [{ type: "text", text: "Searching trains." }, { type: "tool-call", toolCallId: "t1", toolName: "trains", input: {} }] },
-    { role: "tool", content: [{ type: "tool-result", toolCallId: "t1", toolName: "trains", output: { type: "json", value: [] } }] },
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Searching trains." },
+        { type: "tool-call", toolCallId: "t1", toolName: "trains", input: {} },
+      ],
+    },
+    {
+      role: "tool",
+      content: [{ type: "tool-result", toolCallId: "t1", toolName: "trains", output: { type: "json", value: [] } }],
+    },
     { role: "assistant", content: [{ type: "text", text: "The night train leaves at 22:10." }] },
   ];
   assert.equal(await memory.observe("model", model), true);
   await memory.flush();
-  assert.equal(conversation(prompts[0]).trim(), "User: Book me a train to Oslo, I never fly.\n\nAssistant: The night train leaves at 22:10.");
+  assert.equal(
+    conversation(prompts[0]).trim(),
+    "User: Book me a train to Oslo, I never fly.\n\nAssistant: The night train leaves at 22:10.",
+  );
 });
 
 test("observe() resolving false comes with a debug event saying why", async () => {
   const { memory, debug } = await open();
   const cases = [
-    ["only-user", [{ role: "user", content: "I live in Porto" }], "no-answer", /no final assistant answer survived filtering \(1 message: 1 user\)/],
-    ["no-role", [{ content: "I live in Porto" }, { role: "assistant", content: "Nice" }], "no-user-message", /1 without a known `role` or `type`/],
+    [
+      "only-user",
+      [{ role: "user", content: "I live in Porto" }],
+      "no-answer",
+      /no final assistant answer survived filtering \(1 message: 1 user\)/,
+    ],
+    [
+      "no-role",
+      [{ content: "I live in Porto" }, { role: "assistant", content: "Nice" }],
+      "no-user-message",
+      /1 without a known `role` or `type`/,
+    ],
     ["empty", [], "empty", /no messages/],
-    ["tool-step", [{ role: "user", parts: [{ type: "text", text: "Search" }] }, { role: "assistant", parts: [{ type: "tool-search", state: "input-available" }] }], "no-answer", /1 assistant tool step/],
+    [
+      "tool-step",
+      [
+        { role: "user", parts: [{ type: "text", text: "Search" }] },
+        { role: "assistant", parts: [{ type: "tool-search", state: "input-available" }] },
+      ],
+      "no-answer",
+      /1 assistant tool step/,
+    ],
   ];
   for (const [thread, messages, reason, message] of cases) {
     assert.equal(await memory.observe(thread, messages), false, thread);
@@ -92,11 +139,26 @@ test("observe() resolving false comes with a debug event saying why", async () =
     assert.ok(e.message.startsWith(`observe("${thread}") queued nothing: `), e.message);
   }
   memory.configure({ enabled: false });
-  assert.equal(await memory.observe("paused", [{ role: "user", content: "a" }, { role: "assistant", content: "b" }]), false);
-  assert.deepEqual([debug.at(-1).reason, debug.at(-1).message], ["paused", 'observe("paused") queued nothing: learning is paused (`enabled: false`)']);
+  assert.equal(
+    await memory.observe("paused", [
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+    ]),
+    false,
+  );
+  assert.deepEqual(
+    [debug.at(-1).reason, debug.at(-1).message],
+    ["paused", 'observe("paused") queued nothing: learning is paused (`enabled: false`)'],
+  );
   assert.equal(debug.length, cases.length + 1, "one event per observe() that queued nothing");
   memory.configure({ enabled: true });
-  assert.equal(await memory.observe("ok", [{ role: "user", content: "a" }, { role: "assistant", content: "b" }]), true);
+  assert.equal(
+    await memory.observe("ok", [
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+    ]),
+    true,
+  );
   assert.equal(debug.length, cases.length + 1, "nothing for a queued conversation");
 });
 
@@ -104,7 +166,13 @@ test("inject() reads UI messages too: the query is the text of their parts", asy
   const { memory } = await open();
   await memory.addFact({ content: "Keeps a rabbit called Tangyuan", confidence: 0.5 });
   await memory.addFact({ content: "Works as a tax advisor", confidence: 0.95 });
-  const e = await memory.explain([{ id: "u", role: "user", parts: [{ type: "text", text: "what should my rabbit eat?" }] }]);
-  assert.equal(e.facts[0].content, "Keeps a rabbit called Tangyuan", "the rabbit fact ranks first for a rabbit question");
+  const e = await memory.explain([
+    { id: "u", role: "user", parts: [{ type: "text", text: "what should my rabbit eat?" }] },
+  ]);
+  assert.equal(
+    e.facts[0].content,
+    "Keeps a rabbit called Tangyuan",
+    "the rabbit fact ranks first for a rabbit question",
+  );
   assert.ok(e.facts[0].similarity > 0);
 });

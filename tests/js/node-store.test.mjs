@@ -2,7 +2,18 @@
 // lock file, bad directories, corrupt files, and memory that survives a restart.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { hostname, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -25,9 +36,20 @@ function deadPid() {
 
 test("any key round-trips through a portable file name: capitals, slashes, CJK, very long, empty", async () => {
   const s = fileStore(freshDir());
-  const keys = ["user-memory/coder/doc", "user-memory/Coder/doc", "a%2Fb", ".hidden", "研究/記憶", "x".repeat(400), "長".repeat(100), "", "~tilde"];
+  const keys = [
+    "user-memory/coder/doc",
+    "user-memory/Coder/doc",
+    "a%2Fb",
+    ".hidden",
+    "研究/記憶",
+    "x".repeat(400),
+    "長".repeat(100),
+    "",
+    "~tilde",
+  ];
   for (const [i, k] of keys.entries()) await s.set(k, `value ${i}`);
-  for (const [i, k] of keys.entries()) assert.equal(await s.get(k), `value ${i}`, `get(${JSON.stringify(k.slice(0, 20))})`);
+  for (const [i, k] of keys.entries())
+    assert.equal(await s.get(k), `value ${i}`, `get(${JSON.stringify(k.slice(0, 20))})`);
   assert.deepEqual((await s.keys("")).sort(), [...keys].sort());
   assert.deepEqual((await s.keys("user-memory/")).sort(), keys.filter((k) => k.startsWith("user-memory/")).sort());
   for (const name of readdirSync(s.dir)) {
@@ -98,7 +120,11 @@ function here() {
   } catch {
     // not Linux: the host name alone
   }
-  return { host: hostname(), space, tag: createHash("sha256").update(`${hostname()}\n${space}`).digest("hex").slice(0, 8) };
+  return {
+    host: hostname(),
+    space,
+    tag: createHash("sha256").update(`${hostname()}\n${space}`).digest("hex").slice(0, 8),
+  };
 }
 
 test("a lock left by a dead process is broken at once", async () => {
@@ -118,7 +144,16 @@ test("a lock from another PID namespace (a container sharing the directory) is j
   await s.set("p", "a");
   const lock = join(s.dir, ".lock");
   // Same host name (containers of one pod), another PID namespace: its pid looks dead here.
-  writeFileSync(lock, JSON.stringify({ pid: deadPid(), host: hostname(), space: "pid:[4026530000] another-boot", at: Date.now(), token: "container-b" }));
+  writeFileSync(
+    lock,
+    JSON.stringify({
+      pid: deadPid(),
+      host: hostname(),
+      space: "pid:[4026530000] another-boot",
+      at: Date.now(),
+      token: "container-b",
+    }),
+  );
   let done = false;
   const cas = s.compareAndSet("p", "a", "b").then((r) => ((done = true), r));
   await new Promise((r) => setTimeout(r, 500));
@@ -146,7 +181,10 @@ test("a lock held by a live process is respected until it is released", async ()
 test("a lock older than staleLockMs is broken even if its holder is alive", async () => {
   const s = fileStore(freshDir(), { staleLockMs: 1000 });
   await s.set("p", "a");
-  writeFileSync(join(s.dir, ".lock"), JSON.stringify({ pid: process.pid, host: hostname(), at: Date.now() - 60_000, token: "old" }));
+  writeFileSync(
+    join(s.dir, ".lock"),
+    JSON.stringify({ pid: process.pid, host: hostname(), at: Date.now() - 60_000, token: "old" }),
+  );
   assert.equal(await s.compareAndSet("p", "a", "b"), true);
 });
 
@@ -184,7 +222,10 @@ test("a missing parent or a file in the way rejects open() with STORAGE_UNAVAILA
   });
   const file = join(scratch, "a-file");
   writeFileSync(file, "");
-  await assert.rejects(UserMemory.open({ storage: fileStore(file), llm: noLlm }), (e) => e.code === "STORAGE_UNAVAILABLE" && e.message.includes(file));
+  await assert.rejects(
+    UserMemory.open({ storage: fileStore(file), llm: noLlm }),
+    (e) => e.code === "STORAGE_UNAVAILABLE" && e.message.includes(file),
+  );
   assert.ok(!existsSync(join(scratch, "no-such-parent")), "nothing was created");
   assert.throws(() => fileStore(""), { code: "INVALID_INPUT" });
   assert.throws(() => fileStore(scratch, { staleLockMs: -1 }), { code: "INVALID_INPUT" });
@@ -211,7 +252,10 @@ test("a read-only directory is STORAGE_UNAVAILABLE, naming the path", (t) => {
     fileStore(${JSON.stringify(dir)}).set("k", "v").then(() => console.log("written"), (e) => console.log(e.code + " " + e.message));`;
   const asRoot = process.getuid?.() === 0;
   if (!asRoot && process.platform === "win32") return t.skip("no POSIX permissions");
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], { encoding: "utf8", ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], {
+    encoding: "utf8",
+    ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+  });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout.trim(), /^STORAGE_UNAVAILABLE .*not writable/);
   assert.ok(r.stdout.includes(dir));
@@ -226,7 +270,9 @@ test("corrupt files: open() rejects with CORRUPT_MEMORY and leaves every file as
   const docFile = join(dir, fileName(pointer.key));
   writeFileSync(docFile, '{"version":"1.0","facts":"not a list"'); // torn/garbled document
   const before = Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f), "utf8")]));
-  await assert.rejects(UserMemory.open({ storage: fileStore(dir), agent: "a", llm: noLlm }), { code: "CORRUPT_MEMORY" });
+  await assert.rejects(UserMemory.open({ storage: fileStore(dir), agent: "a", llm: noLlm }), {
+    code: "CORRUPT_MEMORY",
+  });
   const afterOpen = Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f), "utf8")]));
   assert.deepEqual(afterOpen, before);
   // The raw text is still reachable for recovery.
@@ -234,7 +280,9 @@ test("corrupt files: open() rejects with CORRUPT_MEMORY and leaves every file as
   assert.equal(raw.document, before[fileName(pointer.key)]);
   // A garbled pointer is corrupt too, and is not overwritten.
   writeFileSync(join(dir, fileName("user-memory/a/doc")), "{garbage");
-  await assert.rejects(UserMemory.open({ storage: fileStore(dir), agent: "a", llm: noLlm }), { code: "CORRUPT_MEMORY" });
+  await assert.rejects(UserMemory.open({ storage: fileStore(dir), agent: "a", llm: noLlm }), {
+    code: "CORRUPT_MEMORY",
+  });
   assert.equal(readFileSync(join(dir, fileName("user-memory/a/doc")), "utf8"), "{garbage");
 });
 
@@ -253,12 +301,17 @@ test("a queued conversation survives a restart and is processed by the next inst
     debounceMs: 60_000,
     llm: async (req) => {
       prompt = req.prompt;
-      return JSON.stringify({ newFacts: [{ content: "Maintains the billing service in Rust", category: "knowledge", confidence: 0.9 }] });
+      return JSON.stringify({
+        newFacts: [{ content: "Maintains the billing service in Rust", category: "knowledge", confidence: 0.9 }],
+      });
     },
   });
   assert.deepEqual(second.status().pending, ["t1"]);
   await second.flush();
   assert.match(prompt, /billing service in Rust/);
-  assert.deepEqual((await second.get()).facts.map((f) => f.content), ["Maintains the billing service in Rust"]);
+  assert.deepEqual(
+    (await second.get()).facts.map((f) => f.content),
+    ["Maintains the billing service in Rust"],
+  );
   await second.close();
 });

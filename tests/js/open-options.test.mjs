@@ -79,7 +79,11 @@ test("open() without llm: reads, edits and queues; flush() and processDue() say 
   assert.equal(await reader.observe("t1", turn("I keep bees", "Sweet")), true, "queued, in storage");
   assert.deepEqual(reader.status().pending, ["t1"]);
   for (const call of [() => reader.flush(), () => reader.processDue()]) {
-    await assert.rejects(call(), { name: "UserMemoryError", code: "INVALID_INPUT", message: /opened without `llm`.*queue stays in storage/ });
+    await assert.rejects(call(), {
+      name: "UserMemoryError",
+      code: "INVALID_INPUT",
+      message: /opened without `llm`.*queue stays in storage/,
+    });
   }
   assert.throws(() => reader.configure({ autoProcess: true }), { code: "INVALID_INPUT", message: /needs `llm`/ });
   await reader.close();
@@ -95,25 +99,40 @@ test("open() with no options at all, or with autoProcess but no llm", async () =
   const memory = await UserMemory.open();
   assert.equal(memory.options().agent, "default");
   await memory.close();
-  await assert.rejects(UserMemory.open({ autoProcess: true }), { code: "INVALID_INPUT", message: "`autoProcess: true` needs `llm` (an instance without one never extracts)" });
+  await assert.rejects(UserMemory.open({ autoProcess: true }), {
+    code: "INVALID_INPUT",
+    message: "`autoProcess: true` needs `llm` (an instance without one never extracts)",
+  });
   await assert.rejects(UserMemory.open({ llm: 42 }), { code: "INVALID_INPUT", message: /or left out \(read-only\)/ });
 });
 
 test("a mistyped option name gets a suggestion; an llm field at the top level is pointed inside llm", async () => {
   const cases = [
-    [{ llm: { baseURL: "http://127.0.0.1:9/v1", model: "m" } }, "unknown option `llm.baseURL`: did you mean `baseUrl`? (known: "],
-    [{ llm: { base_url: "http://127.0.0.1:9/v1", model: "m" } }, "unknown option `llm.base_url`: did you mean `baseUrl`?"],
+    [
+      { llm: { baseURL: "http://127.0.0.1:9/v1", model: "m" } },
+      "unknown option `llm.baseURL`: did you mean `baseUrl`? (known: ",
+    ],
+    [
+      { llm: { base_url: "http://127.0.0.1:9/v1", model: "m" } },
+      "unknown option `llm.base_url`: did you mean `baseUrl`?",
+    ],
     [{ llm, debounce: 5000 }, "unknown option `debounce`: did you mean `debounceMs`?"],
     [{ llm, maxfacts: 5 }, "unknown option `maxfacts`: did you mean `maxFacts`?"],
     [{ apiKey: "k", model: "m" }, "unknown option `apiKey`: it belongs inside `llm` ({ llm: { apiKey, … } })"],
     [{ llm, storage: "indexedDB" }, 'found "indexedDB": did you mean `indexeddb`?'],
   ];
   for (const [options, message] of cases) {
-    const e = await UserMemory.open(options).then(() => null, (e) => e);
+    const e = await UserMemory.open(options).then(
+      () => null,
+      (e) => e,
+    );
     assert.equal(e?.code, "INVALID_INPUT", JSON.stringify(options));
     assert.ok(e.message.includes(message), `${e.message}\n  should contain: ${message}`);
   }
   const memory = await openMemory({ agent: freshAgent("typo"), storage: "memory", llm });
-  assert.throws(() => memory.configure({ debounceMS: 10 }), { code: "INVALID_INPUT", message: "unknown option `debounceMS`: did you mean `debounceMs`?" });
+  assert.throws(() => memory.configure({ debounceMS: 10 }), {
+    code: "INVALID_INPUT",
+    message: "unknown option `debounceMS`: did you mean `debounceMs`?",
+  });
   await assert.rejects(memory.search("x", { limt: 3 }), { code: "INVALID_INPUT", message: /did you mean `limit`/ });
 });

@@ -9,7 +9,7 @@ after(closeAll);
 
 const llm = async () => JSON.stringify({ newFacts: [] });
 
-test("persist: true with memory storage is reported in options() and status() as persistence \"unknown\"", async () => {
+test('persist: true with memory storage is reported in options() and status() as persistence "unknown"', async () => {
   const memory = await openMemory({ agent: freshAgent("persist"), storage: "memory", llm, persist: true });
   assert.equal(memory.options().persist, true);
   assert.equal(memory.options().persistence, "unknown");

@@ -14,7 +14,11 @@ after(() => Promise.all(pools.map((p) => p.close())));
 function recordedPool(max, { fail = () => false, writeMs = 0 } = {}) {
   const map = new Map();
   const later = (fn) => (writeMs ? new Promise((r) => setTimeout(r, writeMs)).then(fn) : fn());
-  const storage = { get: (k) => map.get(k) ?? null, set: (k, v) => later(() => void map.set(k, v)), delete: (k) => later(() => void map.delete(k)) };
+  const storage = {
+    get: (k) => map.get(k) ?? null,
+    set: (k, v) => later(() => void map.set(k, v)),
+    delete: (k) => later(() => void map.delete(k)),
+  };
   const prefix = freshAgent("pool");
   const log = [];
   const pool = memoryPool({
@@ -22,7 +26,12 @@ function recordedPool(max, { fail = () => false, writeMs = 0 } = {}) {
     open: async (user) => {
       log.push(`open ${user}`);
       if (fail(user)) throw Object.assign(new Error(`cannot open ${user}`), { code: "STORAGE_UNAVAILABLE" });
-      const memory = await UserMemory.open({ agent: `${prefix}-${user}`, storage, autoProcess: false, llm: async () => '{"newFacts":[]}' });
+      const memory = await UserMemory.open({
+        agent: `${prefix}-${user}`,
+        storage,
+        autoProcess: false,
+        llm: async () => '{"newFacts":[]}',
+      });
       const close = memory.close.bind(memory);
       memory.close = () => (log.push(`close ${user}`), close());
       return memory;
@@ -42,7 +51,16 @@ test("beyond max the least recently used instance is closed; using a key again r
   await pool.use("bob", () => {});
   const facts = await pool.use("ann", async (m) => (await m.get()).facts.map((f) => f.content));
   assert.deepEqual(facts, ["Ann keeps bees"], "ann's memory survived its instance being closed (storage keeps it)");
-  assert.deepEqual(log, ["open ann", "open bob", "open cat", "close bob", "open bob", "close ann", "open ann", "close cat"]);
+  assert.deepEqual(log, [
+    "open ann",
+    "open bob",
+    "open cat",
+    "close bob",
+    "open bob",
+    "close ann",
+    "open ann",
+    "close cat",
+  ]);
 });
 
 test("an instance in use is never closed to make room (the pool goes over max meanwhile); once released it can be", async () => {
@@ -52,7 +70,11 @@ test("an instance in use is never closed to make room (the pool goes over max me
   await pool.use("cat", () => {});
   assert.ok(!log.includes("close ann"), log.join(", "));
   await held.memory.addFact({ content: "still open" }); // would throw CLOSED if it had been closed
-  assert.deepEqual(log.filter((l) => l.startsWith("close")), ["close bob", "close cat"], "the idle ones went");
+  assert.deepEqual(
+    log.filter((l) => l.startsWith("close")),
+    ["close bob", "close cat"],
+    "the idle ones went",
+  );
   held.release();
   held.release(); // twice is harmless
   await pool.use("dan", () => {});
@@ -76,7 +98,10 @@ test("what an evicted instance had queued is there for the next open of its key 
 test("a failed open is not kept: the next use of the key tries again", async () => {
   let failures = 1;
   const { pool, log } = recordedPool(5, { fail: () => failures-- > 0 });
-  await assert.rejects(pool.use("ann", () => {}), { code: "STORAGE_UNAVAILABLE" });
+  await assert.rejects(
+    pool.use("ann", () => {}),
+    { code: "STORAGE_UNAVAILABLE" },
+  );
   assert.equal(pool.size, 0);
   assert.equal(await pool.use("ann", () => "ok"), "ok");
   assert.deepEqual(log, ["open ann", "open ann"]);
@@ -103,7 +128,10 @@ test("evicted instances are freed, so cycling many users through a small pool re
     lastUpdated: "",
     user: { workContext: section, personalContext: section, topOfMind: section },
     history: { recentMonths: section, earlierContext: section, longTermBackground: section },
-    facts: Array.from({ length: 50 }, (_, i) => ({ content: `Fact ${i} of user ${u}: likes tea, chess and long walks on weekends`, confidence: 0.8 })),
+    facts: Array.from({ length: 50 }, (_, i) => ({
+      content: `Fact ${i} of user ${u}: likes tea, chess and long walks on weekends`,
+      confidence: 0.8,
+    })),
   });
   const heap = () => initSync().memory.buffer.byteLength;
   const cycle = async (from, to) => {
@@ -114,5 +142,8 @@ test("evicted instances are freed, so cycling many users through a small pool re
   await cycle(20, 120);
   const grown = heap() - before;
   // 100 more users of ~38 KB each would need ~3.7 MB if evicted instances kept their heap.
-  assert.ok(grown < 1024 * 1024, `the wasm heap grew by ${(grown / 1024).toFixed(0)} KB for 100 more users through a pool of 5`);
+  assert.ok(
+    grown < 1024 * 1024,
+    `the wasm heap grew by ${(grown / 1024).toFixed(0)} KB for 100 more users through a pool of 5`,
+  );
 });

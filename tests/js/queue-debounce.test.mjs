@@ -4,7 +4,16 @@
 // assertion is a lower bound or an ordering.
 import assert from "node:assert/strict";
 import { factsReply } from "../helpers/llm-server.mjs";
-import { freshAgent, openMemory, record, recordingAdapter, sleep, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
+import {
+  freshAgent,
+  openMemory,
+  record,
+  recordingAdapter,
+  sleep,
+  test,
+  turn,
+  useLlmServer,
+} from "../helpers/pipeline.mjs";
 
 const llm = useLlmServer();
 
@@ -31,7 +40,8 @@ test("three observe() of one thread inside the debounce window make one call, wi
   assert.equal(update.threadId, "t1");
   assert.equal(llm.requests.length, 1, "one LLM call for the burst");
   const prompt = llm.prompt(0);
-  for (let i = 1; i <= 3; i++) assert.ok(prompt.includes(`User: message ${i} about Rust`), `message ${i} in the prompt`);
+  for (let i = 1; i <= 3; i++)
+    assert.ok(prompt.includes(`User: message ${i} about Rust`), `message ${i} in the prompt`);
   assert.ok(llm.requests[0].at - lastObserve >= 300 - 20, "each observe() restarted the timer");
   assert.equal(events.of("queued").length, 3);
   assert.equal(events.of("queued").at(-1).threadId, "t1");
@@ -50,7 +60,13 @@ test("two threads in one window make two calls, one per thread", async () => {
   assert.ok(llm.prompt(0).includes("I am thread A") && !llm.prompt(0).includes("I am thread B"));
   assert.ok(llm.prompt(1).includes("I am thread B") && !llm.prompt(1).includes("I am thread A"));
   const doc = await memory.get();
-  assert.deepEqual(doc.facts.map((f) => [f.content, f.source]), [["Fact A", "thread-a"], ["Fact B", "thread-b"]]);
+  assert.deepEqual(
+    doc.facts.map((f) => [f.content, f.source]),
+    [
+      ["Fact A", "thread-a"],
+      ["Fact B", "thread-b"],
+    ],
+  );
   await memory.close();
 });
 
@@ -78,7 +94,10 @@ test("a second instance on the same storage adapter resumes the entry the first 
   assert.equal(await first.observe("t", turn("I moved to Chengdu", "Nice city")), true, "persisted");
   await first.close();
   assert.equal(llm.requests.length, 0, "the first instance never called the LLM");
-  assert.ok([...adapter.map.values()].some((v) => v.includes("I moved to Chengdu")), "the entry is in storage");
+  assert.ok(
+    [...adapter.map.values()].some((v) => v.includes("I moved to Chengdu")),
+    "the entry is in storage",
+  );
 
   llm.script.push(factsReply("Lives in Chengdu"));
   const second = await openMemory({ agent, storage: adapter, debounceMs: 600_000, llm: endpoint() });
@@ -86,11 +105,14 @@ test("a second instance on the same storage adapter resumes the entry the first 
   assert.ok(second.nextDueAt() > Date.now(), "due by its own debounce, not lost");
   await second.flush();
   assert.ok(llm.prompt(0).includes("I moved to Chengdu"));
-  assert.deepEqual((await second.get()).facts.map((f) => f.content), ["Lives in Chengdu"]);
+  assert.deepEqual(
+    (await second.get()).facts.map((f) => f.content),
+    ["Lives in Chengdu"],
+  );
   await second.close();
 });
 
-test("storage: \"memory\" — a reopened instance's timer picks up the overdue entry by itself", async () => {
+test('storage: "memory" — a reopened instance\'s timer picks up the overdue entry by itself', async () => {
   llm.reset();
   const agent = freshAgent("resume-mem");
   const first = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: endpoint() });
@@ -103,7 +125,10 @@ test("storage: \"memory\" — a reopened instance's timer picks up the overdue e
   const events = record(second);
   assert.ok(second.nextDueAt() <= Date.now(), "already due");
   await events.next("update", (e) => e.reason === "extraction");
-  assert.deepEqual((await second.get()).facts.map((f) => f.content), ["Plays chess"]);
+  assert.deepEqual(
+    (await second.get()).facts.map((f) => f.content),
+    ["Plays chess"],
+  );
   await second.close();
 });
 
@@ -126,7 +151,10 @@ test("malformed model output: error event LLM_BAD_OUTPUT, memory unchanged, entr
   // The retry (here forced by flush) applies the fixed reply.
   llm.script.push(factsReply("Uses Rust"));
   await memory.flush();
-  assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["Likes tea", "Uses Rust"]);
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["Likes tea", "Uses Rust"],
+  );
   assert.deepEqual(memory.status().pending, []);
   await memory.close();
 });
@@ -135,7 +163,10 @@ test("failed attempts back off 30 s then 60 s, and after maxAttempts the entry i
   llm.reset();
   const { memory, events } = await open({ debounceMs: 600_000, maxAttempts: 3 });
   memory.observe("t", turn("hello", "hi"));
-  for (const [attempt, backoff] of [[1, 30_000], [2, 60_000]]) {
+  for (const [attempt, backoff] of [
+    [1, 30_000],
+    [2, 60_000],
+  ]) {
     llm.script.push({ status: 500 });
     const t = Date.now();
     await assert.rejects(memory.flush());
@@ -164,8 +195,14 @@ test("flush() tries every entry and rejects with the first failure; the others a
   await assert.rejects(memory.flush(), (e) => e.code === "LLM_HTTP" && e.status === 401);
   assert.equal(llm.requests.length, 3, "all three were tried");
   assert.deepEqual(events.codes(), ["LLM_HTTP", "LLM_BAD_OUTPUT"]);
-  assert.deepEqual(events.of("error").map((e) => e.threadId), ["t1", "t2"]);
-  assert.deepEqual((await memory.get()).facts.map((f) => f.content), ["From t3"]);
+  assert.deepEqual(
+    events.of("error").map((e) => e.threadId),
+    ["t1", "t2"],
+  );
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["From t3"],
+  );
   assert.deepEqual(memory.status().pending.sort(), ["t1", "t2"]);
   await memory.close();
 });

@@ -62,7 +62,10 @@ test("close() lets a Node process exit by itself while an entry is still queued 
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /pending \["t"\]/);
   const observedAt = Number(/observed (\d+)/.exec(r.stdout)[1]);
-  assert.ok(r.exitedAt < observedAt + 30_000, `exited ${r.exitedAt - observedAt} ms after observe(): the 30 s timer did not hold it`);
+  assert.ok(
+    r.exitedAt < observedAt + 30_000,
+    `exited ${r.exitedAt - observedAt} ms after observe(): the 30 s timer did not hold it`,
+  );
   assert.equal(llm.requests.length, 0, "close() does not process the queue");
 });
 
@@ -85,7 +88,10 @@ test("close() aborts an LLM call in flight: the process exits before the request
   assert.equal(r.code, 0, r.stderr);
   assert.equal(llm.requests.length, 1, "the call was in flight");
   const started = llm.requests[0].at;
-  assert.ok(r.exitedAt < started + 30_000, `exited ${r.exitedAt - started} ms after the request: its 30 s timeout did not hold it`);
+  assert.ok(
+    r.exitedAt < started + 30_000,
+    `exited ${r.exitedAt - started} ms after the request: its 30 s timeout did not hold it`,
+  );
   assert.match(r.stdout, /closed errors=\[\]/, "a call cancelled by close() is not reported as a failure");
 });
 
@@ -108,7 +114,10 @@ test("close() during a Retry-After wait: the process exits before the wait would
   assert.equal(r.code, 0, r.stderr);
   assert.equal(llm.requests.length, 1, "the 429 was answered and no retry was sent");
   const rateLimited = llm.requests[0].at;
-  assert.ok(r.exitedAt < rateLimited + 30_000, `exited ${r.exitedAt - rateLimited} ms after the 429: the 30 s Retry-After wait did not hold it`);
+  assert.ok(
+    r.exitedAt < rateLimited + 30_000,
+    `exited ${r.exitedAt - rateLimited} ms after the 429: the 30 s Retry-After wait did not hold it`,
+  );
 });
 
 test("a timed-out request leaves no timer behind: the process exits right after the failure", async () => {
@@ -125,7 +134,10 @@ test("a timed-out request leaves no timer behind: the process exits right after 
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /flush LLM_TIMEOUT/);
   const failedAt = Number(/flush LLM_TIMEOUT (\d+)/.exec(r.stdout)[1]);
-  assert.ok(r.exitedAt < failedAt + 30_000, `exited ${r.exitedAt - failedAt} ms after the failure: neither the request's timer nor the 30 s retry backoff held it`);
+  assert.ok(
+    r.exitedAt < failedAt + 30_000,
+    `exited ${r.exitedAt - failedAt} ms after the failure: neither the request's timer nor the 30 s retry backoff held it`,
+  );
 });
 
 test("a succeeded request leaves no timeout timer behind (timeoutMs 30 s): the process exits right away", async () => {
@@ -144,15 +156,26 @@ test("a succeeded request leaves no timeout timer behind (timeoutMs 30 s): the p
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /closed/);
   const started = Number(/flushing (\d+)/.exec(r.stdout)[1]);
-  assert.ok(r.exitedAt < started + 30_000, `exited ${r.exitedAt - started} ms after flush(): the request's timeout timer was cleared`);
+  assert.ok(
+    r.exitedAt < started + 30_000,
+    `exited ${r.exitedAt - started} ms after flush(): the request's timeout timer was cleared`,
+  );
 });
 
 test("observe() after close() throws CLOSED synchronously; flush() and processDue() reject with CLOSED; nextDueAt() is null", async () => {
   llm.reset();
-  const memory = await openMemory({ agent: freshAgent("closed"), storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
+  const memory = await openMemory({
+    agent: freshAgent("closed"),
+    storage: "memory",
+    debounceMs: 600_000,
+    llm: { baseUrl: llm.baseUrl, model: "m" },
+  });
   memory.observe("t", turn("hello", "hi"));
   await memory.close();
-  assert.throws(() => memory.observe("t", turn("again", "hi")), (e) => e.code === "CLOSED" && e.name === "UserMemoryError");
+  assert.throws(
+    () => memory.observe("t", turn("again", "hi")),
+    (e) => e.code === "CLOSED" && e.name === "UserMemoryError",
+  );
   await assert.rejects(memory.flush(), (e) => e.code === "CLOSED");
   await assert.rejects(memory.processDue(), (e) => e.code === "CLOSED");
   assert.equal(memory.nextDueAt(), null);
@@ -164,7 +187,12 @@ test("close() keeps the entry a cancelled call was working on: the next instance
   llm.reset();
   const agent = freshAgent("cancelled");
   llm.script.push({ hang: true });
-  const a = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m", timeoutMs: 60_000 } });
+  const a = await openMemory({
+    agent,
+    storage: "memory",
+    debounceMs: 600_000,
+    llm: { baseUrl: llm.baseUrl, model: "m", timeoutMs: 60_000 },
+  });
   const aEvents = record(a);
   a.observe("t", turn("I keep bees", "Sweet"));
   const flushing = a.flush();
@@ -173,10 +201,18 @@ test("close() keeps the entry a cancelled call was working on: the next instance
   await assert.rejects(flushing, (e) => e.code === "CLOSED", "the flush in progress ends with CLOSED");
   assert.deepEqual(aEvents.codes(), []);
   llm.script.push(factsReply("Keeps bees"));
-  const b = await openMemory({ agent, storage: "memory", debounceMs: 600_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
+  const b = await openMemory({
+    agent,
+    storage: "memory",
+    debounceMs: 600_000,
+    llm: { baseUrl: llm.baseUrl, model: "m" },
+  });
   assert.deepEqual(b.status().pending, ["t"]);
   await b.flush();
-  assert.deepEqual((await b.get()).facts.map((f) => f.content), ["Keeps bees"]);
+  assert.deepEqual(
+    (await b.get()).facts.map((f) => f.content),
+    ["Keeps bees"],
+  );
   await b.close();
 });
 
@@ -184,7 +220,12 @@ test("a processed event comes once the queue has let go of the entry: status() i
   llm.reset();
   // The second reply proposes nothing (re-stating the fact would confirm it: a change).
   llm.script.push(factsReply("Keeps bees"), factsReply());
-  const memory = await openMemory({ agent: freshAgent("processed"), storage: "memory", debounceMs: 60_000, llm: { baseUrl: llm.baseUrl, model: "m" } });
+  const memory = await openMemory({
+    agent: freshAgent("processed"),
+    storage: "memory",
+    debounceMs: 60_000,
+    llm: { baseUrl: llm.baseUrl, model: "m" },
+  });
   const seen = [];
   memory.on("processed", (e) => seen.push([e.threadId, e.changed, memory.status().pending]));
   memory.observe("a", JSON.parse(conv));
@@ -192,6 +233,9 @@ test("a processed event comes once the queue has let go of the entry: status() i
   // Nothing new: nothing changes, so no update event re-reads anything after it.
   memory.observe("b", JSON.parse(conv));
   await memory.flush();
-  assert.deepEqual(seen, [["a", true, []], ["b", false, []]]);
+  assert.deepEqual(seen, [
+    ["a", true, []],
+    ["b", false, []],
+  ]);
   await memory.close();
 });

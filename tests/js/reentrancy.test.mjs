@@ -21,7 +21,14 @@ const boom = () => {
   throw new Error("hostile trap");
 };
 const throwingProxy = (target = {}) =>
-  new Proxy(target, { get: boom, has: boom, ownKeys: boom, getOwnPropertyDescriptor: boom, getPrototypeOf: boom, apply: boom });
+  new Proxy(target, {
+    get: boom,
+    has: boom,
+    ownKeys: boom,
+    getOwnPropertyDescriptor: boom,
+    getPrototypeOf: boom,
+    apply: boom,
+  });
 const revoked = () => {
   const r = Proxy.revocable({}, {});
   r.revoke();
@@ -54,11 +61,34 @@ function hostileValues(poke) {
     },
   };
   return [
-    undefined, null, 0, -1, NaN, 2 ** 53, "", "x".repeat(100_000), Symbol("s"), 10n, () => 1,
-    [], {}, cyclic, throwingProxy(), throwingProxy([]), revoked(), sparse, [throwingProxy()], [sparse],
+    undefined,
+    null,
+    0,
+    -1,
+    NaN,
+    2 ** 53,
+    "",
+    "x".repeat(100_000),
+    Symbol("s"),
+    10n,
+    () => 1,
+    [],
+    {},
+    cyclic,
+    throwingProxy(),
+    throwingProxy([]),
+    revoked(),
+    sparse,
+    [throwingProxy()],
+    [sparse],
     new Proxy([], { get: (t, k) => (k === "length" ? 2 ** 32 - 1 : undefined) }),
-    { toJSON: boom }, { toJSON: () => undefined }, { content: throwingProxy(), confidence: throwingProxy() },
-    { then: boom }, calling, [calling], new HostileError("x"),
+    { toJSON: boom },
+    { toJSON: () => undefined },
+    { content: throwingProxy(), confidence: throwingProxy() },
+    { then: boom },
+    calling,
+    [calling],
+    new HostileError("x"),
   ];
 }
 
@@ -73,7 +103,8 @@ function harness() {
   const failures = [];
   let budget = 0;
   const note = (where) => (e) => {
-    if (e instanceof WebAssembly.RuntimeError || TRAP.test(String(e?.message ?? e))) failures.push(`${where}: ${e?.stack ?? e}`);
+    if (e instanceof WebAssembly.RuntimeError || TRAP.test(String(e?.message ?? e)))
+      failures.push(`${where}: ${e?.stack ?? e}`);
   };
   const settle = (where, f) => {
     try {
@@ -140,10 +171,12 @@ function harness() {
 /** An adapter over a Map whose every method first calls `before()`. */
 function callingAdapter(before) {
   const map = new Map();
-  const run = (f) => (...args) => {
-    before();
-    return f(...args);
-  };
+  const run =
+    (f) =>
+    (...args) => {
+      before();
+      return f(...args);
+    };
   return {
     name: "calling-back",
     get: run(async (k) => map.get(k) ?? null),
@@ -161,54 +194,66 @@ function callingAdapter(before) {
 async function works(memory, label) {
   const fact = await memory.addFact({ content: `Works after ${label}` });
   assert.equal(fact.content, `Works after ${label}`);
-  assert.ok((await memory.get()).facts.some((f) => f.id === fact.id), `${label}: the fact is stored`);
+  assert.ok(
+    (await memory.get()).facts.some((f) => f.id === fact.id),
+    `${label}: the fact is stored`,
+  );
   assert.match(await memory.inject(turn(`works after ${label}`)), /<memory>/, `${label}: inject renders`);
   assert.equal(typeof memory.status().revision, "number");
 }
 
-test("every method called from inside every callback, with hostile arguments, never traps the module", { timeout: 120_000 }, async () => {
-  const h = harness();
-  let memory = null;
-  const poke = () => h.poke(memory);
-  const reply = JSON.stringify({ newFacts: [{ content: "Drinks green tea", category: "preference", confidence: 0.9 }] });
-  memory = await openMemory({
-    agent: freshAgent("reentrant"),
-    autoProcess: false,
-    debounceMs: 0,
-    storage: callingAdapter(poke),
-    countTokens: (text) => {
-      poke();
-      return Math.ceil(text.length / 4);
-    },
-    llm: async ({ signal }) => {
-      signal.addEventListener("abort", poke);
-      poke();
-      return reply;
-    },
-  });
-  for (const name of ["update", "error", "queued", "processed"]) memory.on(name, poke);
+test(
+  "every method called from inside every callback, with hostile arguments, never traps the module",
+  { timeout: 120_000 },
+  async () => {
+    const h = harness();
+    let memory = null;
+    const poke = () => h.poke(memory);
+    const reply = JSON.stringify({
+      newFacts: [{ content: "Drinks green tea", category: "preference", confidence: 0.9 }],
+    });
+    memory = await openMemory({
+      agent: freshAgent("reentrant"),
+      autoProcess: false,
+      debounceMs: 0,
+      storage: callingAdapter(poke),
+      countTokens: (text) => {
+        poke();
+        return Math.ceil(text.length / 4);
+      },
+      llm: async ({ signal }) => {
+        signal.addEventListener("abort", poke);
+        poke();
+        return reply;
+      },
+    });
+    for (const name of ["update", "error", "queued", "processed"]) memory.on(name, poke);
 
-  h.fund(40);
-  poke();
-  await memory.observe("t1", turn("I drink green tea every morning", "Noted."));
-  await memory.inject(turn("tea?"));
-  await memory.explain(turn("tea?"));
-  await memory.flush().catch(() => {});
-  await memory.addFact({ content: "Likes oolong" });
-  // Let every promise the callbacks started settle (they start more until the budget ends).
-  for (let i = 0; i < 20; i++) {
-    await new Promise((r) => setTimeout(r, 20));
+    h.fund(40);
+    poke();
+    await memory.observe("t1", turn("I drink green tea every morning", "Noted."));
+    await memory.inject(turn("tea?"));
+    await memory.explain(turn("tea?"));
     await memory.flush().catch(() => {});
-  }
-  assert.deepEqual(h.failures, [], "no wasm trap");
-  h.fund(0);
-  await works(memory, "re-entrant calls");
-  assert.ok((await memory.get()).facts.some((f) => f.content === "Drinks green tea"), "the extraction was applied");
+    await memory.addFact({ content: "Likes oolong" });
+    // Let every promise the callbacks started settle (they start more until the budget ends).
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await memory.flush().catch(() => {});
+    }
+    assert.deepEqual(h.failures, [], "no wasm trap");
+    h.fund(0);
+    await works(memory, "re-entrant calls");
+    assert.ok(
+      (await memory.get()).facts.some((f) => f.content === "Drinks green tea"),
+      "the extraction was applied",
+    );
 
-  const fresh = await openMemory({ agent: freshAgent("fresh"), storage: "memory", llm: async () => reply });
-  await works(fresh, "the hostile instance");
-  await fresh.close();
-});
+    const fresh = await openMemory({ agent: freshAgent("fresh"), storage: "memory", llm: async () => reply });
+    await works(fresh, "the hostile instance");
+    await fresh.close();
+  },
+);
 
 test("countTokens calling observe(), inject() or explain() is served, not a panic", async () => {
   let memory = null;
@@ -233,13 +278,21 @@ test("countTokens calling observe(), inject() or explain() is served, not a pani
   assert.equal(explained.facts[0].content, "Plays the cello");
   const results = await Promise.all(seen);
   assert.ok(results.includes(true), "the re-entrant observe() was queued");
-  assert.ok(results.some((r) => typeof r === "string" && r.includes("Plays the cello")), "the re-entrant inject() was served");
+  assert.ok(
+    results.some((r) => typeof r === "string" && r.includes("Plays the cello")),
+    "the re-entrant inject() was served",
+  );
   assert.deepEqual(memory.status().pending, ["t-count"]);
   await works(memory, "countTokens re-entry");
 });
 
 test("a listener that keeps calling back is stopped at a depth limit with INVALID_INPUT", async () => {
-  const memory = await openMemory({ agent: freshAgent("deep"), storage: "memory", autoProcess: false, llm: async () => "{}" });
+  const memory = await openMemory({
+    agent: freshAgent("deep"),
+    storage: "memory",
+    autoProcess: false,
+    llm: async () => "{}",
+  });
   let depth = 0;
   const errors = [];
   memory.on("queued", () => {
@@ -279,7 +332,10 @@ test("close() and free() from inside callbacks and while a call is running end t
   });
   memory.on("queued", poke);
   h.fund(3);
-  for (const call of [() => memory.observe("t1", turn("I sail on weekends", "Fun.")), () => memory.inject(turn("sail"))]) {
+  for (const call of [
+    () => memory.observe("t1", turn("I sail on weekends", "Fun.")),
+    () => memory.inject(turn("sail")),
+  ]) {
     try {
       await call();
     } catch (e) {
@@ -303,7 +359,10 @@ test("hostile values thrown or returned by callbacks become errors with a code",
       set: async () => {},
       delete: async () => {},
     };
-    await assert.rejects(UserMemory.open({ storage: adapter, llm: async () => "{}" }), (e) => typeof e.code === "string" && !TRAP.test(e.message));
+    await assert.rejects(
+      UserMemory.open({ storage: adapter, llm: async () => "{}" }),
+      (e) => typeof e.code === "string" && !TRAP.test(e.message),
+    );
     const memory = await openMemory({
       agent: freshAgent("thrown"),
       storage: "memory",
@@ -317,7 +376,12 @@ test("hostile values thrown or returned by callbacks become errors with a code",
     });
     await memory.observe("t", turn("I knit", "Cool."));
     await assert.rejects(memory.flush(), (e) => e.code === "LLM_FAILED" && !TRAP.test(e.message));
-    const returning = await openMemory({ agent: freshAgent("returned"), storage: "memory", autoProcess: false, llm: async () => value });
+    const returning = await openMemory({
+      agent: freshAgent("returned"),
+      storage: "memory",
+      autoProcess: false,
+      llm: async () => value,
+    });
     await returning.observe("t", turn("I knit", "Cool."));
     await assert.rejects(returning.flush(), (e) => typeof e.code === "string" && !TRAP.test(e.message));
     await works(memory, `throwing ${typeof value}`);
@@ -359,7 +423,13 @@ test("the embedder and its abort signal calling back (switching the embedder, ra
       return new Promise(() => {});
     },
   };
-  memory = await openMemory({ agent: freshAgent("embed-reenter"), storage: "memory", autoProcess: false, llm: async () => "{}", embed: hanging });
+  memory = await openMemory({
+    agent: freshAgent("embed-reenter"),
+    storage: "memory",
+    autoProcess: false,
+    llm: async () => "{}",
+    embed: hanging,
+  });
   await memory.addFact({ content: "Drinks green tea" });
   await new Promise((r) => setTimeout(r, 50));
   assert.ok(calls.length > 0, "the hanging model was called");

@@ -45,7 +45,10 @@ test("search returns the matching facts, best first, with the scores inject() ra
     hits.map((h) => h.fact.id),
   );
   // Chinese queries match Chinese facts, also glued to Latin text.
-  assert.deepEqual((await memory.search("缓存用什么")).map((h) => h.fact.id), [facts[2].id]);
+  assert.deepEqual(
+    (await memory.search("缓存用什么")).map((h) => h.fact.id),
+    [facts[2].id],
+  );
   await memory.close();
 });
 
@@ -59,7 +62,10 @@ test("limit and minScore cut the results; a removed fact is no longer found", as
   assert.equal((await memory.search("chess", { limit: 2 })).length, 2);
   const all = await memory.search("chess", {});
   const high = await memory.search("chess", { minScore: all[1].score });
-  assert.deepEqual(high.map((h) => h.fact.id), all.slice(0, 2).map((h) => h.fact.id));
+  assert.deepEqual(
+    high.map((h) => h.fact.id),
+    all.slice(0, 2).map((h) => h.fact.id),
+  );
   await memory.removeFact(facts[0].id);
   assert.ok(!(await memory.search("chess")).some((h) => h.fact.id === facts[0].id));
   assert.deepEqual(await memory.search("   "), [], "a blank query matches nothing");

@@ -10,18 +10,27 @@ import assert from "node:assert/strict";
 import { getEncoding } from "js-tiktoken";
 import { UserMemory } from "user-memory";
 
-const sets = ["tests/data/relevance-dev.json", "tests/data/relevance-check.json", "tests/data/relevance-sample.json"].map((p) =>
-  JSON.parse(readFileSync(new URL(`../../${p}`, import.meta.url), "utf8")),
-);
+const sets = [
+  "tests/data/relevance-dev.json",
+  "tests/data/relevance-check.json",
+  "tests/data/relevance-sample.json",
+].map((p) => JSON.parse(readFileSync(new URL(`../../${p}`, import.meta.url), "utf8")));
 
 async function renderAll() {
   const blocks = [];
   const lines = [];
   for (const set of sets) {
     for (const persona of set.personas) {
-      const memory = await UserMemory.open({ agent: `tok-${persona.name}`.slice(0, 64), storage: "memory", llm: async () => "{}" });
+      const memory = await UserMemory.open({
+        agent: `tok-${persona.name}`.slice(0, 64),
+        storage: "memory",
+        llm: async () => "{}",
+      });
       await memory.import({
-        version: "1.0", lastUpdated: "", user: {}, history: {},
+        version: "1.0",
+        lastUpdated: "",
+        user: {},
+        history: {},
         facts: persona.facts.map((f) => ({ ...f, createdAt: "2026-01-01T00:00:00Z", source: "manual" })),
       });
       for (const c of persona.cases) {
@@ -64,9 +73,16 @@ test("the estimate of whole <memory> blocks stays within −5 %…+25 % of cl100
   const o200k = getEncoding("o200k_base");
   const b100 = stats(blocks, cl100k);
   const b200 = stats(blocks, o200k);
-  const zh = stats(lines.filter((l) => l.cjk), cl100k);
-  const en = stats(lines.filter((l) => !l.cjk), cl100k);
-  const fmt = (s) => `n=${s.n} total ratio ${s.ratio.toFixed(3)} (min ${s.min.toFixed(3)}, max ${s.max.toFixed(3)}), under on ${s.under}`;
+  const zh = stats(
+    lines.filter((l) => l.cjk),
+    cl100k,
+  );
+  const en = stats(
+    lines.filter((l) => !l.cjk),
+    cl100k,
+  );
+  const fmt = (s) =>
+    `n=${s.n} total ratio ${s.ratio.toFixed(3)} (min ${s.min.toFixed(3)}, max ${s.max.toFixed(3)}), under on ${s.under}`;
   console.log(`blocks vs cl100k_base: ${fmt(b100)}`);
   console.log(`blocks vs o200k_base:  ${fmt(b200)}`);
   console.log(`CJK fact lines vs cl100k_base:     ${fmt(zh)}`);

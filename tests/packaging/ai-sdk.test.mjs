@@ -19,7 +19,8 @@ before(async () => {
   // turns the conversation it is sent into one fact naming the answer it saw.
   llm = await startLlmServer({
     fallback: ({ body }) => {
-      if (body?.model === "chat") return { content: `Try the tasca near you. (${body.stream ? "streamed" : "generated"})` };
+      if (body?.model === "chat")
+        return { content: `Try the tasca near you. (${body.stream ? "streamed" : "generated"})` };
       const prompt = body?.messages?.at(-1)?.content ?? "";
       // Named by the kind of answer, not by copying it (a copy of the assistant's words is
       // dropped as one).
@@ -56,32 +57,50 @@ console.log(JSON.stringify({ generated: generated.text, streamed, pending, facts
 `;
 
 for (const major of [6, 7]) {
-  test(`AI SDK ${major}: the tarball installs next to ai@${major}; generateText and streamText inject and observe`, { timeout: 180_000 }, async () => {
-    const dir = consumerProject(`ai-sdk-${major}`);
-    const installed = (name) => JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")).version;
-    assert.equal(installed("ai").split(".")[0], String(major));
-    assert.equal(installed("@ai-sdk/openai-compatible").split(".")[0], String(major - 4));
-    const from = llm.requests.length;
-    const run = await runChild(APP, { cwd: dir, env: { LLM_BASE_URL: llm.baseUrl } });
-    assert.equal(run.code, 0, run.stderr);
-    const out = JSON.parse(run.stdout);
+  test(
+    `AI SDK ${major}: the tarball installs next to ai@${major}; generateText and streamText inject and observe`,
+    { timeout: 180_000 },
+    async () => {
+      const dir = consumerProject(`ai-sdk-${major}`);
+      const installed = (name) =>
+        JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")).version;
+      assert.equal(installed("ai").split(".")[0], String(major));
+      assert.equal(installed("@ai-sdk/openai-compatible").split(".")[0], String(major - 4));
+      const from = llm.requests.length;
+      const run = await runChild(APP, { cwd: dir, env: { LLM_BASE_URL: llm.baseUrl } });
+      assert.equal(run.code, 0, run.stderr);
+      const out = JSON.parse(run.stdout);
 
-    assert.equal(out.generated, "Try the tasca near you. (generated)");
-    assert.equal(out.streamed, "Try the tasca near you. (streamed)");
-    assert.deepEqual(out.pending.sort(), ["gen", "stream"], "both calls were observed once they had answered");
-    assert.deepEqual(out.facts, ["Heard the generated answer", "Heard the streamed answer", "Lives in Lisbon"]);
+      assert.equal(out.generated, "Try the tasca near you. (generated)");
+      assert.equal(out.streamed, "Try the tasca near you. (streamed)");
+      assert.deepEqual(out.pending.sort(), ["gen", "stream"], "both calls were observed once they had answered");
+      assert.deepEqual(out.facts, ["Heard the generated answer", "Heard the streamed answer", "Lives in Lisbon"]);
 
-    const chats = llm.requests.slice(from).filter((r) => r.body?.model === "chat");
-    assert.deepEqual(chats.map((r) => r.body.stream === true), [false, true]);
-    for (const chat of chats) {
-      const system = chat.body.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
-      assert.match(system, /<memory>[\s\S]*Lives in Lisbon[\s\S]*<\/memory>/, "the model's system prompt carries the memory block");
-    }
-    assert.ok(chats[0].body.messages[0].content.startsWith("Be brief.\n\n<memory>"), "appended to the caller's system prompt");
-    const extractions = llm.requests.slice(from).filter((r) => r.body?.model === "extractor");
-    assert.equal(extractions.length, 2);
-    for (const e of extractions) assert.match(e.body.messages.at(-1).content, /User: Where should I eat tonight\?/);
-  });
+      const chats = llm.requests.slice(from).filter((r) => r.body?.model === "chat");
+      assert.deepEqual(
+        chats.map((r) => r.body.stream === true),
+        [false, true],
+      );
+      for (const chat of chats) {
+        const system = chat.body.messages
+          .filter((m) => m.role === "system")
+          .map((m) => m.content)
+          .join("\n");
+        assert.match(
+          system,
+          /<memory>[\s\S]*Lives in Lisbon[\s\S]*<\/memory>/,
+          "the model's system prompt carries the memory block",
+        );
+      }
+      assert.ok(
+        chats[0].body.messages[0].content.startsWith("Be brief.\n\n<memory>"),
+        "appended to the caller's system prompt",
+      );
+      const extractions = llm.requests.slice(from).filter((r) => r.body?.model === "extractor");
+      assert.equal(extractions.length, 2);
+      for (const e of extractions) assert.match(e.body.messages.at(-1).content, /User: Where should I eat tonight\?/);
+    },
+  );
 }
 
 const TOOLS_APP = `
@@ -107,16 +126,20 @@ await memory.close();
 `;
 
 for (const major of [6, 7]) {
-  test(`AI SDK ${major}: the SDK's mock model calls searchMemory, forget and remember`, { timeout: 180_000 }, async () => {
-    const dir = consumerProject(`ai-sdk-${major}`);
-    const run = await runChild(TOOLS_APP, { cwd: dir });
-    assert.equal(run.code, 0, run.stderr);
-    const out = JSON.parse(run.stdout);
-    assert.equal(out.mock, major === 7 ? "MockLanguageModelV4" : "MockLanguageModelV3");
-    assert.equal(out.text, "Updated.");
-    assert.equal(out.results[0].facts[0].content, "Works at Acme as a frontend developer");
-    assert.equal(out.results[1].forgotten.content, "Works at Acme as a frontend developer");
-    assert.equal(out.results[2].remembered.content, "Works at Globex as a backend developer");
-    assert.deepEqual(out.facts, [["Works at Globex as a backend developer", "context"]]);
-  });
+  test(
+    `AI SDK ${major}: the SDK's mock model calls searchMemory, forget and remember`,
+    { timeout: 180_000 },
+    async () => {
+      const dir = consumerProject(`ai-sdk-${major}`);
+      const run = await runChild(TOOLS_APP, { cwd: dir });
+      assert.equal(run.code, 0, run.stderr);
+      const out = JSON.parse(run.stdout);
+      assert.equal(out.mock, major === 7 ? "MockLanguageModelV4" : "MockLanguageModelV3");
+      assert.equal(out.text, "Updated.");
+      assert.equal(out.results[0].facts[0].content, "Works at Acme as a frontend developer");
+      assert.equal(out.results[1].forgotten.content, "Works at Acme as a frontend developer");
+      assert.equal(out.results[2].remembered.content, "Works at Globex as a backend developer");
+      assert.deepEqual(out.facts, [["Works at Globex as a backend developer", "context"]]);
+    },
+  );
 }

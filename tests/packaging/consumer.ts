@@ -40,8 +40,21 @@ import wasmUrl from "user-memory/wasm";
 import { memoryPool, type MemoryLease } from "user-memory/node";
 import { fileName, FileStore, fileStore, type FileStoreOptions } from "user-memory/node";
 import { DurableObjectStore, durableObjectStore, type DurableObjectStorageLike } from "user-memory/workers";
-import { memoryTools, PROVIDER_OPTIONS_KEY, userMemoryMiddleware, type MemoryTools, type UserMemoryMiddlewareOptions } from "user-memory/ai-sdk";
-import { generateText, stepCountIs, streamText, wrapLanguageModel, type LanguageModel, type LanguageModelMiddleware } from "ai";
+import {
+  memoryTools,
+  PROVIDER_OPTIONS_KEY,
+  userMemoryMiddleware,
+  type MemoryTools,
+  type UserMemoryMiddlewareOptions,
+} from "user-memory/ai-sdk";
+import {
+  generateText,
+  stepCountIs,
+  streamText,
+  wrapLanguageModel,
+  type LanguageModel,
+  type LanguageModelMiddleware,
+} from "ai";
 
 // ---- type-level checks ----
 type IsAny<T> = 0 extends 1 & T ? true : false;
@@ -49,7 +62,12 @@ type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ?
 type Expect<T extends true> = T;
 type Method = (...args: never[]) => unknown;
 /** true when no parameter and not the result of `F` is `any`. */
-type Precise<F extends Method> = IsAny<ReturnType<F>> extends true ? false : true extends { [K in keyof Parameters<F>]: IsAny<Parameters<F>[K]> }[number] ? false : true;
+type Precise<F extends Method> =
+  IsAny<ReturnType<F>> extends true
+    ? false
+    : true extends { [K in keyof Parameters<F>]: IsAny<Parameters<F>[K]> }[number]
+      ? false
+      : true;
 
 type M = UserMemory;
 export type Checks = [
@@ -132,7 +150,13 @@ export async function everything(): Promise<void> {
   // The README's esbuild recipe: the file loader's URL of the .wasm, passed to init().
   const url: string = wasmUrl;
   await init(url);
-  const endpoint: LlmEndpoint = { baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.1", timeoutMs: 60_000, maxRetries: 2, headers: { "x-app": "demo" } };
+  const endpoint: LlmEndpoint = {
+    baseUrl: "http://127.0.0.1:11434/v1",
+    model: "llama3.1",
+    timeoutMs: 60_000,
+    maxRetries: 2,
+    headers: { "x-app": "demo" },
+  };
   const fn: LlmFunction = async ({ system, prompt, signal }: LlmFunctionRequest) => {
     const aborted: boolean = signal.aborted;
     return `${system.length}${prompt.length}${aborted}`;
@@ -156,7 +180,12 @@ export async function everything(): Promise<void> {
     enabled: true,
     autoProcess: true,
     prompt: { append: "Remember the user's favourite editor." },
-    embed: { function: async (texts, { signal, purpose }) => texts.map(() => (signal.aborted || purpose === "query" ? [1, 0] : new Float32Array([0, 1]))), model: "toy", queryTimeoutMs: 500 },
+    embed: {
+      function: async (texts, { signal, purpose }) =>
+        texts.map(() => (signal.aborted || purpose === "query" ? [1, 0] : new Float32Array([0, 1]))),
+      model: "toy",
+      queryTimeoutMs: 500,
+    },
   };
   // Without llm: for reading (and queueing for an instance that has one).
   const reader = await UserMemory.open({ agent: "x", storage: "memory" });
@@ -179,7 +208,15 @@ export async function everything(): Promise<void> {
   const block: string = await memory.inject(messages);
   const why: Explanation = await memory.explain(messages);
   for (const f of why.facts) {
-    const parts: [string, number, number, number, number, boolean, string] = [f.id, f.similarity, f.confidence, f.score, f.tokens, f.included, f.reason];
+    const parts: [string, number, number, number, number, boolean, string] = [
+      f.id,
+      f.similarity,
+      f.confidence,
+      f.score,
+      f.tokens,
+      f.included,
+      f.reason,
+    ];
     const halves: [number, number | null] = [f.lexical, f.dense];
     void halves;
     void parts;
@@ -191,7 +228,13 @@ export async function everything(): Promise<void> {
   }
   // @ts-expect-error search options are checked
   await memory.search("editor", { top: 3 });
-  const http: EmbedEndpoint = { baseUrl: "http://127.0.0.1:11434/v1", model: "nomic-embed-text", dimensions: 256, batchSize: 16, queryTimeoutMs: 1500 };
+  const http: EmbedEndpoint = {
+    baseUrl: "http://127.0.0.1:11434/v1",
+    model: "nomic-embed-text",
+    dimensions: 256,
+    batchSize: 16,
+    queryTimeoutMs: 1500,
+  };
   const fnEmbed: EmbedFunction = async (texts) => texts.map(() => [0.1, 0.2]);
   memory.configure({ embed: http });
   memory.configure({ embed: fnEmbed });
@@ -214,7 +257,9 @@ export async function everything(): Promise<void> {
   await memory.clear();
   // History, undo and forget; encryption options.
   const entries: HistoryEntry[] = await memory.history({ limit: 5, before: 10 });
-  const reason: "extraction" | "addFact" | "updateFact" | "removeFact" | "updateSection" | "clear" | "import" | "revert" = entries[0].reason;
+  const reason:
+    "extraction" | "addFact" | "updateFact" | "removeFact" | "updateSection" | "clear" | "import" | "revert" =
+    entries[0].reason;
   const restored: MemoryDocument = await memory.revert(entries[0].revision);
   await memory.undo();
   const forgotten: ForgottenFact[] = await memory.forgotten();
@@ -223,7 +268,12 @@ export async function everything(): Promise<void> {
   await memory.clear({ tombstones: true });
   const encrypted: boolean = memory.options().encryption;
   const passphrase: Encryption = { passphrase: "p" };
-  await UserMemory.encrypt({ agent: "coder", storage: "indexeddb", encryption: passphrase, newEncryption: { key: {} as CryptoKey } });
+  await UserMemory.encrypt({
+    agent: "coder",
+    storage: "indexeddb",
+    encryption: passphrase,
+    newEncryption: { key: {} as CryptoKey },
+  });
   const decryptFailed: ErrorCode = "DECRYPT_FAILED";
   void [reason, restored, encrypted, decryptFailed];
   await memory.processDue();
@@ -282,7 +332,10 @@ export async function node(): Promise<void> {
   const same: StorageAdapter = new FileStore("./memory");
   const dir: string = store.dir;
   const file: string = fileName("user-memory/default/doc");
-  const memory = await UserMemory.open({ storage: store, llm: { baseUrl: "https://api.openai.com/v1", apiKey: "sk-…", model: "gpt-4o-mini" } });
+  const memory = await UserMemory.open({
+    storage: store,
+    llm: { baseUrl: "https://api.openai.com/v1", apiKey: "sk-…", model: "gpt-4o-mini" },
+  });
   const swapped: boolean = await store.compareAndSet("k", null, "v");
   await memory.close();
   void [same, dir, file, swapped];
@@ -308,9 +361,19 @@ export async function aiSdk(model: Exclude<LanguageModel, string>, memory: UserM
     observe: true,
     onError: (error) => console.warn(error),
   };
-  const wrapped = wrapLanguageModel({ model: model as Parameters<typeof wrapLanguageModel>[0]["model"], middleware: userMemoryMiddleware(options) });
-  const simple = wrapLanguageModel({ model: model as Parameters<typeof wrapLanguageModel>[0]["model"], middleware: userMemoryMiddleware({ memory, threadId: "chat-1" }) });
-  const { text } = await generateText({ model: wrapped, prompt: "Hello", providerOptions: { [PROVIDER_OPTIONS_KEY]: { threadId: "chat-42" } } });
+  const wrapped = wrapLanguageModel({
+    model: model as Parameters<typeof wrapLanguageModel>[0]["model"],
+    middleware: userMemoryMiddleware(options),
+  });
+  const simple = wrapLanguageModel({
+    model: model as Parameters<typeof wrapLanguageModel>[0]["model"],
+    middleware: userMemoryMiddleware({ memory, threadId: "chat-1" }),
+  });
+  const { text } = await generateText({
+    model: wrapped,
+    prompt: "Hello",
+    providerOptions: { [PROVIDER_OPTIONS_KEY]: { threadId: "chat-42" } },
+  });
   const stream = streamText({ model: simple, messages: [{ role: "user", content: text }] });
   for await (const chunk of stream.textStream) void chunk;
   // @ts-expect-error memory is required
@@ -333,7 +396,10 @@ export async function aiSdk(model: Exclude<LanguageModel, string>, memory: UserM
 
 // ---- Node servers: a pool of open instances, one per user ----
 export async function pooled(): Promise<number> {
-  const pool = memoryPool({ max: 10, open: (userId) => UserMemory.open({ agent: userId, storage: "memory", llm: async () => "{}" }) });
+  const pool = memoryPool({
+    max: 10,
+    open: (userId) => UserMemory.open({ agent: userId, storage: "memory", llm: async () => "{}" }),
+  });
   const count: number = await pool.use("user-1", async (memory) => (await memory.get()).facts.length);
   const lease: MemoryLease = await pool.acquire("user-2");
   lease.release();

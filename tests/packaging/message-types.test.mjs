@@ -42,23 +42,30 @@ for (const major of [6, 7]) {
   });
 }
 
-test("tsc --strict: OpenAI's ChatCompletionMessageParam[] and LangChain's BaseMessage[] are messages", { timeout: 180_000 }, () => {
-  const dir = consumerProject("message-types");
-  tsc(
-    dir,
-    "messages.ts",
-    consumer(
-      `import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";\nimport { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";`,
-      `declare const openai: ChatCompletionMessageParam[];\ndeclare const langchain: BaseMessage[];\nconst made = [new HumanMessage("I live in Porto"), new AIMessage("Nice")];`,
-      ["openai", "langchain", "made"],
-    ),
-  );
-});
+test(
+  "tsc --strict: OpenAI's ChatCompletionMessageParam[] and LangChain's BaseMessage[] are messages",
+  { timeout: 180_000 },
+  () => {
+    const dir = consumerProject("message-types");
+    tsc(
+      dir,
+      "messages.ts",
+      consumer(
+        `import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";\nimport { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";`,
+        `declare const openai: ChatCompletionMessageParam[];\ndeclare const langchain: BaseMessage[];\nconst made = [new HumanMessage("I live in Porto"), new AIMessage("Nice")];`,
+        ["openai", "langchain", "made"],
+      ),
+    );
+  },
+);
 
-test("LangChain message objects and OpenAI-shaped messages are remembered as they are", { timeout: 120_000 }, async () => {
-  const dir = consumerProject("message-types");
-  const run = await runChild(
-    `import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
+test(
+  "LangChain message objects and OpenAI-shaped messages are remembered as they are",
+  { timeout: 120_000 },
+  async () => {
+    const dir = consumerProject("message-types");
+    const run = await runChild(
+      `import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
      import { UserMemory } from "user-memory";
      const prompts = [];
      const memory = await UserMemory.open({ storage: "memory", llm: async ({ prompt }) => (prompts.push(prompt), '{"newFacts":[]}') });
@@ -81,10 +88,14 @@ test("LangChain message objects and OpenAI-shaped messages are remembered as the
      await memory.close();
      const conv = (p) => p.slice(p.search(/^User: /m)).split("</conversation>")[0].trim();
      console.log(JSON.stringify({ queued, conversations: prompts.map(conv) }));`,
-    { cwd: dir },
-  );
-  assert.equal(run.code, 0, run.stderr.slice(-2000));
-  const out = JSON.parse(run.stdout);
-  assert.deepEqual(out.queued, [true, true]);
-  assert.deepEqual(out.conversations, ["User: I live in Porto and cycle to work.\n\nAssistant: Take a rain jacket.", "User: I am vegetarian.\n\nAssistant: Try the lentil soup."]);
-});
+      { cwd: dir },
+    );
+    assert.equal(run.code, 0, run.stderr.slice(-2000));
+    const out = JSON.parse(run.stdout);
+    assert.deepEqual(out.queued, [true, true]);
+    assert.deepEqual(out.conversations, [
+      "User: I live in Porto and cycle to work.\n\nAssistant: Take a rain jacket.",
+      "User: I am vegetarian.\n\nAssistant: Try the lentil soup.",
+    ]);
+  },
+);

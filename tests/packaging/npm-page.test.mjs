@@ -15,7 +15,8 @@ let readme;
 before(() => {
   const tarball = packOnce();
   files = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n").filter(Boolean);
-  const read = (name) => execFileSync("tar", ["-xzOf", tarball, `package/${name}`], { encoding: "utf8", maxBuffer: 1 << 26 });
+  const read = (name) =>
+    execFileSync("tar", ["-xzOf", tarball, `package/${name}`], { encoding: "utf8", maxBuffer: 1 << 26 });
   manifest = JSON.parse(read("package.json"));
   readme = read("README.md");
 });
@@ -27,7 +28,13 @@ const prose = (md) => md.replace(/^```[\s\S]*?^```/gm, "").replace(/`[^`\n]*`/g,
 function anchors(md) {
   const out = new Set();
   for (const [, title] of md.replace(/^```[\s\S]*?^```/gm, "").matchAll(/^#{1,6} (.+)$/gm)) {
-    out.add(title.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-"));
+    out.add(
+      title
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N} _-]/gu, "")
+        .replace(/ /g, "-"),
+    );
   }
   return out;
 }
@@ -35,7 +42,8 @@ function anchors(md) {
 const repositoryUrl = () => manifest.repository?.url?.replace(/^git\+/, "").replace(/\.git$/, "");
 
 test("the tarball ships LICENSE (MIT), README.md and a package.json naming the repository", () => {
-  for (const f of ["package/LICENSE", "package/README.md", "package/package.json"]) assert.ok(files.includes(f), `${f} in the tarball`);
+  for (const f of ["package/LICENSE", "package/README.md", "package/package.json"])
+    assert.ok(files.includes(f), `${f} in the tarball`);
   assert.equal(manifest.license, "MIT");
   assert.match(readFileSync(join(ROOT, "LICENSE"), "utf8"), /^MIT License\n/);
   assert.match(repositoryUrl() ?? "", /^https:\/\/[^/]+\/user-memory$/, "package.json repository.url");
@@ -56,13 +64,21 @@ test("every README link works on the npm page: an anchor of the README, or the r
       assert.ok(known.has(link.slice(1)), `anchor ${link} names no heading`);
       continue;
     }
-    assert.ok(link.startsWith(`${repo}/`), `${link} is neither an anchor nor a link into ${repo} (relative links are dead on the npm page)`);
+    assert.ok(
+      link.startsWith(`${repo}/`),
+      `${link} is neither an anchor nor a link into ${repo} (relative links are dead on the npm page)`,
+    );
     const m = /^(blob|tree|raw)\/main\/([^#?]+)(#[\w-]+)?$/.exec(link.slice(repo.length + 1));
     assert.ok(m, `${link}: expected ${repo}/(blob|tree|raw)/main/<path>[#anchor]`);
     const path = join(ROOT, m[2]);
     assert.ok(existsSync(path), `${link}: ${m[2]} is not in the repository`);
-    assert.equal(statSync(path).isDirectory(), m[1] === "tree", `${link}: tree/ is for folders, blob/ and raw/ for files`);
-    if (m[3]) assert.ok(anchors(readFileSync(path, "utf8")).has(m[3].slice(1)), `${link}: ${m[2]} has no heading ${m[3]}`);
+    assert.equal(
+      statSync(path).isDirectory(),
+      m[1] === "tree",
+      `${link}: tree/ is for folders, blob/ and raw/ for files`,
+    );
+    if (m[3])
+      assert.ok(anchors(readFileSync(path, "utf8")).has(m[3].slice(1)), `${link}: ${m[2]} has no heading ${m[3]}`);
   }
 });
 

@@ -64,7 +64,9 @@ const dirs = [];
 before(async () => {
   llm = await startLlmServer();
   other = await startLlmServer({ fallback: () => factsReply("Planted") });
-  redirecting = await startLlmServer({ fallback: () => ({ status: 307, headers: { location: `${other.origin}/v1/chat/completions` } }) });
+  redirecting = await startLlmServer({
+    fallback: () => ({ status: 307, headers: { location: `${other.origin}/v1/chat/completions` } }),
+  });
   project = freshProject();
   writeFileSync(join(project, "main.mjs"), SCRIPT);
 });
@@ -80,10 +82,25 @@ function run(argv) {
   const memoryDir = mkdtempSync(join(tmpdir(), "um-rt-"));
   dirs.push(memoryDir);
   return new Promise((resolve, reject) => {
-    execFile(argv[0], [...argv.slice(1), "main.mjs"], { cwd: project, timeout: 60_000, env: { ...process.env, LLM: llm.baseUrl, REDIRECTING: redirecting.baseUrl, MEMORY_DIR: memoryDir, NO_COLOR: "1" } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${argv[0]} failed (${err.code ?? err.signal}): ${stderr || err.message}`));
-      else resolve({ out: JSON.parse(stdout.trim().split("\n").pop()), memoryDir });
-    });
+    execFile(
+      argv[0],
+      [...argv.slice(1), "main.mjs"],
+      {
+        cwd: project,
+        timeout: 60_000,
+        env: {
+          ...process.env,
+          LLM: llm.baseUrl,
+          REDIRECTING: redirecting.baseUrl,
+          MEMORY_DIR: memoryDir,
+          NO_COLOR: "1",
+        },
+      },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`${argv[0]} failed (${err.code ?? err.signal}): ${stderr || err.message}`));
+        else resolve({ out: JSON.parse(stdout.trim().split("\n").pop()), memoryDir });
+      },
+    );
   });
 }
 
@@ -96,24 +113,35 @@ const runtimes = [
 ];
 
 for (const [name, find, args] of runtimes) {
-  test(`${name}: the package loads, extracts by fetch from Rust, refuses a cross-origin redirect, keeps memory in files and exits after close()`, { timeout: 360_000 }, async (t) => {
-    const bin = find();
-    if (!bin) return t.skip(`no ${name} binary for ${process.platform}-${process.arch}`);
-    t.diagnostic(`${bin.version} (${bin.path})`);
-    llm.script.length = 0;
-    llm.requests.length = 0;
-    llm.script.push(factsReply(`Keeps bees (${name})`));
-    const { out, memoryDir } = await run([bin.path, ...args]);
-    assert.deepEqual(out.processed, ["t"]);
-    assert.equal(llm.requests.length, 1, "one LLM call");
-    assert.equal(llm.requests[0].headers.authorization, "Bearer sk-test");
-    assert.ok(llm.requests[0].body.messages.some((m) => m.content.includes("I keep three hives of bees")), "the conversation reached the model");
-    assert.ok(out.block.startsWith("<memory>") && out.block.endsWith("</memory>"), out.block);
-    assert.ok(out.block.includes(`- [knowledge | 0.90] Keeps bees (${name})`), out.block);
-    assert.deepEqual(out.facts, [`Keeps bees (${name})`], "the reopened store holds the fact");
-    assert.ok(existsSync(memoryDir), "the file store wrote to its directory");
-    assert.deepEqual(out.refused, { code: "LLM_HTTP", status: 307 }, "a redirect to another origin is refused");
-    assert.equal(other.requests.length, 0, "the other origin received nothing");
-    assert.deepEqual(out.encrypted, { decrypted: ["Allergic to penicillin"], wrong: "DECRYPT_FAILED", plaintextOnDisk: false, sealed: true }, "encryption at rest through this runtime's WebCrypto");
-  });
+  test(
+    `${name}: the package loads, extracts by fetch from Rust, refuses a cross-origin redirect, keeps memory in files and exits after close()`,
+    { timeout: 360_000 },
+    async (t) => {
+      const bin = find();
+      if (!bin) return t.skip(`no ${name} binary for ${process.platform}-${process.arch}`);
+      t.diagnostic(`${bin.version} (${bin.path})`);
+      llm.script.length = 0;
+      llm.requests.length = 0;
+      llm.script.push(factsReply(`Keeps bees (${name})`));
+      const { out, memoryDir } = await run([bin.path, ...args]);
+      assert.deepEqual(out.processed, ["t"]);
+      assert.equal(llm.requests.length, 1, "one LLM call");
+      assert.equal(llm.requests[0].headers.authorization, "Bearer sk-test");
+      assert.ok(
+        llm.requests[0].body.messages.some((m) => m.content.includes("I keep three hives of bees")),
+        "the conversation reached the model",
+      );
+      assert.ok(out.block.startsWith("<memory>") && out.block.endsWith("</memory>"), out.block);
+      assert.ok(out.block.includes(`- [knowledge | 0.90] Keeps bees (${name})`), out.block);
+      assert.deepEqual(out.facts, [`Keeps bees (${name})`], "the reopened store holds the fact");
+      assert.ok(existsSync(memoryDir), "the file store wrote to its directory");
+      assert.deepEqual(out.refused, { code: "LLM_HTTP", status: 307 }, "a redirect to another origin is refused");
+      assert.equal(other.requests.length, 0, "the other origin received nothing");
+      assert.deepEqual(
+        out.encrypted,
+        { decrypted: ["Allergic to penicillin"], wrong: "DECRYPT_FAILED", plaintextOnDisk: false, sealed: true },
+        "encryption at rest through this runtime's WebCrypto",
+      );
+    },
+  );
 }

@@ -49,85 +49,115 @@ async function main() {
 main().then(() => (window.ready = true), (e) => (window.failed = String(e)));
 `;
 
-test("useUserMemory in Chromium with React 19: re-renders on update, queued, processed and error", { timeout: 180_000 }, async () => {
-  const project = consumerProject("react");
-  writeFileSync(join(project, "app.js"), APP);
-  writeFileSync(join(project, "index.html"), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>react</title><div id="root"></div><script type="module" src="/dist/app.js"></script>`);
-  const { build } = await import("esbuild");
-  await build({
-    entryPoints: [join(project, "app.js")], bundle: true, format: "esm", platform: "browser", define: { "process.env.NODE_ENV": '"development"' },
-    outdir: join(project, "dist"), publicPath: "/dist/", loader: { ".wasm": "file" }, logLevel: "error", absWorkingDir: project,
-  });
-  const server = await startStaticServer([["/", project]]);
-  const { context, close } = await launchBrowser();
-  try {
-    const page = await context.newPage();
-    const pageErrors = [];
-    page.on("pageerror", (e) => pageErrors.push(String(e)));
-    page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()));
-    await page.goto(`${server.url}/index.html`);
-    await page.waitForFunction(() => window.ready || window.failed, null, { timeout: 60_000 });
-    assert.equal(await page.evaluate(() => window.failed), undefined);
-    const text = (id) => page.locator(`#${id}`).textContent();
-    /** Waits until element `id` shows `expected` (the hook re-rendered), else fails with what it shows. */
-    const shows = async (id, expected) => {
-      try {
-        await page.waitForFunction(([id, expected]) => document.getElementById(id)?.textContent === expected, [id, expected], { timeout: 10_000 });
-      } catch {
-        assert.fail(`#${id} shows ${JSON.stringify(await text(id))}, expected ${JSON.stringify(expected)}`);
-      }
-    };
-
-    // The first read: an empty document, an empty queue.
-    await shows("doc", "document v1.0");
-    await shows("pending", "pending:");
-    // update (addFact) → the document is re-read.
-    await page.evaluate(() => app.memory.addFact({ content: "Keeps bees" }));
-    await shows("facts", "Keeps bees");
-    // queued → the status shows the thread.
-    await page.evaluate(() => app.memory.observe("t1", [{ role: "user", content: "I live in Porto" }, { role: "assistant", content: "Nice" }]));
-    await shows("pending", "pending:t1");
-    // processed (with an update) → the learned fact, an empty queue.
-    await page.evaluate(() => app.memory.flush());
-    await shows("facts", "Keeps bees | Lives in Porto");
-    await shows("pending", "pending:");
-    // error → the error's code; the next processed clears it.
-    await page.evaluate(async () => {
-      app.setFail(true);
-      app.memory.observe("t2", [{ role: "user", content: "I cycle" }, { role: "assistant", content: "Good" }]);
-      await app.memory.flush().catch(() => {});
+test(
+  "useUserMemory in Chromium with React 19: re-renders on update, queued, processed and error",
+  { timeout: 180_000 },
+  async () => {
+    const project = consumerProject("react");
+    writeFileSync(join(project, "app.js"), APP);
+    writeFileSync(
+      join(project, "index.html"),
+      `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>react</title><div id="root"></div><script type="module" src="/dist/app.js"></script>`,
+    );
+    const { build } = await import("esbuild");
+    await build({
+      entryPoints: [join(project, "app.js")],
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      define: { "process.env.NODE_ENV": '"development"' },
+      outdir: join(project, "dist"),
+      publicPath: "/dist/",
+      loader: { ".wasm": "file" },
+      logLevel: "error",
+      absWorkingDir: project,
     });
-    await shows("error", "LLM_FAILED");
-    await shows("pending", "pending:t2");
-    await page.evaluate(async () => {
-      app.setFail(false);
-      await app.memory.flush();
-    });
-    await shows("error", "no error");
-    await shows("pending", "pending:");
+    const server = await startStaticServer([["/", project]]);
+    const { context, close } = await launchBrowser();
+    try {
+      const page = await context.newPage();
+      const pageErrors = [];
+      page.on("pageerror", (e) => pageErrors.push(String(e)));
+      page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()));
+      await page.goto(`${server.url}/index.html`);
+      await page.waitForFunction(() => window.ready || window.failed, null, { timeout: 60_000 });
+      assert.equal(await page.evaluate(() => window.failed), undefined);
+      const text = (id) => page.locator(`#${id}`).textContent();
+      /** Waits until element `id` shows `expected` (the hook re-rendered), else fails with what it shows. */
+      const shows = async (id, expected) => {
+        try {
+          await page.waitForFunction(
+            ([id, expected]) => document.getElementById(id)?.textContent === expected,
+            [id, expected],
+            { timeout: 10_000 },
+          );
+        } catch {
+          assert.fail(`#${id} shows ${JSON.stringify(await text(id))}, expected ${JSON.stringify(expected)}`);
+        }
+      };
 
-    // Another instance as the prop: its document; the first one's events no longer reach the panel.
-    await page.evaluate(() => app.show(app.other));
-    await shows("facts", "Only in B");
-    await page.evaluate(() => app.memory.addFact({ content: "Written to A after the switch" }));
-    await page.waitForTimeout(300);
-    assert.equal(await text("facts"), "Only in B", "an update of the old instance does not re-render the panel");
-    await page.evaluate(() => app.other.addFact({ content: "Written to B" }));
-    await shows("facts", "Only in B | Written to B");
-    // null: back to the empty state.
-    await page.evaluate(() => app.show(null));
-    await shows("doc", "no document");
-    await shows("facts", "");
-    assert.deepEqual(pageErrors, []);
-  } finally {
-    await close();
-    await server.close();
-  }
-});
+      // The first read: an empty document, an empty queue.
+      await shows("doc", "document v1.0");
+      await shows("pending", "pending:");
+      // update (addFact) → the document is re-read.
+      await page.evaluate(() => app.memory.addFact({ content: "Keeps bees" }));
+      await shows("facts", "Keeps bees");
+      // queued → the status shows the thread.
+      await page.evaluate(() =>
+        app.memory.observe("t1", [
+          { role: "user", content: "I live in Porto" },
+          { role: "assistant", content: "Nice" },
+        ]),
+      );
+      await shows("pending", "pending:t1");
+      // processed (with an update) → the learned fact, an empty queue.
+      await page.evaluate(() => app.memory.flush());
+      await shows("facts", "Keeps bees | Lives in Porto");
+      await shows("pending", "pending:");
+      // error → the error's code; the next processed clears it.
+      await page.evaluate(async () => {
+        app.setFail(true);
+        app.memory.observe("t2", [
+          { role: "user", content: "I cycle" },
+          { role: "assistant", content: "Good" },
+        ]);
+        await app.memory.flush().catch(() => {});
+      });
+      await shows("error", "LLM_FAILED");
+      await shows("pending", "pending:t2");
+      await page.evaluate(async () => {
+        app.setFail(false);
+        await app.memory.flush();
+      });
+      await shows("error", "no error");
+      await shows("pending", "pending:");
 
-test("tsc --strict: useUserMemory's state is typed (an instance, a promise or null), misuse is rejected", { timeout: 120_000 }, () => {
-  const dir = consumerProject("react");
-  const source = `import { createElement, type ReactElement } from "react";
+      // Another instance as the prop: its document; the first one's events no longer reach the panel.
+      await page.evaluate(() => app.show(app.other));
+      await shows("facts", "Only in B");
+      await page.evaluate(() => app.memory.addFact({ content: "Written to A after the switch" }));
+      await page.waitForTimeout(300);
+      assert.equal(await text("facts"), "Only in B", "an update of the old instance does not re-render the panel");
+      await page.evaluate(() => app.other.addFact({ content: "Written to B" }));
+      await shows("facts", "Only in B | Written to B");
+      // null: back to the empty state.
+      await page.evaluate(() => app.show(null));
+      await shows("doc", "no document");
+      await shows("facts", "");
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      await close();
+      await server.close();
+    }
+  },
+);
+
+test(
+  "tsc --strict: useUserMemory's state is typed (an instance, a promise or null), misuse is rejected",
+  { timeout: 120_000 },
+  () => {
+    const dir = consumerProject("react");
+    const source = `import { createElement, type ReactElement } from "react";
 import type { Fact, UserMemory } from "user-memory";
 import { useUserMemory, type UserMemoryState } from "user-memory/react";
 
@@ -145,5 +175,6 @@ export function Opening({ opening }: { opening: Promise<UserMemory> }): number {
 // @ts-expect-error a string is no memory
 useUserMemory("memory");
 `;
-  tsc(dir, ["hook.ts"], { lib: ["es2022", "dom"], types: [] }, { "hook.ts": source });
-});
+    tsc(dir, ["hook.ts"], { lib: ["es2022", "dom"], types: [] }, { "hook.ts": source });
+  },
+);

@@ -14,8 +14,25 @@ test("npm pack gives user-memory-<version>.tgz with the wasm, the entries and th
   const version = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
   assert.match(tgz, new RegExp(`user-memory-${version.replaceAll(".", "\\.")}\\.tgz$`));
   const listing = execFileSync("tar", ["-tzf", tgz], { encoding: "utf8" });
-  const subpaths = ["file-store", "durable-object-store", "d1-store", "ai-sdk", "postgres-store", "redis-store", "sqlite-store"].flatMap((f) => [`package/pkg/${f}.js`, `package/pkg/${f}.d.ts`]);
-  for (const f of ["package/pkg/wasm/user_memory_bg.wasm", "package/pkg/node.js", "package/pkg/browser.js", "package/pkg/workers.js", "package/pkg/index.d.ts", "package/pkg/wasm/user_memory.d.ts", ...subpaths, "package/README.md"]) {
+  const subpaths = [
+    "file-store",
+    "durable-object-store",
+    "d1-store",
+    "ai-sdk",
+    "postgres-store",
+    "redis-store",
+    "sqlite-store",
+  ].flatMap((f) => [`package/pkg/${f}.js`, `package/pkg/${f}.d.ts`]);
+  for (const f of [
+    "package/pkg/wasm/user_memory_bg.wasm",
+    "package/pkg/node.js",
+    "package/pkg/browser.js",
+    "package/pkg/workers.js",
+    "package/pkg/index.d.ts",
+    "package/pkg/wasm/user_memory.d.ts",
+    ...subpaths,
+    "package/README.md",
+  ]) {
     assert.ok(listing.includes(f), `${f} is in the tarball`);
   }
   assert.ok(!listing.includes("package/src/"), "Rust sources are not shipped");
@@ -33,12 +50,20 @@ test("every export of package.json resolves to a file in the tarball, with types
   // The subpaths load in Node without the wasm (they are plain JS) and expose their API.
   const out = execFileSync(
     process.execPath,
-    ["--input-type=module", "-e", `const n = await import("user-memory/node"); const w = await import("user-memory/workers"); const a = await import("user-memory/ai-sdk");
+    [
+      "--input-type=module",
+      "-e",
+      `const n = await import("user-memory/node"); const w = await import("user-memory/workers"); const a = await import("user-memory/ai-sdk");
       const p = await import("user-memory/postgres"); const r = await import("user-memory/redis"); const s = await import("user-memory/sqlite");
-      console.log([typeof n.fileStore, typeof w.durableObjectStore, typeof w.d1Store, typeof a.userMemoryMiddleware, typeof a.memoryTools, typeof p.postgresStore, typeof r.redisStore, typeof s.sqliteStore].join(","))`],
+      console.log([typeof n.fileStore, typeof w.durableObjectStore, typeof w.d1Store, typeof a.userMemoryMiddleware, typeof a.memoryTools, typeof p.postgresStore, typeof r.redisStore, typeof s.sqliteStore].join(","))`,
+    ],
     { cwd: dir, encoding: "utf8" },
   );
-  assert.equal(out.trim(), "function,function,function,function,function,function,function,function", "each subpath loads without its database client installed");
+  assert.equal(
+    out.trim(),
+    "function,function,function,function,function,function,function,function",
+    "each subpath loads without its database client installed",
+  );
 });
 
 test("Node ESM: import, open, add a fact, export", () => {
@@ -74,8 +99,13 @@ test("workerd: a Worker bundled from the package answers a request on 127.0.0.1"
   const { build } = await import(join(dir, "node_modules/esbuild/lib/main.js"));
   // What wrangler does: resolve with the workerd condition, keep the .wasm as a module.
   await build({
-    entryPoints: [join(dir, "worker.js")], bundle: true, format: "esm", outdir: join(dir, "dist"),
-    conditions: ["workerd", "worker", "browser"], loader: { ".wasm": "copy" }, logLevel: "error",
+    entryPoints: [join(dir, "worker.js")],
+    bundle: true,
+    format: "esm",
+    outdir: join(dir, "dist"),
+    conditions: ["workerd", "worker", "browser"],
+    loader: { ".wasm": "copy" },
+    logLevel: "error",
   });
   const wasmFile = (await import("node:fs")).readdirSync(join(dir, "dist")).find((f) => f.endsWith(".wasm"));
   assert.ok(wasmFile, "the .wasm is emitted next to the bundle");
@@ -101,11 +131,13 @@ test("workerd: a Worker bundled from the package answers a request on 127.0.0.1"
   }
 });
 
-chromiumTest("Chromium: a page importing the browser entry opens memory and exports it; a failed wasm load is retried, not remembered", async () => {
-  const dir = freshProject();
-  writeFileSync(
-    join(dir, "index.html"),
-    `<!doctype html><meta charset="utf-8">
+chromiumTest(
+  "Chromium: a page importing the browser entry opens memory and exports it; a failed wasm load is retried, not remembered",
+  async () => {
+    const dir = freshProject();
+    writeFileSync(
+      join(dir, "index.html"),
+      `<!doctype html><meta charset="utf-8">
      <script type="importmap">{ "imports": { "user-memory": "/node_modules/user-memory/pkg/browser.js" } }</script>
      <script type="module">
        import { init, UserMemory } from "user-memory";
@@ -119,16 +151,19 @@ chromiumTest("Chromium: a page importing the browser entry opens memory and expo
          window.result = { failed, facts: doc.facts.map((f) => f.content) };
        } catch (e) { window.result = { error: String(e), code: e.code }; }
      </script>`,
-  );
-  const server = await startStaticServer([["/", dir]]);
-  const { context, close } = await launchBrowser();
-  try {
-    const page = await context.newPage();
-    await page.goto(`${server.url}/index.html`);
-    const result = await page.waitForFunction(() => window.result, null, { timeout: 20_000 }).then((h) => h.jsonValue());
-    assert.deepEqual(result, { failed: true, facts: ["Reads in the browser"] });
-  } finally {
-    await close();
-    await server.close();
-  }
-});
+    );
+    const server = await startStaticServer([["/", dir]]);
+    const { context, close } = await launchBrowser();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${server.url}/index.html`);
+      const result = await page
+        .waitForFunction(() => window.result, null, { timeout: 20_000 })
+        .then((h) => h.jsonValue());
+      assert.deepEqual(result, { failed: true, facts: ["Reads in the browser"] });
+    } finally {
+      await close();
+      await server.close();
+    }
+  },
+);

@@ -13,7 +13,8 @@ const tsc = (files, compilerOptions) => compile(project, files, compilerOptions)
 let project;
 before(() => {
   project = freshProject({ extra: ["typescript", "@types/node", "ai", "@cloudflare/workers-types"] });
-  for (const f of ["consumer.ts", "consumer-worker.ts"]) copyFileSync(join(ROOT, "tests/packaging", f), join(project, f));
+  for (const f of ["consumer.ts", "consumer-worker.ts"])
+    copyFileSync(join(ROOT, "tests/packaging", f), join(project, f));
   // ai's declarations import "json-schema" but do not depend on @types/json-schema: a project
   // checking library declarations (skipLibCheck: false, as here) needs those types. A stand-in:
   writeFileSync(
@@ -26,24 +27,36 @@ before(() => {
   );
 });
 
-test("tsc --strict: a Node/browser consumer of every API, the file store and the AI SDK middleware", { timeout: 120_000 }, () => {
-  tsc(["consumer.ts", "json-schema.d.ts"], { lib: ["es2022", "dom", "dom.iterable"], types: ["node"] });
-});
+test(
+  "tsc --strict: a Node/browser consumer of every API, the file store and the AI SDK middleware",
+  { timeout: 120_000 },
+  () => {
+    tsc(["consumer.ts", "json-schema.d.ts"], { lib: ["es2022", "dom", "dom.iterable"], types: ["node"] });
+  },
+);
 
-test("tsc --strict: a Worker with a Durable Object, typed by @cloudflare/workers-types (no DOM, no Node)", { timeout: 120_000 }, () => {
-  tsc(["consumer-worker.ts"], { lib: ["es2022"], types: ["@cloudflare/workers-types"] });
-});
+test(
+  "tsc --strict: a Worker with a Durable Object, typed by @cloudflare/workers-types (no DOM, no Node)",
+  { timeout: 120_000 },
+  () => {
+    tsc(["consumer-worker.ts"], { lib: ["es2022"], types: ["@cloudflare/workers-types"] });
+  },
+);
 
-test("tsc --strict: the types catch misuse (a deliberately wrong consumer fails to compile)", { timeout: 120_000 }, () => {
-  writeFileSync(
-    join(project, "wrong.ts"),
-    `import { UserMemory } from "user-memory";
+test(
+  "tsc --strict: the types catch misuse (a deliberately wrong consumer fails to compile)",
+  { timeout: 120_000 },
+  () => {
+    writeFileSync(
+      join(project, "wrong.ts"),
+      `import { UserMemory } from "user-memory";
      const m = await UserMemory.open({ storage: "memory", llm: async () => "{}" });
      const n: number = await m.inject([]);
      export { n };`,
-  );
-  assert.throws(() => tsc(["wrong.ts"], { lib: ["es2022", "dom"], types: [] }), /wrong\.ts.*TS2322/s);
-});
+    );
+    assert.throws(() => tsc(["wrong.ts"], { lib: ["es2022", "dom"], types: [] }), /wrong\.ts.*TS2322/s);
+  },
+);
 
 test("the public declaration files contain no `any`", () => {
   const pkg = join(project, "node_modules/user-memory/pkg");
@@ -53,7 +66,10 @@ test("the public declaration files contain no `any`", () => {
   }
   // The generated declarations: only wasm-bindgen's internal InitOutput (shadowed by a precise
   // one in index.d.ts, so never reachable from "user-memory") may use `any`.
-  const generated = stripComments(readFileSync(join(pkg, "wasm/user_memory.d.ts"), "utf8")).replace(/export interface InitOutput \{[\s\S]*?\n\}/, "");
+  const generated = stripComments(readFileSync(join(pkg, "wasm/user_memory.d.ts"), "utf8")).replace(
+    /export interface InitOutput \{[\s\S]*?\n\}/,
+    "",
+  );
   const lines = generated.split("\n").filter((l) => /\bany\b/.test(l));
   assert.deepEqual(lines, [], "`any` in the generated public declarations");
 });

@@ -32,7 +32,11 @@ after(async () => {
 /** Runs `bin` (default: this Node on pkg/cli.js) with `args`; resolves { status, stdout, stderr }. */
 function run(args, { env = {}, input = "", node = process.execPath, cli = CLI, cwd = ROOT } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(node, [cli, ...args], { cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(node, [cli, ...args], {
+      cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -56,14 +60,21 @@ async function ok(args, options) {
 
 /** Asserts nothing the CLI printed contains any of `secrets`. */
 function noSecrets(r, ...secrets) {
-  for (const s of secrets) for (const stream of ["stdout", "stderr"]) assert.ok(!r[stream].includes(s), `${stream} contains a secret: ${r[stream]}`);
+  for (const s of secrets)
+    for (const stream of ["stdout", "stderr"])
+      assert.ok(!r[stream].includes(s), `${stream} contains a secret: ${r[stream]}`);
 }
 
 test("over a folder: add, show, search, forget, remove, export, import round-trip; --json output parses", async () => {
   const dir = ["--dir", freshDir()];
-  const go = JSON.parse(await ok(["add", ...dir, "--json", "--category", "knowledge", "Writes", "Go", "microservices"]));
+  const go = JSON.parse(
+    await ok(["add", ...dir, "--json", "--category", "knowledge", "Writes", "Go", "microservices"]),
+  );
   assert.match(go.id, /^fact_[0-9a-f]{8}$/);
-  assert.deepEqual([go.content, go.category, go.confidence, go.source], ["Writes Go microservices", "knowledge", 0.9, "manual"]);
+  assert.deepEqual(
+    [go.content, go.category, go.confidence, go.source],
+    ["Writes Go microservices", "knowledge", 0.9, "manual"],
+  );
   await ok(["add", ...dir, "--confidence", "0.8", "Lives in Lisbon"]);
   await ok(["add", ...dir, "喜欢喝茶"]);
   const shown = await ok(["show", ...dir]);
@@ -78,7 +89,10 @@ test("over a folder: add, show, search, forget, remove, export, import round-tri
   assert.match(await ok(["search", ...dir, "tea"]), /喜欢喝茶/, "the concept lexicon links English to Chinese");
   assert.equal((await run(["search", ...dir, "--limit", "0", "x"])).status, 2);
 
-  assert.match(await ok(["forget", ...dir, "lisbon"]), /^forgot fact_[0-9a-f]{8} \[context \| 0\.80\] Lives in Lisbon$/m);
+  assert.match(
+    await ok(["forget", ...dir, "lisbon"]),
+    /^forgot fact_[0-9a-f]{8} \[context \| 0\.80\] Lives in Lisbon$/m,
+  );
   const missing = await run(["forget", ...dir, "Paris"]);
   assert.equal(missing.status, 3, "NOT_FOUND exits 3");
   assert.match(missing.stderr, /^error NOT_FOUND: no fact has the id or contains "Paris"/);
@@ -100,7 +114,10 @@ test("over a folder: add, show, search, forget, remove, export, import round-tri
   assert.match(await ok(["import", ...other, file]), /imported 2 facts/);
   assert.deepEqual(JSON.parse(await ok(["export", ...other])), exported, "export → import → export is lossless");
   const fromStdin = ["--dir", freshDir()];
-  assert.equal(JSON.parse(await ok(["import", ...fromStdin, "-", "--json"], { input: JSON.stringify(exported) })).imported, 2);
+  assert.equal(
+    JSON.parse(await ok(["import", ...fromStdin, "-", "--json"], { input: JSON.stringify(exported) })).imported,
+    2,
+  );
 });
 
 test("history lists the changes newest first, undo reverts the newest, forget keeps a tombstone", async () => {
@@ -113,11 +130,17 @@ test("history lists the changes newest first, undo reverts the newest, forget ke
   assert.match(lines[0], /^ {2}3 {2}\d{4}-\d\d-\d\dT[\d:.]+Z {2}removeFact: -1$/);
   assert.match(lines[2], /addFact: \+1 fact$/);
   const entries = JSON.parse(await ok(["history", ...dir, "--json", "--limit", "1"]));
-  assert.deepEqual([entries.length, entries[0].removed[0].content, entries[0].forgot.length], [1, "Lives in Lisbon", 1]);
+  assert.deepEqual(
+    [entries.length, entries[0].removed[0].content, entries[0].forgot.length],
+    [1, "Lives in Lisbon", 1],
+  );
   const stored = JSON.parse(await ok(["inspect", ...dir]));
   assert.match(JSON.stringify(stored), /lives in lisbon/, "the tombstone is in the stored record");
   assert.match(await ok(["undo", ...dir]), /undone: memory is at revision 4 with 2 facts/);
-  assert.deepEqual(JSON.parse(await ok(["show", ...dir, "--json"])).document.facts.map((f) => f.content), ["Keeps bees", "Lives in Lisbon"]);
+  assert.deepEqual(
+    JSON.parse(await ok(["show", ...dir, "--json"])).document.facts.map((f) => f.content),
+    ["Keeps bees", "Lives in Lisbon"],
+  );
   assert.equal((await run(["history", ...dir, "--limit", "x"])).status, 2);
 });
 
@@ -130,7 +153,13 @@ test("bad input loses nothing: an invalid document, a wrong confidence or an unk
   const r = await run(["import", ...dir, bad, "--yes"]);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /INVALID_INPUT: .*facts\[0\]\.content` must be a string/);
-  for (const args of [["add", ...dir, "--confidence", "high", "x"], ["show", ...dir, "--colour"], ["show", "--dir"], ["frobnicate", ...dir], ["show", ...dir, "--store", "sqlite:x.db"]]) {
+  for (const args of [
+    ["add", ...dir, "--confidence", "high", "x"],
+    ["show", ...dir, "--colour"],
+    ["show", "--dir"],
+    ["frobnicate", ...dir],
+    ["show", ...dir, "--store", "sqlite:x.db"],
+  ]) {
     const e = await run(args);
     assert.equal(e.status, 2, `${args.join(" ")}: ${e.stderr}`);
     assert.match(e.stderr, /^error INVALID_INPUT: /);
@@ -165,8 +194,15 @@ test("agents lists every memory in the store; --agent picks one", async () => {
 
 test("process extracts what is queued with the LLM from the environment; --all does every agent; the key is never printed", async () => {
   const dir = freshDir();
-  for (const [agent, thread, text] of [["a", "t1", "I keep three hives of bees"], ["b", "t2", "I sail dinghies"]]) {
-    await new Promise((resolve, reject) => spawn(process.execPath, [WRITER, dir, agent, "observe", thread, text], { cwd: ROOT }).on("close", (c) => (c === 0 ? resolve() : reject(new Error(`writer ${c}`)))));
+  for (const [agent, thread, text] of [
+    ["a", "t1", "I keep three hives of bees"],
+    ["b", "t2", "I sail dinghies"],
+  ]) {
+    await new Promise((resolve, reject) =>
+      spawn(process.execPath, [WRITER, dir, agent, "observe", thread, text], { cwd: ROOT }).on("close", (c) =>
+        c === 0 ? resolve() : reject(new Error(`writer ${c}`)),
+      ),
+    );
   }
   assert.match(await ok(["show", "--dir", dir, "--agent", "a"]), /Queued for extraction: 1 conversation/);
   const env = { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL: "test-model" };
@@ -185,7 +221,9 @@ test("process extracts what is queued with the LLM from the environment; --all d
   assert.match(await ok(["show", "--dir", dir, "--agent", "b"]), /Sails dinghies/);
 
   // A provider that rejects the key and echoes it back: LLM_HTTP, exit 6, the key masked.
-  await new Promise((resolve) => spawn(process.execPath, [WRITER, dir, "a", "observe", "t3", "I play the oboe"], { cwd: ROOT }).on("close", resolve));
+  await new Promise((resolve) =>
+    spawn(process.execPath, [WRITER, dir, "a", "observe", "t3", "I play the oboe"], { cwd: ROOT }).on("close", resolve),
+  );
   llm.script.push({ status: 401, body: { error: { message: `Incorrect API key provided: ${KEY}` } } });
   const denied = await run(["process", "--dir", dir, "--agent", "a"], { env });
   assert.equal(denied.status, 6, denied.stderr);
@@ -210,10 +248,15 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
   assert.match(await ok(["undo", ...enc], { env }), /undone: memory is at revision 4 with 2 facts/);
   // Another process (with the passphrase) queues a conversation; process extracts it.
   await new Promise((resolve, reject) =>
-    spawn(process.execPath, [WRITER, dir, "default", "observe", "t1", "I keep three hives of bees"], { cwd: ROOT, env: { ...process.env, MEMORY_PASSPHRASE: PASS } }).on("close", (c) => (c === 0 ? resolve() : reject(new Error(`writer ${c}`)))),
+    spawn(process.execPath, [WRITER, dir, "default", "observe", "t1", "I keep three hives of bees"], {
+      cwd: ROOT,
+      env: { ...process.env, MEMORY_PASSPHRASE: PASS },
+    }).on("close", (c) => (c === 0 ? resolve() : reject(new Error(`writer ${c}`)))),
   );
   llm.script.push(factsReply("Keeps bees"));
-  const processed = await run(["process", ...enc, "--json"], { env: { ...env, OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL: "m" } });
+  const processed = await run(["process", ...enc, "--json"], {
+    env: { ...env, OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL: "m" },
+  });
   assert.equal(processed.status, 0, processed.stderr);
   assert.deepEqual(JSON.parse(processed.stdout), { agent: "default", processed: ["t1"], failed: [] });
   const shown = await run(["show", ...enc], { env });
@@ -230,7 +273,8 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
   assert.ok(files.length >= 2, `document and key record stored: ${files}`);
   for (const f of files) {
     const text = readFileSync(join(dir, f), "utf8");
-    for (const plain of ["penicillin", "Lisbon", "lisbon", "bees", PASS]) assert.ok(!text.includes(plain), `${f} contains ${JSON.stringify(plain)}`);
+    for (const plain of ["penicillin", "Lisbon", "lisbon", "bees", PASS])
+      assert.ok(!text.includes(plain), `${f} contains ${JSON.stringify(plain)}`);
   }
   const before = files.map((f) => readFileSync(join(dir, f), "utf8"));
 
@@ -242,7 +286,11 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
   const plain = await run(["show", "--dir", dir]);
   assert.equal(plain.status, 5);
   assert.match(plain.stderr, /DECRYPT_FAILED/);
-  assert.deepEqual(files.map((f) => readFileSync(join(dir, f), "utf8")), before, "no stored value changed");
+  assert.deepEqual(
+    files.map((f) => readFileSync(join(dir, f), "utf8")),
+    before,
+    "no stored value changed",
+  );
 
   // The passphrase only ever comes from the environment: an unset variable or a value in place of a name is refused.
   const unset = await run(["show", ...enc]);
@@ -257,72 +305,95 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
 /** The same commands over a store URL. */
 function overUrl(name, url, { node = () => ({ path: process.execPath }), password = () => null } = {}) {
   describe(`over ${name}`, () => {
-    test("add, search, forget, export and show work, and nothing printed carries the password", { timeout: 120_000 }, async (t) => {
-      const bin = node();
-      if (!bin) return t.skip("no Node 22 binary for this platform");
-      const store = ["--store", url(), "--agent", `cli-${name}`];
-      const options = { node: bin.path };
-      const added = JSON.parse(await ok(["add", ...store, "--json", "Deploys on Fridays"], options));
-      await ok(["add", ...store, "Lives in Lisbon"], options);
-      assert.equal(JSON.parse(await ok(["search", ...store, "--json", "deploy"], options))[0].fact.id, added.id);
-      await ok(["forget", ...store, "Lisbon"], options);
-      const shown = await run(["show", ...store], options);
-      assert.equal(shown.status, 0, shown.stderr);
-      assert.match(shown.stdout, /1 fact,/);
-      if (password()) {
-        assert.ok(!shown.stdout.includes(password()), "the label masks the password");
-        assert.match(shown.stdout, /:\*\*\*@127\.0\.0\.1/);
-      }
-      // Through the environment, so the password is not in the process list.
-      const viaEnv = await run(["export", "--agent", `cli-${name}`], { ...options, env: { USER_MEMORY_STORE: url() } });
-      assert.deepEqual(JSON.parse(viaEnv.stdout).facts.map((f) => f.content), ["Deploys on Fridays"]);
-    });
+    test(
+      "add, search, forget, export and show work, and nothing printed carries the password",
+      { timeout: 120_000 },
+      async (t) => {
+        const bin = node();
+        if (!bin) return t.skip("no Node 22 binary for this platform");
+        const store = ["--store", url(), "--agent", `cli-${name}`];
+        const options = { node: bin.path };
+        const added = JSON.parse(await ok(["add", ...store, "--json", "Deploys on Fridays"], options));
+        await ok(["add", ...store, "Lives in Lisbon"], options);
+        assert.equal(JSON.parse(await ok(["search", ...store, "--json", "deploy"], options))[0].fact.id, added.id);
+        await ok(["forget", ...store, "Lisbon"], options);
+        const shown = await run(["show", ...store], options);
+        assert.equal(shown.status, 0, shown.stderr);
+        assert.match(shown.stdout, /1 fact,/);
+        if (password()) {
+          assert.ok(!shown.stdout.includes(password()), "the label masks the password");
+          assert.match(shown.stdout, /:\*\*\*@127\.0\.0\.1/);
+        }
+        // Through the environment, so the password is not in the process list.
+        const viaEnv = await run(["export", "--agent", `cli-${name}`], {
+          ...options,
+          env: { USER_MEMORY_STORE: url() },
+        });
+        assert.deepEqual(
+          JSON.parse(viaEnv.stdout).facts.map((f) => f.content),
+          ["Deploys on Fridays"],
+        );
+      },
+    );
   });
 }
 
 overUrl("postgres://", () => postgres.url, { password: () => postgres.password });
 overUrl("redis://", () => redis.url, { password: () => redis.password });
-overUrl("sqlite: (Node 22)", () => `sqlite:${join(scratch, "cli.db")}`, { node: () => nodeBinary(NODE_VERSIONS.node22) });
-
-test("a database that is down exits 4 with STORAGE_UNAVAILABLE and never prints the password", { timeout: 120_000 }, async () => {
-  await postgres.stop();
-  try {
-    const r = await run(["show", "--store", postgres.url]);
-    assert.equal(r.status, 4, r.stderr);
-    assert.match(r.stderr, /^error STORAGE_UNAVAILABLE: .*Postgres is unreachable/);
-    noSecrets(r, postgres.password);
-  } finally {
-    await postgres.start();
-  }
-  await redis.stop();
-  try {
-    const r = await run(["show", "--store", redis.url]);
-    assert.equal(r.status, 4, r.stderr);
-    assert.match(r.stderr, /^error STORAGE_UNAVAILABLE: Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ is unreachable/);
-    noSecrets(r, redis.password);
-  } finally {
-    await redis.start();
-  }
-  const wrong = await run(["show", "--store", "redis://:not-the-password-42@127.0.0.1:" + redis.port]);
-  assert.equal(wrong.status, 4, wrong.stderr);
-  noSecrets(wrong, "not-the-password-42", redis.password);
+overUrl("sqlite: (Node 22)", () => `sqlite:${join(scratch, "cli.db")}`, {
+  node: () => nodeBinary(NODE_VERSIONS.node22),
 });
 
-test("the packed package's bin: `user-memory` runs from node_modules/.bin, and a missing client or MCP SDK says what to install", { timeout: 180_000 }, async () => {
-  const project = freshProject();
-  const bin = join(project, "node_modules/.bin/user-memory");
-  const options = { cli: bin, cwd: project };
-  const added = await run(["add", "--dir", "memory", "Runs from the packed bin"], { ...options, node: process.execPath });
-  assert.equal(added.status, 0, added.stderr);
-  const version = await run(["--version"], { ...options, node: process.execPath });
-  assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version);
-  const pg = await run(["show", "--store", postgres.url], { ...options, node: process.execPath });
-  assert.equal(pg.status, 4);
-  assert.match(pg.stderr, /STORAGE_UNAVAILABLE: postgres: URLs need the `pg` package: npm install pg/);
-  noSecrets(pg, postgres.password);
-  const rd = await run(["show", "--store", redis.url], { ...options, node: process.execPath });
-  assert.match(rd.stderr, /npm install redis/);
-  const mcp = await run(["mcp", "--dir", "memory"], { ...options, node: process.execPath });
-  assert.equal(mcp.status, 2);
-  assert.match(mcp.stderr, /user-memory mcp needs the MCP SDK: npm install @modelcontextprotocol\/sdk/);
-});
+test(
+  "a database that is down exits 4 with STORAGE_UNAVAILABLE and never prints the password",
+  { timeout: 120_000 },
+  async () => {
+    await postgres.stop();
+    try {
+      const r = await run(["show", "--store", postgres.url]);
+      assert.equal(r.status, 4, r.stderr);
+      assert.match(r.stderr, /^error STORAGE_UNAVAILABLE: .*Postgres is unreachable/);
+      noSecrets(r, postgres.password);
+    } finally {
+      await postgres.start();
+    }
+    await redis.stop();
+    try {
+      const r = await run(["show", "--store", redis.url]);
+      assert.equal(r.status, 4, r.stderr);
+      assert.match(r.stderr, /^error STORAGE_UNAVAILABLE: Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ is unreachable/);
+      noSecrets(r, redis.password);
+    } finally {
+      await redis.start();
+    }
+    const wrong = await run(["show", "--store", "redis://:not-the-password-42@127.0.0.1:" + redis.port]);
+    assert.equal(wrong.status, 4, wrong.stderr);
+    noSecrets(wrong, "not-the-password-42", redis.password);
+  },
+);
+
+test(
+  "the packed package's bin: `user-memory` runs from node_modules/.bin, and a missing client or MCP SDK says what to install",
+  { timeout: 180_000 },
+  async () => {
+    const project = freshProject();
+    const bin = join(project, "node_modules/.bin/user-memory");
+    const options = { cli: bin, cwd: project };
+    const added = await run(["add", "--dir", "memory", "Runs from the packed bin"], {
+      ...options,
+      node: process.execPath,
+    });
+    assert.equal(added.status, 0, added.stderr);
+    const version = await run(["--version"], { ...options, node: process.execPath });
+    assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version);
+    const pg = await run(["show", "--store", postgres.url], { ...options, node: process.execPath });
+    assert.equal(pg.status, 4);
+    assert.match(pg.stderr, /STORAGE_UNAVAILABLE: postgres: URLs need the `pg` package: npm install pg/);
+    noSecrets(pg, postgres.password);
+    const rd = await run(["show", "--store", redis.url], { ...options, node: process.execPath });
+    assert.match(rd.stderr, /npm install redis/);
+    const mcp = await run(["mcp", "--dir", "memory"], { ...options, node: process.execPath });
+    assert.equal(mcp.status, 2);
+    assert.match(mcp.stderr, /user-memory mcp needs the MCP SDK: npm install @modelcontextprotocol\/sdk/);
+  },
+);

@@ -11,7 +11,12 @@ interface Env {
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const storage: D1Store = d1Store(env.DB, { table: "user_memory" });
-    const memory = await UserMemory.open({ agent: new URL(request.url).searchParams.get("user") ?? "anonymous", storage, autoProcess: false, llm: async () => "{}" });
+    const memory = await UserMemory.open({
+      agent: new URL(request.url).searchParams.get("user") ?? "anonymous",
+      storage,
+      autoProcess: false,
+      llm: async () => "{}",
+    });
     const block = await memory.inject([{ role: "user", content: await request.text() }]);
     await memory.close();
     return new Response(block);

@@ -28,9 +28,16 @@ export class ContractObject extends DurableObject {
     const url = new URL(request.url);
     const storage = this.ctx.storage;
     // The raw values: the object's storage itself, not the adapter.
-    if (url.pathname === "/encrypted") return encrypted(url, () => durableObjectStore(storage), async () => [...(await storage.list()).entries()]);
+    if (url.pathname === "/encrypted")
+      return encrypted(
+        url,
+        () => durableObjectStore(storage),
+        async () => [...(await storage.list()).entries()],
+      );
     const name = url.searchParams.get("case");
-    const backend = { fresh: async () => ({ client: async () => durableObjectStore(storage), close: () => storage.deleteAll() }) };
+    const backend = {
+      fresh: async () => ({ client: async () => durableObjectStore(storage), close: () => storage.deleteAll() }),
+    };
     return Response.json(await runContract(backend, [name]));
   }
 }
@@ -45,37 +52,57 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === "/contract") {
       const name = url.searchParams.get("case");
-      if (url.searchParams.get("backend") === "do") return env.CONTRACT.get(env.CONTRACT.idFromName(name)).fetch(request);
+      if (url.searchParams.get("backend") === "do")
+        return env.CONTRACT.get(env.CONTRACT.idFromName(name)).fetch(request);
       const backend = {
         async fresh() {
           const table = `contract_${++tables}`;
-          return { client: async () => d1Store(env.DB, { table }), close: () => env.DB.prepare(`DROP TABLE IF EXISTS ${table}`).run() };
+          return {
+            client: async () => d1Store(env.DB, { table }),
+            close: () => env.DB.prepare(`DROP TABLE IF EXISTS ${table}`).run(),
+          };
         },
       };
       return Response.json(await runContract(backend, [name]));
     }
     if (url.pathname === "/encrypted") {
-      if (url.searchParams.get("backend") === "do") return env.CONTRACT.get(env.CONTRACT.idFromName("encrypted")).fetch(request);
+      if (url.searchParams.get("backend") === "do")
+        return env.CONTRACT.get(env.CONTRACT.idFromName("encrypted")).fetch(request);
       const table = "encrypted_roundtrip";
-      return encrypted(url, () => d1Store(env.DB, { table }), async () => (await env.DB.prepare(`SELECT key, value FROM ${table} ORDER BY key`).all()).results);
+      return encrypted(
+        url,
+        () => d1Store(env.DB, { table }),
+        async () => (await env.DB.prepare(`SELECT key, value FROM ${table} ORDER BY key`).all()).results,
+      );
     }
     if (url.pathname === "/too-big") {
       // A value over D1's 2 MB limit, through the store and through UserMemory.
       const store = d1Store(env.DB, { table: "too_big" });
-      const direct = await store.set("k", "x".repeat(3_000_000)).then(() => null, (e) => e.code);
+      const direct = await store.set("k", "x".repeat(3_000_000)).then(
+        () => null,
+        (e) => e.code,
+      );
       const memory = await UserMemory.open({ agent: "big", storage: d1Store(env.DB), autoProcess: false, llm: noLlm });
       try {
         await memory.addFact({ content: "Kept before the big import" });
         const doc = await memory.export();
         doc.facts.push({ content: "y".repeat(3_000_000) });
-        const viaLibrary = await memory.import(doc).then(() => null, (e) => e.code);
+        const viaLibrary = await memory.import(doc).then(
+          () => null,
+          (e) => e.code,
+        );
         return Response.json({ direct, viaLibrary, kept: (await memory.get()).facts.map((f) => f.content) });
       } finally {
         await memory.close();
       }
     }
     if (url.pathname === "/memory") {
-      const memory = await UserMemory.open({ agent: url.searchParams.get("user"), storage: d1Store(env.DB), autoProcess: false, llm: noLlm });
+      const memory = await UserMemory.open({
+        agent: url.searchParams.get("user"),
+        storage: d1Store(env.DB),
+        autoProcess: false,
+        llm: noLlm,
+      });
       try {
         if (request.method === "POST") await memory.addFact({ content: (await request.json()).add });
         return Response.json(await memory.get());

@@ -52,7 +52,12 @@ function suite(label, setUp, { encrypted = false } = {}) {
       test(ENCRYPTED_CASE, { timeout: 120_000 }, async () => {
         const ns = await backend.fresh();
         try {
-          await encryptedRoundTrip({ UserMemory, storage: () => ns.client(), raw: () => ns.raw(), llmBaseUrl: llm.baseUrl });
+          await encryptedRoundTrip({
+            UserMemory,
+            storage: () => ns.client(),
+            raw: () => ns.raw(),
+            llmBaseUrl: llm.baseUrl,
+          });
         } finally {
           await ns.close();
         }
@@ -68,28 +73,32 @@ suite("file store", async () => ({
   },
 }));
 
-suite("postgres store", async () => {
-  const server = await startPostgres();
-  return {
-    async fresh() {
-      const table = `contract_${++n}`;
-      const pools = [];
-      return {
-        async client() {
-          const pool = new pg.Pool({ connectionString: server.url, max: 2 });
-          pools.push(pool);
-          return postgresStore(pool, { table });
-        },
-        raw: async () => (await pools[0].query(`SELECT key, value FROM ${table} ORDER BY key`)).rows,
-        async close() {
-          await pools[0]?.query(`DROP TABLE IF EXISTS ${table}`);
-          await Promise.all(pools.map((p) => p.end()));
-        },
-      };
-    },
-    end: () => server.close(),
-  };
-}, { encrypted: true });
+suite(
+  "postgres store",
+  async () => {
+    const server = await startPostgres();
+    return {
+      async fresh() {
+        const table = `contract_${++n}`;
+        const pools = [];
+        return {
+          async client() {
+            const pool = new pg.Pool({ connectionString: server.url, max: 2 });
+            pools.push(pool);
+            return postgresStore(pool, { table });
+          },
+          raw: async () => (await pools[0].query(`SELECT key, value FROM ${table} ORDER BY key`)).rows,
+          async close() {
+            await pools[0]?.query(`DROP TABLE IF EXISTS ${table}`);
+            await Promise.all(pools.map((p) => p.end()));
+          },
+        };
+      },
+      end: () => server.close(),
+    };
+  },
+  { encrypted: true },
+);
 
 /** A Redis backend over clients made by `connect(url)`. */
 function redisBackend(connect) {
@@ -122,8 +131,15 @@ function redisBackend(connect) {
   };
 }
 
-suite("redis store (node-redis 6)", redisBackend((url) => createClient({ url }).connect()), { encrypted: true });
-suite("redis store (node-redis 5)", redisBackend((url) => createClientV5({ url }).connect()));
+suite(
+  "redis store (node-redis 6)",
+  redisBackend((url) => createClient({ url }).connect()),
+  { encrypted: true },
+);
+suite(
+  "redis store (node-redis 5)",
+  redisBackend((url) => createClientV5({ url }).connect()),
+);
 suite(
   "redis store (node-redis 4)",
   // v4's connect() resolves to nothing, not to the client
@@ -154,8 +170,14 @@ function runtimeSuite(label, find, args = []) {
         return;
       }
       const out = await new Promise((resolve, reject) =>
-        execFile(bin.path, [...args, join(ROOT, "tests/servers/sqlite-contract.mjs"), scratch, llm.baseUrl], { cwd: ROOT, timeout: 240_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
-          err ? reject(new Error(`${label} failed (${err.code ?? err.signal}): ${stderr || err.message}`)) : resolve(stdout),
+        execFile(
+          bin.path,
+          [...args, join(ROOT, "tests/servers/sqlite-contract.mjs"), scratch, llm.baseUrl],
+          { cwd: ROOT, timeout: 240_000, maxBuffer: 16 << 20 },
+          (err, stdout, stderr) =>
+            err
+              ? reject(new Error(`${label} failed (${err.code ?? err.signal}): ${stderr || err.message}`))
+              : resolve(stdout),
         ),
       );
       results = new Map(JSON.parse(out.trim().split("\n").pop()).map((r) => [r.name, r]));

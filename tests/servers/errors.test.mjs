@@ -50,7 +50,11 @@ test("postgres: a stopped server is STORAGE_UNAVAILABLE from the store and from 
     const e = await rejectsWith(store.get("k"), "STORAGE_UNAVAILABLE", postgres.password);
     assert.match(e.message, /Postgres is unreachable/);
     assert.ok(e.cause, "the driver's error is the cause");
-    const open = await rejectsWith(UserMemory.open({ agent: "down", storage: store, llm: noLlm }), "STORAGE_UNAVAILABLE", postgres.password);
+    const open = await rejectsWith(
+      UserMemory.open({ agent: "down", storage: store, llm: noLlm }),
+      "STORAGE_UNAVAILABLE",
+      postgres.password,
+    );
     assert.equal(open.name, "UserMemoryError");
     assert.match(open.message, /postgres table "errors_down"/, "the library's message names the store");
   } finally {
@@ -79,8 +83,12 @@ test("postgres: with createTable: false a missing table is STORAGE_UNAVAILABLE s
   await store.set("k", "v");
   assert.equal(await store.get("k"), "v");
   // A role without CREATE rights on the schema can still use a store whose table exists.
-  await pool.query("CREATE ROLE reader LOGIN PASSWORD 'reader-pass'; GRANT SELECT, INSERT, UPDATE, DELETE ON errors_missing TO reader; REVOKE CREATE ON SCHEMA public FROM PUBLIC");
-  const limited = new pg.Pool({ connectionString: postgres.url.replace(/\/\/postgres:[^@]*@/, "//reader:reader-pass@") });
+  await pool.query(
+    "CREATE ROLE reader LOGIN PASSWORD 'reader-pass'; GRANT SELECT, INSERT, UPDATE, DELETE ON errors_missing TO reader; REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+  );
+  const limited = new pg.Pool({
+    connectionString: postgres.url.replace(/\/\/postgres:[^@]*@/, "//reader:reader-pass@"),
+  });
   assert.equal(await postgresStore(limited, { table: "errors_missing" }).get("k"), "v");
   await limited.end();
   await pool.end();
@@ -88,8 +96,12 @@ test("postgres: with createTable: false a missing table is STORAGE_UNAVAILABLE s
 
 test("postgres: invalid table names and arguments are INVALID_INPUT at construction", () => {
   assert.throws(() => postgresStore({}), { code: "INVALID_INPUT" });
-  for (const table of ["", "a;drop table x", "1abc", 'x"y', "a.b.c", 42]) assert.throws(() => postgresStore({ query() {} }, { table }), { code: "INVALID_INPUT" }, String(table));
-  assert.match(createTableSql("app.memory"), /^CREATE TABLE IF NOT EXISTS "app"\."memory" \(key text COLLATE "C" PRIMARY KEY, value text NOT NULL\)$/);
+  for (const table of ["", "a;drop table x", "1abc", 'x"y', "a.b.c", 42])
+    assert.throws(() => postgresStore({ query() {} }, { table }), { code: "INVALID_INPUT" }, String(table));
+  assert.match(
+    createTableSql("app.memory"),
+    /^CREATE TABLE IF NOT EXISTS "app"\."memory" \(key text COLLATE "C" PRIMARY KEY, value text NOT NULL\)$/,
+  );
 });
 
 test("redis: a disconnected client is STORAGE_UNAVAILABLE at once (nothing waits to happen later), and works again after reconnecting", async () => {
@@ -104,7 +116,11 @@ test("redis: a disconnected client is STORAGE_UNAVAILABLE at once (nothing waits
     const e = await rejectsWith(store.compareAndSet("k", "v", "late"), "STORAGE_UNAVAILABLE", redis.password);
     assert.ok(Date.now() - started < 2000, "rejected at once");
     assert.match(e.message, /Redis is unreachable/);
-    await rejectsWith(UserMemory.open({ agent: "down", storage: store, llm: noLlm }), "STORAGE_UNAVAILABLE", redis.password);
+    await rejectsWith(
+      UserMemory.open({ agent: "down", storage: store, llm: noLlm }),
+      "STORAGE_UNAVAILABLE",
+      redis.password,
+    );
   } finally {
     await redis.start();
   }
@@ -124,7 +140,11 @@ test("redis: out of memory (maxmemory, noeviction) is STORAGE_QUOTA and the prev
   const used = Number(/used_memory:(\d+)/.exec(await admin.sendCommand(["INFO", "memory"]))[1]);
   await admin.sendCommand(["CONFIG", "SET", "maxmemory", String(used + 512 * 1024)]);
   try {
-    const e = await rejectsWith(store.compareAndSet("doc", "small", "x".repeat(2 << 20)), "STORAGE_QUOTA", redis.password);
+    const e = await rejectsWith(
+      store.compareAndSet("doc", "small", "x".repeat(2 << 20)),
+      "STORAGE_QUOTA",
+      redis.password,
+    );
     assert.match(e.message, /out of memory/);
     const viaLibrary = await UserMemory.open({ agent: "full", storage: store, llm: noLlm }).then(async (m) => {
       const doc = await m.export();
@@ -150,15 +170,21 @@ test("sqlite: in Node 20 (no node:sqlite) the store says which runtimes have SQL
   if (Number(process.versions.node.split(".")[0]) >= 22) return; // this runner has SQLite
   const e = await rejectsWith(sqliteStore(join(scratch, "x.db")).get("k"), "STORAGE_UNAVAILABLE");
   assert.match(e.message, /Node 20\.\d+\.\d+ has no built-in SQLite.*Node ≥ 22\.5.*Bun/);
-  await rejectsWith(UserMemory.open({ storage: sqliteStore(join(scratch, "y.db")), llm: noLlm }), "STORAGE_UNAVAILABLE");
+  await rejectsWith(
+    UserMemory.open({ storage: sqliteStore(join(scratch, "y.db")), llm: noLlm }),
+    "STORAGE_UNAVAILABLE",
+  );
   assert.throws(() => sqliteStore(""), { code: "INVALID_INPUT" });
   assert.throws(() => sqliteStore("x.db", { busyTimeoutMs: -1 }), { code: "INVALID_INPUT" });
 });
 
-test("sqlite (Node 22): a full database is STORAGE_QUOTA with the old document intact; a file that is not a database or sits in a missing folder is STORAGE_UNAVAILABLE", { timeout: 120_000 }, (t) => {
-  const node22 = nodeBinary(NODE_VERSIONS.node22);
-  if (!node22) return t.skip("no Node 22 binary for this platform");
-  const script = `
+test(
+  "sqlite (Node 22): a full database is STORAGE_QUOTA with the old document intact; a file that is not a database or sits in a missing folder is STORAGE_UNAVAILABLE",
+  { timeout: 120_000 },
+  (t) => {
+    const node22 = nodeBinary(NODE_VERSIONS.node22);
+    if (!node22) return t.skip("no Node 22 binary for this platform");
+    const script = `
     import { writeFileSync } from "node:fs";
     import { DatabaseSync } from "node:sqlite";
     import { UserMemory } from "user-memory";
@@ -179,12 +205,19 @@ test("sqlite (Node 22): a full database is STORAGE_QUOTA with the old document i
     out.notDb = await sqliteStore(dir + "/not-a-db.db").get("k").then(() => "ok", (e) => e.code + " " + e.message);
     out.missing = await sqliteStore(dir + "/no/such/folder/m.db").get("k").then(() => "ok", (e) => e.code + " " + e.message);
     console.log(JSON.stringify(out));`;
-  const out = JSON.parse(execFileSync(node22.path, ["--input-type=module", "-e", script, scratch], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim());
-  assert.equal(out.full, "STORAGE_QUOTA");
-  assert.deepEqual(out.kept, ["Kept before the disk filled up"], "the previous document stays");
-  assert.match(out.notDb, /^STORAGE_UNAVAILABLE .*not a database/);
-  assert.match(out.missing, /^STORAGE_UNAVAILABLE .*unable to open/);
-});
+    const out = JSON.parse(
+      execFileSync(node22.path, ["--input-type=module", "-e", script, scratch], {
+        cwd: ROOT,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      }).trim(),
+    );
+    assert.equal(out.full, "STORAGE_QUOTA");
+    assert.deepEqual(out.kept, ["Kept before the disk filled up"], "the previous document stays");
+    assert.match(out.notDb, /^STORAGE_UNAVAILABLE .*not a database/);
+    assert.match(out.missing, /^STORAGE_UNAVAILABLE .*unable to open/);
+  },
+);
 
 test("a port nobody listens on is STORAGE_UNAVAILABLE for postgres, at once", async () => {
   const port = await freePort();

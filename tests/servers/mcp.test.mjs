@@ -26,7 +26,13 @@ after(async () => {
 
 /** Starts `user-memory mcp <args>` and connects the SDK's client to it. */
 async function connect(args, env = {}) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", ...args], env: { PATH: process.env.PATH, ...env }, stderr: "pipe", cwd: ROOT });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, "mcp", ...args],
+    env: { PATH: process.env.PATH, ...env },
+    stderr: "pipe",
+    cwd: ROOT,
+  });
   let stderr = "";
   transport.stderr?.on("data", (d) => (stderr += d));
   const client = new Client({ name: "test-client", version: "1.0.0" });
@@ -42,7 +48,9 @@ function cli(args) {
     const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
-    child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`cli ${args.join(" ")} exited ${code}`))));
+    child.on("close", (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`cli ${args.join(" ")} exited ${code}`)),
+    );
   });
 }
 
@@ -50,11 +58,20 @@ test("lists its four tools with JSON schemas, the two resources, and instruction
   const { client } = await connect(["--dir", join(scratch, "list")]);
   try {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ["search_memory", "remember", "forget", "get_profile"]);
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ["search_memory", "remember", "forget", "get_profile"],
+    );
     for (const t of tools) assert.equal(t.inputSchema.type, "object", t.name);
     assert.deepEqual(tools.find((t) => t.name === "remember").inputSchema.required, ["content"]);
     const { resources } = await client.listResources();
-    assert.deepEqual(resources.map((r) => [r.uri, r.mimeType]), [["memory://default/block", "text/plain"], ["memory://default/document", "application/json"]]);
+    assert.deepEqual(
+      resources.map((r) => [r.uri, r.mimeType]),
+      [
+        ["memory://default/block", "text/plain"],
+        ["memory://default/document", "application/json"],
+      ],
+    );
     assert.match(client.getInstructions(), /Long-term memory about the user/);
     assert.equal(client.getServerVersion().name, "user-memory");
   } finally {
@@ -65,7 +82,9 @@ test("lists its four tools with JSON schemas, the two resources, and instruction
 test("--passphrase-env serves encrypted memory: remember and get_profile work, the files hold only ciphertext, the CLI reads it with the same passphrase", async () => {
   const dir = join(scratch, "encrypted");
   const PASS = "mcp passphrase for the desk";
-  const { client, stderr } = await connect(["--dir", dir, "--passphrase-env", "MEMORY_PASSPHRASE"], { MEMORY_PASSPHRASE: PASS });
+  const { client, stderr } = await connect(["--dir", dir, "--passphrase-env", "MEMORY_PASSPHRASE"], {
+    MEMORY_PASSPHRASE: PASS,
+  });
   try {
     const saved = await client.callTool({ name: "remember", arguments: { content: "Allergic to penicillin" } });
     assert.ok(!saved.isError, text(saved));
@@ -76,9 +95,13 @@ test("--passphrase-env serves encrypted memory: remember and get_profile work, t
   assert.ok(!stderr().includes(PASS), "the passphrase is never printed");
   const files = readdirSync(dir, { recursive: true }).filter((f) => statSync(join(dir, f)).isFile());
   assert.ok(files.length >= 2, `document and key record stored: ${files}`);
-  for (const f of files) assert.ok(!/penicillin|mcp passphrase/.test(readFileSync(join(dir, f), "utf8")), `${f} holds plaintext`);
+  for (const f of files)
+    assert.ok(!/penicillin|mcp passphrase/.test(readFileSync(join(dir, f), "utf8")), `${f} holds plaintext`);
   const shown = await new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, "show", "--dir", dir, "--passphrase-env", "P"], { cwd: ROOT, env: { PATH: process.env.PATH, P: PASS } });
+    const child = spawn(process.execPath, [CLI, "show", "--dir", dir, "--passphrase-env", "P"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, P: PASS },
+    });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.on("close", () => resolve(out));
@@ -90,18 +113,28 @@ test("remember, search_memory, get_profile and forget work through the tools; th
   const { client } = await connect(["--dir", join(scratch, "tools"), "--agent", "desk"]);
   try {
     const call = (name, args = {}) => client.callTool({ name, arguments: args });
-    const saved = await call("remember", { content: "Prefers TypeScript over JavaScript", category: "preference", confidence: 0.95 });
+    const saved = await call("remember", {
+      content: "Prefers TypeScript over JavaScript",
+      category: "preference",
+      confidence: 0.95,
+    });
     assert.ok(!saved.isError, text(saved));
     const id = /fact_[0-9a-f]{8}/.exec(text(saved))[0];
     await call("remember", { content: "Lives in Lisbon" });
     const found = await call("search_memory", { query: "which language should this project use, typescript?" });
-    assert.match(text(found).split("\n")[0], new RegExp(`^- ${id} \\[preference \\| 0\\.95\\] Prefers TypeScript over JavaScript \\(score`));
+    assert.match(
+      text(found).split("\n")[0],
+      new RegExp(`^- ${id} \\[preference \\| 0\\.95\\] Prefers TypeScript over JavaScript \\(score`),
+    );
     assert.equal(text(await call("search_memory", { query: "quantum chromodynamics" })), "No fact in memory matches.");
     const profile = text(await call("get_profile"));
     assert.match(profile, /^Facts:\n- fact_.*Prefers TypeScript.*\n- fact_.*Lives in Lisbon/);
 
     const block = await client.readResource({ uri: "memory://desk/block" });
-    assert.match(block.contents[0].text, /^<memory>[\s\S]*Prefers TypeScript over JavaScript[\s\S]*Lives in Lisbon[\s\S]*<\/memory>$/);
+    assert.match(
+      block.contents[0].text,
+      /^<memory>[\s\S]*Prefers TypeScript over JavaScript[\s\S]*Lives in Lisbon[\s\S]*<\/memory>$/,
+    );
     const doc = JSON.parse((await client.readResource({ uri: "memory://desk/document" })).contents[0].text);
     assert.equal(doc.version, "1.0");
     assert.equal(doc.facts.length, 2);
@@ -115,7 +148,10 @@ test("remember, search_memory, get_profile and forget work through the tools; th
     const empty = await call("remember", { content: "  " });
     assert.equal(empty.isError, true);
     assert.match(text(empty), /^INVALID_INPUT: remember needs a non-empty `content`/);
-    for (const bad of [{ content: "x", confidence: 7 }, { content: "x", category: "gossip" }]) {
+    for (const bad of [
+      { content: "x", confidence: 7 },
+      { content: "x", category: "gossip" },
+    ]) {
       const r = await call("remember", bad);
       assert.equal(r.isError, true, text(r));
       assert.match(text(r), /^INVALID_INPUT: /);
@@ -131,27 +167,41 @@ test("facts another process writes while the server runs are found without a res
   const dir = join(scratch, "shared");
   const { client } = await connect(["--dir", dir]);
   try {
-    assert.equal(text(await client.callTool({ name: "search_memory", arguments: { query: "bees" } })), "No fact in memory matches.");
+    assert.equal(
+      text(await client.callTool({ name: "search_memory", arguments: { query: "bees" } })),
+      "No fact in memory matches.",
+    );
     await cli(["add", "--dir", dir, "Keeps three hives of bees"]);
-    assert.match(text(await client.callTool({ name: "search_memory", arguments: { query: "bees" } })), /Keeps three hives of bees/);
+    assert.match(
+      text(await client.callTool({ name: "search_memory", arguments: { query: "bees" } })),
+      /Keeps three hives of bees/,
+    );
     await client.callTool({ name: "remember", arguments: { content: "Sells honey at the market" } });
-    assert.match(await cli(["show", "--dir", dir]), /Keeps three hives of bees[\s\S]*Sells honey|Sells honey[\s\S]*Keeps three hives/, "and the CLI sees what the server wrote");
+    assert.match(
+      await cli(["show", "--dir", dir]),
+      /Keeps three hives of bees[\s\S]*Sells honey|Sells honey[\s\S]*Keeps three hives/,
+      "and the CLI sees what the server wrote",
+    );
   } finally {
     await client.close();
   }
 });
 
-test("a Postgres store from USER_MEMORY_STORE; the password appears in nothing the server prints", { timeout: 60_000 }, async () => {
-  const { client, stderr } = await connect([], { USER_MEMORY_STORE: postgres.url });
-  try {
-    await client.callTool({ name: "remember", arguments: { content: "Deploys on Fridays" } });
-    assert.match(text(await client.callTool({ name: "get_profile", arguments: {} })), /Deploys on Fridays/);
-  } finally {
-    await client.close();
-  }
-  assert.match(stderr(), /memory "default" in postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
-  assert.ok(!stderr().includes(postgres.password));
-});
+test(
+  "a Postgres store from USER_MEMORY_STORE; the password appears in nothing the server prints",
+  { timeout: 60_000 },
+  async () => {
+    const { client, stderr } = await connect([], { USER_MEMORY_STORE: postgres.url });
+    try {
+      await client.callTool({ name: "remember", arguments: { content: "Deploys on Fridays" } });
+      assert.match(text(await client.callTool({ name: "get_profile", arguments: {} })), /Deploys on Fridays/);
+    } finally {
+      await client.close();
+    }
+    assert.match(stderr(), /memory "default" in postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
+    assert.ok(!stderr().includes(postgres.password));
+  },
+);
 
 test("the server process exits with status 0 when the client disconnects", async () => {
   const { client, transport } = await connect(["--dir", join(scratch, "exit")]);
@@ -168,19 +218,35 @@ test("the server process exits with status 0 when the client disconnects", async
     }, 50);
   });
   await client.close();
-  assert.equal(await Promise.race([exited, new Promise((r) => setTimeout(() => r(false), 10_000))]), true, "exited within 10 s");
+  assert.equal(
+    await Promise.race([exited, new Promise((r) => setTimeout(() => r(false), 10_000))]),
+    true,
+    "exited within 10 s",
+  );
 });
 
-test("from the packed package with the SDK installed next to it (what npx -p user-memory -p @modelcontextprotocol/sdk does)", { timeout: 180_000 }, async () => {
-  const { freshProject } = await import("../helpers/pack.mjs");
-  const project = freshProject({ extra: ["@modelcontextprotocol/sdk"] });
-  const transport = new StdioClientTransport({ command: process.execPath, args: [join(project, "node_modules/.bin/user-memory"), "mcp", "--dir", "memory"], cwd: project, stderr: "pipe" });
-  const client = new Client({ name: "test-client", version: "1.0.0" });
-  await client.connect(transport);
-  try {
-    await client.callTool({ name: "remember", arguments: { content: "Installed with npx" } });
-    assert.match(text(await client.callTool({ name: "search_memory", arguments: { query: "npx" } })), /Installed with npx/);
-  } finally {
-    await client.close();
-  }
-});
+test(
+  "from the packed package with the SDK installed next to it (what npx -p user-memory -p @modelcontextprotocol/sdk does)",
+  { timeout: 180_000 },
+  async () => {
+    const { freshProject } = await import("../helpers/pack.mjs");
+    const project = freshProject({ extra: ["@modelcontextprotocol/sdk"] });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [join(project, "node_modules/.bin/user-memory"), "mcp", "--dir", "memory"],
+      cwd: project,
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "test-client", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      await client.callTool({ name: "remember", arguments: { content: "Installed with npx" } });
+      assert.match(
+        text(await client.callTool({ name: "search_memory", arguments: { query: "npx" } })),
+        /Installed with npx/,
+      );
+    } finally {
+      await client.close();
+    }
+  },
+);

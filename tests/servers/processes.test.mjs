@@ -28,7 +28,10 @@ const TOPICS = ["keeps bees", "plays the oboe", "grows tomatoes", "sails dinghie
  * processes extracting at the same time overlap). */
 function extract(req) {
   const topic = TOPICS.find((x) => JSON.stringify(req.body).includes(`I ${x}`));
-  return { delayMs: 300, json: { newFacts: topic ? [{ content: `User ${topic}`, category: "behavior", confidence: 0.9 }] : [] } };
+  return {
+    delayMs: 300,
+    json: { newFacts: topic ? [{ content: `User ${topic}`, category: "behavior", confidence: 0.9 }] : [] },
+  };
 }
 before(async () => {
   [postgres, redis, llm] = await Promise.all([startPostgres(), startRedis(), startLlmServer({ fallback: extract })]);
@@ -41,16 +44,26 @@ after(async () => {
 const BACKENDS = [
   { name: "postgres", spec: () => postgres.url, node: () => ({ path: process.execPath }), server: () => postgres },
   { name: "redis", spec: () => redis.url, node: () => ({ path: process.execPath }), server: () => redis },
-  { name: "sqlite (Node 22)", spec: () => `sqlite:${join(scratch, "memory.db")}`, node: () => nodeBinary(NODE_VERSIONS.node22), server: null },
+  {
+    name: "sqlite (Node 22)",
+    spec: () => `sqlite:${join(scratch, "memory.db")}`,
+    node: () => nodeBinary(NODE_VERSIONS.node22),
+    server: null,
+  },
 ];
 
 /** Runs writer.mjs to its end; resolves with its last stdout line parsed as JSON. */
 function writer(backend, args) {
   return new Promise((resolve, reject) => {
-    execFile(backend.node().path, [WRITER, backend.spec(), ...args], { cwd: ROOT, timeout: 120_000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`writer ${args.join(" ")} failed (${err.code ?? err.signal}): ${stderr}`));
-      else resolve(stdout.trim() ? JSON.parse(stdout.trim().split("\n").pop()) : null);
-    });
+    execFile(
+      backend.node().path,
+      [WRITER, backend.spec(), ...args],
+      { cwd: ROOT, timeout: 120_000 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`writer ${args.join(" ")} failed (${err.code ?? err.signal}): ${stderr}`));
+        else resolve(stdout.trim() ? JSON.parse(stdout.trim().split("\n").pop()) : null);
+      },
+    );
   });
 }
 
@@ -60,9 +73,15 @@ async function facts(backend, agent) {
     const out = await new Promise((resolve, reject) =>
       execFile(
         backend.node().path,
-        ["--input-type=module", "-e", `import { UserMemory } from "user-memory"; import { openStore } from "./pkg/store-url.js";
+        [
+          "--input-type=module",
+          "-e",
+          `import { UserMemory } from "user-memory"; import { openStore } from "./pkg/store-url.js";
           const s = await openStore({ url: process.argv[1] }); const m = await UserMemory.open({ agent: process.argv[2], storage: s.storage, llm: async () => "{}" });
-          console.log(JSON.stringify((await m.get()).facts.map((f) => f.content))); await m.close(); await s.close();`, backend.spec(), agent],
+          console.log(JSON.stringify((await m.get()).facts.map((f) => f.content))); await m.close(); await s.close();`,
+          backend.spec(),
+          agent,
+        ],
         { cwd: ROOT },
         (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)),
       ),
@@ -96,65 +115,98 @@ for (const backend of BACKENDS) {
       assert.deepEqual([...got].sort(), want.sort(), "no lost update");
     });
 
-    test("a writer killed with SIGKILL mid-commit leaves a readable document holding every acknowledged fact", { timeout: 180_000 }, async (t) => {
-      if (skip) return t.skip(skip);
-      const agent = `killed-${++agents}`;
-      let acknowledged = -1;
-      for (let round = 0; round < 3; round++) {
-        const child = spawn(backend.node().path, [WRITER, backend.spec(), agent, "loop", `r${round}`], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-        let seen = -1;
-        let stderr = "";
-        child.stderr.on("data", (d) => (stderr += d));
-        const target = 5 + Math.floor(Math.random() * 10);
-        await new Promise((resolve, reject) => {
-          child.stdout.on("data", (d) => {
-            for (const m of String(d).matchAll(/committed (\d+)/g)) seen = Number(m[1]);
-            // Kill a few milliseconds after an acknowledgement: inside the next commit.
-            if (seen >= target) setTimeout(resolve, Math.random() * 8);
+    test(
+      "a writer killed with SIGKILL mid-commit leaves a readable document holding every acknowledged fact",
+      { timeout: 180_000 },
+      async (t) => {
+        if (skip) return t.skip(skip);
+        const agent = `killed-${++agents}`;
+        let acknowledged = -1;
+        for (let round = 0; round < 3; round++) {
+          const child = spawn(backend.node().path, [WRITER, backend.spec(), agent, "loop", `r${round}`], {
+            cwd: ROOT,
+            stdio: ["ignore", "pipe", "pipe"],
           });
-          child.once("exit", (code) => reject(new Error(`the writer exited by itself (${code}): ${stderr}`)));
-        });
-        child.kill("SIGKILL");
-        await new Promise((r) => child.once("exit", r));
-        const got = await facts(backend, agent);
-        for (let i = 0; i <= seen; i++) assert.ok(got.includes(`fact r${round} ${i}`), `acknowledged fact r${round} ${i} is there (round ${round})`);
-        const extra = got.filter((f) => f.startsWith(`fact r${round} `)).length - (seen + 1);
-        assert.ok(extra === 0 || extra === 1, `at most the one fact in flight is extra (${extra})`);
-        acknowledged += seen + 1;
-      }
-      assert.ok(acknowledged >= 15);
-    });
+          let seen = -1;
+          let stderr = "";
+          child.stderr.on("data", (d) => (stderr += d));
+          const target = 5 + Math.floor(Math.random() * 10);
+          await new Promise((resolve, reject) => {
+            child.stdout.on("data", (d) => {
+              for (const m of String(d).matchAll(/committed (\d+)/g)) seen = Number(m[1]);
+              // Kill a few milliseconds after an acknowledgement: inside the next commit.
+              if (seen >= target) setTimeout(resolve, Math.random() * 8);
+            });
+            child.once("exit", (code) => reject(new Error(`the writer exited by itself (${code}): ${stderr}`)));
+          });
+          child.kill("SIGKILL");
+          await new Promise((r) => child.once("exit", r));
+          const got = await facts(backend, agent);
+          for (let i = 0; i <= seen; i++)
+            assert.ok(
+              got.includes(`fact r${round} ${i}`),
+              `acknowledged fact r${round} ${i} is there (round ${round})`,
+            );
+          const extra = got.filter((f) => f.startsWith(`fact r${round} `)).length - (seen + 1);
+          assert.ok(extra === 0 || extra === 1, `at most the one fact in flight is extra (${extra})`);
+          acknowledged += seen + 1;
+        }
+        assert.ok(acknowledged >= 15);
+      },
+    );
 
-    test("instances in three processes flushing one queue extract each conversation exactly once", { timeout: 180_000 }, async (t) => {
-      if (skip) return t.skip(skip);
-      const agent = `shared-${++agents}`;
-      const topics = TOPICS;
-      for (const [i, topic] of topics.entries()) await writer(backend, [agent, "observe", `thread-${i}`, `I ${topic} every weekend.`]);
-      const before = llm.requests.length;
-      const reports = await Promise.all([1, 2, 3].map(() => writer(backend, [agent, "flush", llm.baseUrl])));
-      const calls = llm.requests.slice(before);
-      assert.equal(calls.length, topics.length, `one LLM call per conversation, not per process (${calls.length})`);
-      assert.ok(calls.every((c) => c.headers.authorization === "Bearer sk-test-key"));
-      const processed = reports.flatMap((r) => r.processed).sort();
-      assert.deepEqual(processed, topics.map((_, i) => `thread-${i}`).sort(), "each thread processed by exactly one process");
-      assert.deepEqual((await facts(backend, agent)).sort(), topics.map((x) => `User ${x}`).sort());
-    });
+    test(
+      "instances in three processes flushing one queue extract each conversation exactly once",
+      { timeout: 180_000 },
+      async (t) => {
+        if (skip) return t.skip(skip);
+        const agent = `shared-${++agents}`;
+        const topics = TOPICS;
+        for (const [i, topic] of topics.entries())
+          await writer(backend, [agent, "observe", `thread-${i}`, `I ${topic} every weekend.`]);
+        const before = llm.requests.length;
+        const reports = await Promise.all([1, 2, 3].map(() => writer(backend, [agent, "flush", llm.baseUrl])));
+        const calls = llm.requests.slice(before);
+        assert.equal(calls.length, topics.length, `one LLM call per conversation, not per process (${calls.length})`);
+        assert.ok(calls.every((c) => c.headers.authorization === "Bearer sk-test-key"));
+        const processed = reports.flatMap((r) => r.processed).sort();
+        assert.deepEqual(
+          processed,
+          topics.map((_, i) => `thread-${i}`).sort(),
+          "each thread processed by exactly one process",
+        );
+        assert.deepEqual((await facts(backend, agent)).sort(), topics.map((x) => `User ${x}`).sort());
+      },
+    );
 
     // SQLite has no server to restart.
-    if (backend.server) test("the database restarted in the middle of a run: STORAGE_UNAVAILABLE meanwhile, then recovery, nothing lost", { timeout: 180_000 }, async () => {
-      const server = backend.server();
-      const agent = `restart-${++agents}`;
-      const run = writer(backend, [agent, "retry", "x", "60"]);
-      // Let it commit some, then stop the server for a moment and start it again.
-      await new Promise((r) => setTimeout(r, 700));
-      await server.stop();
-      await new Promise((r) => setTimeout(r, 1500));
-      await server.start();
-      const { failures } = await run;
-      assert.ok(failures.length > 0, "some commits failed while the server was down");
-      assert.deepEqual([...new Set(failures)], ["STORAGE_UNAVAILABLE"], `only STORAGE_UNAVAILABLE: ${failures.join(",")}`);
-      const got = await facts(backend, agent);
-      assert.deepEqual([...got].sort(), Array.from({ length: 60 }, (_, i) => `fact x ${i}`).sort(), "all 60 facts, once each");
-    });
+    if (backend.server)
+      test(
+        "the database restarted in the middle of a run: STORAGE_UNAVAILABLE meanwhile, then recovery, nothing lost",
+        { timeout: 180_000 },
+        async () => {
+          const server = backend.server();
+          const agent = `restart-${++agents}`;
+          const run = writer(backend, [agent, "retry", "x", "60"]);
+          // Let it commit some, then stop the server for a moment and start it again.
+          await new Promise((r) => setTimeout(r, 700));
+          await server.stop();
+          await new Promise((r) => setTimeout(r, 1500));
+          await server.start();
+          const { failures } = await run;
+          assert.ok(failures.length > 0, "some commits failed while the server was down");
+          assert.deepEqual(
+            [...new Set(failures)],
+            ["STORAGE_UNAVAILABLE"],
+            `only STORAGE_UNAVAILABLE: ${failures.join(",")}`,
+          );
+          const got = await facts(backend, agent);
+          assert.deepEqual(
+            [...got].sort(),
+            Array.from({ length: 60 }, (_, i) => `fact x ${i}`).sort(),
+            "all 60 facts, once each",
+          );
+        },
+      );
   });
 }

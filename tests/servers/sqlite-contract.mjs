@@ -46,7 +46,12 @@ async function rawRows(file) {
 const file = join(dir, `sqlite-${process.pid}-encrypted.db`);
 const stores = [];
 try {
-  await encryptedRoundTrip({ UserMemory, storage: () => (stores.push(sqliteStore(file)), stores.at(-1)), raw: () => rawRows(file), llmBaseUrl });
+  await encryptedRoundTrip({
+    UserMemory,
+    storage: () => (stores.push(sqliteStore(file)), stores.at(-1)),
+    raw: () => rawRows(file),
+    llmBaseUrl,
+  });
   results.push({ name: ENCRYPTED_CASE, ok: true });
 } catch (e) {
   results.push({ name: ENCRYPTED_CASE, ok: false, message: e.stack ?? String(e) });

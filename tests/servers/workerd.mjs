@@ -14,8 +14,14 @@ import { ROOT } from "../helpers/pack.mjs";
 export async function startWorkerd() {
   const out = mkdtempSync(join(tmpdir(), "um-workerd-"));
   await build({
-    entryPoints: [join(ROOT, "tests/servers/contract-worker.js")], bundle: true, format: "esm", outdir: out,
-    conditions: ["workerd", "worker", "browser"], external: ["cloudflare:*"], loader: { ".wasm": "copy" }, logLevel: "error",
+    entryPoints: [join(ROOT, "tests/servers/contract-worker.js")],
+    bundle: true,
+    format: "esm",
+    outdir: out,
+    conditions: ["workerd", "worker", "browser"],
+    external: ["cloudflare:*"],
+    loader: { ".wasm": "copy" },
+    logLevel: "error",
   });
   const wasm = readdirSync(out).find((f) => f.endsWith(".wasm"));
   const mf = new Miniflare({
@@ -33,7 +39,12 @@ export async function startWorkerd() {
   const url = await mf.ready;
   return {
     async call(path, body) {
-      const res = await fetch(new URL(path, url), body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(
+        new URL(path, url),
+        body === undefined
+          ? {}
+          : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+      );
       const text = await res.text();
       try {
         return JSON.parse(text);

@@ -11,7 +11,8 @@ import { openStore } from "../../pkg/store-url.js";
 
 const [spec, agent, mode, ...args] = process.argv.slice(2);
 const store = await openStore(/^[a-z]+:/.test(spec) ? { url: spec } : { dir: spec });
-const llm = mode === "flush" ? { baseUrl: args[0], apiKey: "sk-test-key", model: "m", maxRetries: 0 } : async () => "{}";
+const llm =
+  mode === "flush" ? { baseUrl: args[0], apiKey: "sk-test-key", model: "m", maxRetries: 0 } : async () => "{}";
 // MEMORY_PASSPHRASE in the environment: the memory is encrypted with it.
 const encryption = process.env.MEMORY_PASSPHRASE ? { encryption: { passphrase: process.env.MEMORY_PASSPHRASE } } : {};
 const memory = await UserMemory.open({ agent, storage: store.storage, llm, autoProcess: false, ...encryption });

@@ -55,9 +55,21 @@ function markdown(text) {
       const bullet = /^\s*(?:[-*•]|\d+[.)])\s+/;
       if (lines.every((l) => bullet.test(l) || !l.trim())) {
         const ordered = /^\s*\d/.test(lines[0]);
-        nodes.push(h(ordered ? "ol" : "ul", null, lines.filter((l) => l.trim()).map((l) => h("li", null, inline(l.replace(bullet, ""))))));
+        nodes.push(
+          h(
+            ordered ? "ol" : "ul",
+            null,
+            lines.filter((l) => l.trim()).map((l) => h("li", null, inline(l.replace(bullet, "")))),
+          ),
+        );
       } else {
-        nodes.push(h("p", null, lines.flatMap((l, k) => (k ? [h("br"), ...inline(l)] : inline(l)))));
+        nodes.push(
+          h(
+            "p",
+            null,
+            lines.flatMap((l, k) => (k ? [h("br"), ...inline(l)] : inline(l))),
+          ),
+        );
       }
     }
   });
@@ -82,7 +94,10 @@ export function createChat(app) {
 
   function save() {
     try {
-      localStorage.setItem(key, JSON.stringify({ threadId: conv.threadId, messages: conv.messages.filter((m) => !m.pending) }));
+      localStorage.setItem(
+        key,
+        JSON.stringify({ threadId: conv.threadId, messages: conv.messages.filter((m) => !m.pending) }),
+      );
     } catch {}
   }
 
@@ -110,7 +125,12 @@ export function createChat(app) {
     return h(
       "details",
       { class: "msg-meta msg-memory" },
-      h("summary", null, icon("brain"), `Memory: ${plural(m.memory.facts, "fact")} · ${plural(m.memory.tokens, "token")}`),
+      h(
+        "summary",
+        null,
+        icon("brain"),
+        `Memory: ${plural(m.memory.facts, "fact")} · ${plural(m.memory.tokens, "token")}`,
+      ),
       h("pre", { class: "block" }, m.memory.block),
     );
   }
@@ -124,7 +144,9 @@ export function createChat(app) {
         "li",
         { class: "msg msg-error", role: "alert" },
         h("div", { class: "bubble" }, h("strong", null, "The model call failed: "), m.error),
-        i === conv.messages.length - 1 ? h("button", { type: "button", class: "btn btn-small", onclick: retry }, "Retry") : null,
+        i === conv.messages.length - 1
+          ? h("button", { type: "button", class: "btn btn-small", onclick: retry }, "Retry")
+          : null,
       );
     }
     const { thinking, answer, open } = splitThinking(m.content);
@@ -132,9 +154,28 @@ export function createChat(app) {
       "li",
       { class: `msg msg-assistant${m.pending ? " pending" : ""}` },
       h("div", { class: "avatar", "aria-hidden": "true" }, icon("bolt")),
-      h("div", { class: "msg-body" },
-        thinking ? h("details", { class: "thinking", open: m.pending && open }, h("summary", null, m.pending && open ? "Thinking…" : "Reasoning"), h("p", null, thinking)) : null,
-        h("div", { class: "bubble" }, answer ? markdown(answer) : m.pending ? h("span", { class: "typing", "aria-label": "The assistant is typing" }, h("i"), h("i"), h("i")) : m.stopped ? h("em", { class: "muted" }, "Stopped.") : ""),
+      h(
+        "div",
+        { class: "msg-body" },
+        thinking
+          ? h(
+              "details",
+              { class: "thinking", open: m.pending && open },
+              h("summary", null, m.pending && open ? "Thinking…" : "Reasoning"),
+              h("p", null, thinking),
+            )
+          : null,
+        h(
+          "div",
+          { class: "bubble" },
+          answer
+            ? markdown(answer)
+            : m.pending
+              ? h("span", { class: "typing", "aria-label": "The assistant is typing" }, h("i"), h("i"), h("i"))
+              : m.stopped
+                ? h("em", { class: "muted" }, "Stopped.")
+                : "",
+        ),
         m.pending ? null : memoryNote(m),
       ),
     );
@@ -146,11 +187,18 @@ export function createChat(app) {
       { class: "chat-empty" },
       h("div", { class: "chat-empty-icon", "aria-hidden": "true" }, icon("brain")),
       h("h2", null, "Tell the assistant about yourself"),
-      h("p", null,
+      h(
+        "p",
+        null,
         "After a short pause the conversation is turned into a profile and facts, shown under Memory. ",
-        "Start a new chat and the assistant still knows you: the most relevant facts go into every prompt."),
-      h("div", { class: "suggestions", role: "group", "aria-label": "Example messages" },
-        SUGGESTIONS.map((s) => h("button", { type: "button", class: "suggestion", onclick: () => useSuggestion(s) }, s)),
+        "Start a new chat and the assistant still knows you: the most relevant facts go into every prompt.",
+      ),
+      h(
+        "div",
+        { class: "suggestions", role: "group", "aria-label": "Example messages" },
+        SUGGESTIONS.map((s) =>
+          h("button", { type: "button", class: "suggestion", onclick: () => useSuggestion(s) }, s),
+        ),
       ),
     );
   }
@@ -268,7 +316,8 @@ export function createChat(app) {
       if (conv === mine) controller = null;
     }
     if (conv !== mine) return;
-    if (!reply.content && reply.stopped) mine.messages.splice(mine.messages.indexOf(reply), 1, { role: "assistant", content: "", stopped: true });
+    if (!reply.content && reply.stopped)
+      mine.messages.splice(mine.messages.indexOf(reply), 1, { role: "assistant", content: "", stopped: true });
     save();
     render();
     app.onConversationChange();

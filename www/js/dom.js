@@ -54,7 +54,8 @@ const ICONS = {
   chat: "M5 5h14v10H9l-4 4z",
   check: "M5 12l5 5 9-10",
   x: "M6 6l12 12M18 6L6 18",
-  brain: "M12 5a3 3 0 0 0-5.6 1.5A3 3 0 0 0 5 12a3 3 0 0 0 2 5 3 3 0 0 0 5 1V5zm0 0a3 3 0 0 1 5.6 1.5A3 3 0 0 1 19 12a3 3 0 0 1-2 5 3 3 0 0 1-5 1",
+  brain:
+    "M12 5a3 3 0 0 0-5.6 1.5A3 3 0 0 0 5 12a3 3 0 0 0 2 5 3 3 0 0 0 5 1V5zm0 0a3 3 0 0 1 5.6 1.5A3 3 0 0 1 19 12a3 3 0 0 1-2 5 3 3 0 0 1-5 1",
 };
 
 /** A decorative inline SVG icon (hidden from screen readers). */

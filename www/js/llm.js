@@ -10,7 +10,12 @@ export async function loadConfig() {
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     return await res.json();
   } catch (e) {
-    return { configured: false, model: null, endpoint: null, problem: `the demo server did not answer /api/config (${e.message})` };
+    return {
+      configured: false,
+      model: null,
+      endpoint: null,
+      problem: `the demo server did not answer /api/config (${e.message})`,
+    };
   }
 }
 

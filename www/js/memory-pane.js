@@ -78,48 +78,127 @@ export function createMemoryPane(app) {
     const editor = factEditors.get(fact.id);
     if (editor) return editor;
     const included = ex?.included ?? false;
-    const meta = [h("span", { class: `cat cat-${CATEGORIES.includes(fact.category) ? fact.category : "other"}` }, fact.category)];
-    meta.push(h("span", { class: "meta-item", title: "How sure the model (or you) was" }, `conf ${fixed2(fact.confidence)}`));
+    const meta = [
+      h("span", { class: `cat cat-${CATEGORIES.includes(fact.category) ? fact.category : "other"}` }, fact.category),
+    ];
+    meta.push(
+      h("span", { class: "meta-item", title: "How sure the model (or you) was" }, `conf ${fixed2(fact.confidence)}`),
+    );
     if (ex) {
       const opts = app.options();
       meta.push(
-        h("span", {
-          class: "meta-item score",
-          title: `Relevance to the current conversation: ${fixed2(opts.similarityWeight)} × similarity ${fixed2(ex.similarity)} + ${fixed2(opts.confidenceWeight)} × confidence ${fixed2(ex.confidence)} = ${fixed2(ex.score)} · ${plural(ex.tokens, "token")}`,
-        },
+        h(
+          "span",
+          {
+            class: "meta-item score",
+            title: `Relevance to the current conversation: ${fixed2(opts.similarityWeight)} × similarity ${fixed2(ex.similarity)} + ${fixed2(opts.confidenceWeight)} × confidence ${fixed2(ex.confidence)} = ${fixed2(ex.score)} · ${plural(ex.tokens, "token")}`,
+          },
           "score ",
-          h("span", { class: "score-bar", "aria-hidden": "true" }, h("span", { style: { width: `${Math.round(Math.max(0, Math.min(1, ex.score)) * 100)}%` } })),
+          h(
+            "span",
+            { class: "score-bar", "aria-hidden": "true" },
+            h("span", { style: { width: `${Math.round(Math.max(0, Math.min(1, ex.score)) * 100)}%` } }),
+          ),
           h("span", { class: "score-value" }, fixed2(ex.score)),
           h("span", { class: "sim" }, `sim ${fixed2(ex.similarity)}`),
         ),
       );
-      if (!included && ex.reason !== "injection disabled") meta.push(h("span", { class: "meta-item reason" }, ex.reason));
+      if (!included && ex.reason !== "injection disabled")
+        meta.push(h("span", { class: "meta-item reason" }, ex.reason));
     }
     const source = fact.source === "manual" ? "added by hand" : fact.source ? `from ${fact.source}` : "";
     const label = short(fact.content);
     return h(
       "li",
-      { class: `fact${included ? " included" : ""}${app.fresh.has(fact.id) ? " fresh" : ""}`, dataset: { id: fact.id } },
-      h("div", { class: "fact-body" },
-        h("div", { class: "fact-head" },
+      {
+        class: `fact${included ? " included" : ""}${app.fresh.has(fact.id) ? " fresh" : ""}`,
+        dataset: { id: fact.id },
+      },
+      h(
+        "div",
+        { class: "fact-body" },
+        h(
+          "div",
+          { class: "fact-head" },
           h("p", { class: "fact-text" }, fact.content),
-          ex ? h("span", { class: `inj ${included ? "inj-yes" : "inj-no"}`, title: ex.reason }, included ? icon("check") : null, included ? "In prompt" : ex.reason === "injection disabled" ? "Injection off" : "Not in prompt") : null,
+          ex
+            ? h(
+                "span",
+                { class: `inj ${included ? "inj-yes" : "inj-no"}`, title: ex.reason },
+                included ? icon("check") : null,
+                included ? "In prompt" : ex.reason === "injection disabled" ? "Injection off" : "Not in prompt",
+              )
+            : null,
         ),
         h("div", { class: "fact-meta" }, meta),
-        h("div", { class: "fact-origin" }, source, source && fact.createdAt ? " · " : "", fact.createdAt ? timeAgo(fact.createdAt) : null),
+        h(
+          "div",
+          { class: "fact-origin" },
+          source,
+          source && fact.createdAt ? " · " : "",
+          fact.createdAt ? timeAgo(fact.createdAt) : null,
+        ),
       ),
-      h("div", { class: "fact-actions" },
-        h("button", { type: "button", class: "icon-btn", "aria-label": `Edit fact: ${label}`, title: "Edit", dataset: { focus: `edit-${fact.id}` }, onclick: () => editFact(fact) }, icon("edit")),
-        h("button", { type: "button", class: "icon-btn danger", "aria-label": `Delete fact: ${label}`, title: "Delete", dataset: { focus: `delete-${fact.id}` }, onclick: () => app.deleteFact(fact) }, icon("trash")),
-        h("button", { type: "button", class: "icon-btn danger", "aria-label": `Forget fact: ${label}`, title: "Forget: delete it and never learn it again", onclick: () => app.deleteFact(fact, { forget: true }) }, icon("x")),
+      h(
+        "div",
+        { class: "fact-actions" },
+        h(
+          "button",
+          {
+            type: "button",
+            class: "icon-btn",
+            "aria-label": `Edit fact: ${label}`,
+            title: "Edit",
+            dataset: { focus: `edit-${fact.id}` },
+            onclick: () => editFact(fact),
+          },
+          icon("edit"),
+        ),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "icon-btn danger",
+            "aria-label": `Delete fact: ${label}`,
+            title: "Delete",
+            dataset: { focus: `delete-${fact.id}` },
+            onclick: () => app.deleteFact(fact),
+          },
+          icon("trash"),
+        ),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "icon-btn danger",
+            "aria-label": `Forget fact: ${label}`,
+            title: "Forget: delete it and never learn it again",
+            onclick: () => app.deleteFact(fact, { forget: true }),
+          },
+          icon("x"),
+        ),
       ),
     );
   }
 
   function editFact(fact) {
-    const content = h("textarea", { class: "input", rows: "2", "aria-label": "Fact", value: fact.content, dataset: { focus: `fact-input-${fact.id}` } });
+    const content = h("textarea", {
+      class: "input",
+      rows: "2",
+      "aria-label": "Fact",
+      value: fact.content,
+      dataset: { focus: `fact-input-${fact.id}` },
+    });
     const category = h("select", { class: "input", "aria-label": "Category" }, categoryOptions(fact.category));
-    const confidence = h("input", { class: "input input-num", type: "number", min: "0", max: "1", step: "0.05", "aria-label": "Confidence", value: fixed2(fact.confidence) });
+    const confidence = h("input", {
+      class: "input input-num",
+      type: "number",
+      min: "0",
+      max: "1",
+      step: "0.05",
+      "aria-label": "Confidence",
+      value: fixed2(fact.confidence),
+    });
     const close = () => {
       factEditors.delete(fact.id);
       renderFacts();
@@ -141,7 +220,9 @@ export function createMemoryPane(app) {
         },
       },
       content,
-      h("div", { class: "row" },
+      h(
+        "div",
+        { class: "row" },
         category,
         confidence,
         h("span", { class: "spacer" }),
@@ -178,11 +259,26 @@ export function createMemoryPane(app) {
     const shown = q ? ordered.filter((f) => `${f.content} ${f.category}`.toLowerCase().includes(q)) : ordered;
     // An imported memory can be far larger than maxFacts: draw the best-ranked rows only.
     const rows = shown.slice(0, MAX_ROWS).map((f) => factRow(f, ex.get(f.id)));
-    if (shown.length > MAX_ROWS) rows.push(h("li", { class: "empty-state" }, `${shown.length - MAX_ROWS} more facts not shown: use the filter to find one.`));
+    if (shown.length > MAX_ROWS)
+      rows.push(
+        h(
+          "li",
+          { class: "empty-state" },
+          `${shown.length - MAX_ROWS} more facts not shown: use the filter to find one.`,
+        ),
+      );
     keepFocus(() => {
       replace(
         $("facts-list"),
-        rows.length ? rows : h("li", { class: "empty-state" }, ordered.length ? "No fact matches the filter." : "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand."),
+        rows.length
+          ? rows
+          : h(
+              "li",
+              { class: "empty-state" },
+              ordered.length
+                ? "No fact matches the filter."
+                : "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand.",
+            ),
       );
     });
   }
@@ -196,10 +292,23 @@ export function createMemoryPane(app) {
     return h(
       "div",
       { class: `section${app.freshSections.has(s.name) ? " fresh" : ""}`, dataset: { section: s.name } },
-      h("div", { class: "section-head" },
+      h(
+        "div",
+        { class: "section-head" },
         h("h4", null, s.label),
         sec.updatedAt ? timeAgo(sec.updatedAt, "updated ") : h("span", { class: "muted small" }, "never updated"),
-        h("button", { type: "button", class: "icon-btn", "aria-label": `Edit section ${s.label}`, title: "Edit", dataset: { focus: `section-${s.name}` }, onclick: () => editSection(s, sec) }, icon("edit")),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "icon-btn",
+            "aria-label": `Edit section ${s.label}`,
+            title: "Edit",
+            dataset: { focus: `section-${s.name}` },
+            onclick: () => editSection(s, sec),
+          },
+          icon("edit"),
+        ),
       ),
       sec.summary ? h("p", { class: "section-text" }, sec.summary) : h("p", { class: "section-text empty" }, "Empty"),
     );
@@ -225,7 +334,9 @@ export function createMemoryPane(app) {
       },
       h("div", { class: "section-head" }, h("h4", null, s.label)),
       text,
-      h("div", { class: "row" },
+      h(
+        "div",
+        { class: "row" },
         h("span", { class: "muted small" }, "Enter saves · Shift+Enter new line · Esc cancels"),
         h("span", { class: "spacer" }),
         h("button", { type: "button", class: "btn btn-ghost btn-small", onclick: close }, "Cancel"),
@@ -338,14 +449,26 @@ export function createMemoryPane(app) {
     $("revision").textContent = `rev ${st.revision}`;
   }
 
-  const REASONS = { extraction: "Learned from a chat", addFact: "Fact added", updateFact: "Fact edited", removeFact: "Fact deleted", updateSection: "Summary edited", clear: "Memory cleared", import: "Memory imported", revert: "Reverted" };
+  const REASONS = {
+    extraction: "Learned from a chat",
+    addFact: "Fact added",
+    updateFact: "Fact edited",
+    removeFact: "Fact deleted",
+    updateSection: "Summary edited",
+    clear: "Memory cleared",
+    import: "Memory imported",
+    revert: "Reverted",
+  };
 
   /** What one history entry changed, in a few words. */
   function changeSummary(e) {
     const parts = [];
     for (const f of e.added) parts.push(`+ ${f.content}`);
     for (const f of e.removed) parts.push(`− ${f.content}`);
-    for (const c of e.changed) parts.push(c.before.content === c.after.content ? `~ ${c.after.content}` : `${c.before.content} → ${c.after.content}`);
+    for (const c of e.changed)
+      parts.push(
+        c.before.content === c.after.content ? `~ ${c.after.content}` : `${c.before.content} → ${c.after.content}`,
+      );
     for (const s of e.sections) parts.push(`${s.name} summary`);
     if (e.forgot?.length) parts.push("forgotten for good");
     return parts.length ? parts.join(" · ") : "no fact or summary changed";
@@ -359,15 +482,28 @@ export function createMemoryPane(app) {
       $("history-list"),
       entries.length ? null : h("li", { class: "muted small" }, "Nothing has changed yet."),
       ...entries.map((e, i) =>
-        h("li", { class: "change", dataset: { revision: String(e.revision) } },
-          h("div", { class: "change-head" },
+        h(
+          "li",
+          { class: "change", dataset: { revision: String(e.revision) } },
+          h(
+            "div",
+            { class: "change-head" },
             h("strong", {}, REASONS[e.reason] ?? e.reason, e.reason === "revert" ? ` to revision ${e.revertedTo}` : ""),
             " ",
             timeAgo(new Date(e.at).toISOString()),
           ),
           h("p", { class: "change-text small" }, changeSummary(e)),
           // Reverting to the revision before an entry undoes it and everything after it.
-          h("button", { type: "button", class: "btn btn-ghost btn-small", "aria-label": i === 0 ? "Undo the last change" : `Revert to before revision ${e.revision}`, onclick: () => app.revert(e.revision - 1) }, i === 0 ? "Undo" : "Revert to before this"),
+          h(
+            "button",
+            {
+              type: "button",
+              class: "btn btn-ghost btn-small",
+              "aria-label": i === 0 ? "Undo the last change" : `Revert to before revision ${e.revision}`,
+              onclick: () => app.revert(e.revision - 1),
+            },
+            i === 0 ? "Undo" : "Revert to before this",
+          ),
         ),
       ),
     );

@@ -8,21 +8,29 @@ const toasts = () => document.getElementById("toasts");
  * `action`: { label, run } adds a button (e.g. Undo).
  */
 export function toast(message, { kind = "info", action, timeoutMs = kind === "error" ? 9000 : 5000 } = {}) {
-  const el = h("div", { class: `toast toast-${kind}`, role: kind === "error" ? "alert" : "status" }, h("span", { class: "toast-text" }, message));
+  const el = h(
+    "div",
+    { class: `toast toast-${kind}`, role: kind === "error" ? "alert" : "status" },
+    h("span", { class: "toast-text" }, message),
+  );
   const dismiss = () => {
     el.classList.add("leaving");
     setTimeout(() => el.remove(), 200);
   };
   if (action) {
     el.append(
-      h("button", {
-        type: "button",
-        class: "btn btn-ghost btn-small",
-        onclick: async () => {
-          dismiss();
-          await action.run();
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn btn-ghost btn-small",
+          onclick: async () => {
+            dismiss();
+            await action.run();
+          },
         },
-      }, action.label),
+        action.label,
+      ),
     );
   }
   el.append(h("button", { type: "button", class: "icon-btn", "aria-label": "Dismiss", onclick: dismiss }, icon("x")));
@@ -65,11 +73,21 @@ export function notice(message, { kind = "info", id, actions = [] } = {}) {
   if (id) box.querySelector(`[data-notice="${CSS.escape(id)}"]`)?.remove();
   const el = h(
     "div",
-    { class: `notice notice-${kind}`, role: kind === "error" ? "alert" : "status", dataset: id ? { notice: id } : undefined },
+    {
+      class: `notice notice-${kind}`,
+      role: kind === "error" ? "alert" : "status",
+      dataset: id ? { notice: id } : undefined,
+    },
     h("p", null, message),
-    h("div", { class: "notice-actions" },
+    h(
+      "div",
+      { class: "notice-actions" },
       actions.map((a) => h("button", { type: "button", class: "btn btn-small", onclick: a.run }, a.label)),
-      h("button", { type: "button", class: "icon-btn", "aria-label": "Dismiss notice", onclick: () => el.remove() }, icon("x")),
+      h(
+        "button",
+        { type: "button", class: "icon-btn", "aria-label": "Dismiss notice", onclick: () => el.remove() },
+        icon("x"),
+      ),
     ),
   );
   box.append(el);
