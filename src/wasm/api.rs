@@ -1,4 +1,4 @@
-//! The exported `UserMemory` class (the README's API table).
+//! The exported `UserMemory` class (docs/api.md lists every method).
 //!
 //! Every async method clones the engine handle and returns a `Promise` built from an
 //! `async move` block, so no borrow of `self` lives across an `.await`: JS may call any

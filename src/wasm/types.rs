@@ -317,7 +317,7 @@ export interface UserMemoryOptions {
   closeTimeoutMs?: number;
   /** Replace (`instructions`) or extend (`append`) the extraction prompt. */
   prompt?: { instructions?: string; append?: string };
-  /** An embedding model fused with the lexical ranking (README: Semantic recall). `false`/`null`: none (the default). */
+  /** An embedding model fused with the lexical ranking (docs/injection.md: Semantic recall). `false`/`null`: none (the default). */
   embed?: EmbedEndpoint | EmbedFunction | EmbedFunctionConfig | false | null;
   /** History entries kept with the document (`history()`, `revert()`, `undo()`); `0` turns the history off. Default 100 (and at most 256 KiB of entries, the newest always kept). */
   historyLimit?: number;

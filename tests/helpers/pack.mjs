@@ -4,7 +4,8 @@
 // The tarball is packed once per build: node:test runs each test file in its own process,
 // so it is cached in target/pack-cache/ under the build's stamp (pkg/size.json's mtime) and
 // shared by every packaging test file (the stamp also covers the other packed files:
-// package.json, README.md, LICENSE). Temporary projects are removed when the process exits.
+// package.json, README.md, LICENSE, docs/*.md). Temporary projects are removed when the
+// process exits.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -40,7 +41,11 @@ export function packOnce() {
       ? String(Math.floor(statSync(join(ROOT, "pkg/size.json")).mtimeMs))
       : "none";
     const hash = createHash("sha256");
-    for (const f of ["package.json", "README.md", "LICENSE"])
+    const docs = readdirSync(join(ROOT, "docs"))
+      .filter((f) => f.endsWith(".md"))
+      .sort()
+      .map((f) => `docs/${f}`);
+    for (const f of ["package.json", "README.md", "LICENSE", ...docs])
       hash.update(existsSync(join(ROOT, f)) ? readFileSync(join(ROOT, f)) : "");
     return `${built}-${hash.digest("hex").slice(0, 12)}`;
   };
