@@ -77,6 +77,7 @@ pub const MIN_EXTRACTION_TOKENS: usize = 2048;
 /// `storage` and `countTokens` itself.
 pub const KNOWN_OPTIONS: &[&str] = &[
     "agent",
+    "userId",
     "debounceMs",
     "maxWaitMs",
     "maxAttempts",
@@ -116,8 +117,10 @@ impl Config {
     /// cannot change: open another instance for another agent.
     pub fn with_changes(&self, v: &Value) -> Result<Config> {
         let obj = v.as_object().ok_or_else(|| Error::invalid(format!("options must be an object, found {}", v.type_name())))?;
-        if obj.contains_key("agent") {
-            return Err(Error::invalid("`agent` cannot change on an open instance; open another one"));
+        for name in ["agent", "userId"] {
+            if obj.contains_key(name) {
+                return Err(Error::invalid(format!("`{name}` cannot change on an open instance; open another one")));
+            }
         }
         let mut c = self.clone();
         c.apply(obj)?;
@@ -134,8 +137,7 @@ impl Config {
             return Err(Error::invalid(format!("unknown option `{k}`{hint}")));
         }
         let c = self;
-        if let Some(agent) = opt_str(obj, "", "agent")? {
-            validate_agent(agent)?;
+        if let Some(agent) = agent_option(opt_str(obj, "", "agent")?, opt_str(obj, "", "userId")?)? {
             c.agent = agent.to_string();
         }
         if let Some(x) = opt_uint(obj, "", "debounceMs")? {
@@ -248,14 +250,35 @@ impl ToJson for Config {
 
 /// Agent names are case-sensitive strings of 1–64 characters.
 pub fn validate_agent(agent: &str) -> Result<()> {
+    validate_agent_named(agent, "agent")
+}
+
+fn validate_agent_named(agent: &str, name: &str) -> Result<()> {
     let n = agent.chars().count();
     if n == 0 || n > 64 {
-        return Err(Error::invalid(format!("`agent` must be 1 to 64 characters long, found {n}")));
+        return Err(Error::invalid(format!("`{name}` must be 1 to 64 characters long, found {n}")));
     }
     if agent.chars().any(char::is_control) {
-        return Err(Error::invalid("`agent` must not contain control characters"));
+        return Err(Error::invalid(format!("`{name}` must not contain control characters")));
     }
     Ok(())
+}
+
+/// The memory's key from `agent` or its alias `userId` (the name users of mem0 and Zep look
+/// for; a server passes its user id either way), validated. Both given must agree: two
+/// different values are a mistake that would otherwise open one user's memory for another.
+pub fn agent_option<'a>(agent: Option<&'a str>, user_id: Option<&'a str>) -> Result<Option<&'a str>> {
+    match (agent, user_id) {
+        (Some(a), Some(u)) if a != u => {
+            let (mut qa, mut qu) = (String::new(), String::new());
+            crate::json::write_str(&mut qa, a);
+            crate::json::write_str(&mut qu, u);
+            Err(Error::invalid(format!("`agent` and its alias `userId` differ ({qa}, {qu}): give one")))
+        }
+        (Some(a), _) => validate_agent_named(a, "agent").map(|()| Some(a)),
+        (None, Some(u)) => validate_agent_named(u, "userId").map(|()| Some(u)),
+        (None, None) => Ok(None),
+    }
 }
 
 fn positive(x: u64, name: &str) -> Result<u64> {
@@ -328,6 +351,19 @@ mod tests {
             message(json!({"prompt": {"instruction": "x"}})),
             "unknown option `prompt.instruction`: did you mean `instructions`? (known: instructions, append)"
         );
+    }
+
+    #[test]
+    fn user_id_is_an_alias_of_agent_and_both_must_agree() {
+        assert_eq!(Config::from_value(&json!({"userId": "u-42"})).unwrap().agent, "u-42");
+        assert_eq!(Config::from_value(&json!({"agent": "u-42", "userId": "u-42"})).unwrap().agent, "u-42");
+        let err = Config::from_value(&json!({"agent": "alice", "userId": "bob"})).unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT");
+        assert_eq!(err.message(), "`agent` and its alias `userId` differ (\"alice\", \"bob\"): give one");
+        assert!(Config::from_value(&json!({"userId": ""})).unwrap_err().message().starts_with("`userId` must be 1 to 64"));
+        assert!(Config::from_value(&json!({"userId": 7})).unwrap_err().message().contains("userId"));
+        assert_eq!(Config::default().with_changes(&json!({"userId": "x"})).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(agent_option(None, None).unwrap(), None);
     }
 
     #[test]

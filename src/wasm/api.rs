@@ -752,8 +752,17 @@ impl UserMemory {
     }
 
     async fn storage_for(options: &JsValue) -> Result<(Rc<dyn crate::storage::Store>, String)> {
-        let agent = super::convert::prop(options, "agent").as_string().unwrap_or_else(|| "default".into());
-        crate::config::validate_agent(&agent)?;
+        // `agent` or its alias `userId`; a value that is not a string is refused, never read
+        // as "default" (which would inspect or reset another memory).
+        let text = |name: &str| -> Result<Option<String>> {
+            let v = super::convert::prop(options, name);
+            if v.is_undefined() || v.is_null() {
+                return Ok(None);
+            }
+            v.as_string().map(Some).ok_or_else(|| Error::invalid(format!("`{name}` must be a string")))
+        };
+        let (agent, user_id) = (text("agent")?, text("userId")?);
+        let agent = crate::config::agent_option(agent.as_deref(), user_id.as_deref())?.unwrap_or("default").to_string();
         let store = open_store(&super::convert::prop(options, "storage"), &agent).await?;
         Ok((store, agent))
     }

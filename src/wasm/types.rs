@@ -261,8 +261,10 @@ export interface StorageAdapter {
 
 /** Options of `UserMemory.open()`. All optional; without `llm` the instance only reads, edits and queues. */
 export interface UserMemoryOptions {
-  /** Memory namespace (1–64 characters, case-sensitive). Default `"default"`. */
+  /** Memory namespace (1–64 characters, case-sensitive): one memory per agent or user. Default `"default"`. */
   agent?: string;
+  /** Alias of `agent` (the name mem0 and Zep use). Giving both with different values is `INVALID_INPUT`. */
+  userId?: string;
   /** Default `"indexeddb"` where it exists, else `"memory"`. */
   storage?: "indexeddb" | "localstorage" | "memory" | StorageAdapter;
   /**
@@ -337,7 +339,7 @@ export interface EncryptOptions extends StorageOptions {
 }
 
 /** Options that `configure()` can change on an open instance. */
-export type RuntimeOptions = Partial<Omit<UserMemoryOptions, "agent" | "llm" | "storage" | "persist" | "countTokens">>;
+export type RuntimeOptions = Partial<Omit<UserMemoryOptions, "agent" | "userId" | "llm" | "storage" | "persist" | "countTokens">>;
 
 /** The options in force, as `options()` returns them. */
 export interface ResolvedOptions {
@@ -380,6 +382,8 @@ export type Persistence = "persistent" | "best-effort" | "unknown";
 /** Where to find stored memory, for `UserMemory.inspect()` and `UserMemory.reset()`. */
 export interface StorageOptions {
   agent?: string;
+  /** Alias of `agent`. */
+  userId?: string;
   storage?: "indexeddb" | "localstorage" | "memory" | StorageAdapter;
 }
 

@@ -136,3 +136,33 @@ test("a mistyped option name gets a suggestion; an llm field at the top level is
   });
   await assert.rejects(memory.search("x", { limt: 3 }), { code: "INVALID_INPUT", message: /did you mean `limit`/ });
 });
+
+test("userId is an alias of agent in open(), inspect() and reset(); two different values are refused", async () => {
+  const storage = fileStore(join(dir, "alias"));
+  const byUser = await openMemory({ userId: "user-42", storage });
+  assert.equal(byUser.options().agent, "user-42");
+  await byUser.addFact({ content: "Keeps bees" });
+  await byUser.close();
+  // The same memory under its other name, in a fresh instance reading the folder.
+  const byAgent = await openMemory({ agent: "user-42", userId: "user-42", storage });
+  assert.deepEqual(
+    (await byAgent.get()).facts.map((f) => f.content),
+    ["Keeps bees"],
+  );
+  await byAgent.close();
+  assert.match((await UserMemory.inspect({ userId: "user-42", storage })).document, /Keeps bees/);
+  for (const call of [
+    () => UserMemory.open({ agent: "alice", userId: "bob", storage }),
+    () => UserMemory.inspect({ agent: "alice", userId: "bob", storage }),
+    () => UserMemory.reset({ agent: "user-42", userId: "bob", storage }),
+  ])
+    await assert.rejects(call(), {
+      code: "INVALID_INPUT",
+      message: /`agent` and its alias `userId` differ \("(alice|user-42)", "bob"\): give one/,
+    });
+  // A userId that is not a string never falls back to the default memory.
+  await assert.rejects(UserMemory.reset({ userId: 42, storage }), { code: "INVALID_INPUT", message: /`userId`/ });
+  assert.match((await UserMemory.inspect({ agent: "user-42", storage })).document, /Keeps bees/, "nothing reset");
+  await UserMemory.reset({ userId: "user-42", storage });
+  assert.equal((await UserMemory.inspect({ agent: "user-42", storage })).document, null);
+});
