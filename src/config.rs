@@ -288,21 +288,6 @@ fn positive(x: u64, name: &str) -> Result<u64> {
     Ok(x)
 }
 
-/// `INVALID_INPUT` naming the first key of the `option` object `obj` that is in none of the
-/// `known` lists, and listing them all (a typo such as `baseURL` would otherwise be ignored).
-pub(crate) fn check_known_keys(option: &str, obj: &Map, known: &[&[&str]]) -> Result<()> {
-    let all = || known.iter().flat_map(|k| k.iter());
-    let Some(k) = obj.keys().find(|k| !all().any(|n| n == k)) else { return Ok(()) };
-    let names: Vec<&str> = all().copied().collect();
-    let mut msg = format!("unknown option `{option}.{k}`{} (known:", crate::spelling::did_you_mean(k, &names));
-    for (i, name) in all().enumerate() {
-        msg.push_str(if i == 0 { " " } else { ", " });
-        msg.push_str(name);
-    }
-    msg.push(')');
-    Err(Error::invalid(msg))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

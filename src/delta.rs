@@ -115,25 +115,7 @@ impl Skipped {
     }
 }
 
-/// `list[i]`, e.g. `newFacts[2]`: a path in the reply (written without `format!`, whose
-/// machinery costs code at every call site).
-pub fn path(list: &str, i: usize) -> String {
-    let mut s = String::with_capacity(list.len() + 4);
-    s.push_str(list);
-    s.push('[');
-    crate::json::write_u64(&mut s, i as u64);
-    s.push(']');
-    s
-}
-
-/// The pieces joined into one string (without `format!`, see [`path`]).
-pub fn cat(pieces: &[&str]) -> String {
-    let mut s = String::new();
-    for p in pieces {
-        s.push_str(p);
-    }
-    s
-}
+pub use crate::json::field::{cat, index_path as path};
 
 /// The stable reason codes of [`Skipped::reason`] (documented in docs/pipeline.md).
 pub mod reasons {

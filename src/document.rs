@@ -324,7 +324,7 @@ impl Fact {
     /// Reads one fact; `index` is only used in error messages. A missing `id` is left empty
     /// for [`Document::from_value`] to fill in.
     pub(crate) fn from_value(v: &Value, index: usize) -> Result<Fact, String> {
-        let path = crate::delta::path("facts", index);
+        let path = crate::json::field::index_path("facts", index);
         let obj = object(v, &path)?;
         let content = req_str(obj, &path, "content")?.to_string();
         let confidence =

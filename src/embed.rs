@@ -7,9 +7,9 @@
 //! path: implementations give it a short timeout). Every failure is `EMBED_FAILED`; the
 //! ranking then stays lexical.
 
-use crate::config::check_known_keys;
 use crate::error::{Error, Result};
 use crate::http::{Connection, EndpointName, HttpRequest};
+use crate::json::field::check_known_keys;
 use crate::json::field::{opt_str, opt_uint};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
 use crate::sync::LocalFuture;

@@ -119,7 +119,7 @@ impl Connection {
             Some(Value::Object(h)) => {
                 for (k, v) in h {
                     let Value::String(s) = v else {
-                        return Err(crate::json::field::wrong_type(&crate::delta::cat(&["headers.", k]), "a string", v).into());
+                        return Err(crate::json::field::wrong_type(&crate::json::field::cat(&["headers.", k]), "a string", v).into());
                     };
                     // What `fetch` would refuse, refused here with a message that does not
                     // quote the value (it may be a key).

@@ -28,8 +28,8 @@ pub(crate) struct Removed {
 /// Removes every `<tag …>…</tag>` block of `text` by `rules`.
 pub(crate) fn remove_blocks(text: &str, tag: &str, rules: Rules) -> Removed {
     let lower = text.to_ascii_lowercase(); // same byte offsets as `text`
-    let open = crate::delta::cat(&["<", tag]);
-    let close = crate::delta::cat(&["</", tag, ">"]);
+    let open = crate::json::field::cat(&["<", tag]);
+    let close = crate::json::field::cat(&["</", tag, ">"]);
     let mut pos = 0;
     let mut any = false;
     let mut unclosed = false;

@@ -28,7 +28,7 @@ impl From<FieldError> for Error {
 /// The message for `path` holding `found` where `want` was expected:
 /// ``"`path` must be want, found a number"``.
 pub(crate) fn wrong_type(path: &str, want: &str, found: &Value) -> FieldError {
-    FieldError(crate::delta::cat(&["`", path, "` must be ", want, ", found ", found.type_name()]))
+    FieldError(cat(&["`", path, "` must be ", want, ", found ", found.type_name()]))
 }
 
 /// A field's path for messages: `parent.key`, or `key` at the top level.
@@ -36,7 +36,7 @@ fn path(parent: &str, key: &str) -> String {
     if parent.is_empty() {
         key.to_string()
     } else {
-        crate::delta::cat(&[parent, ".", key])
+        cat(&[parent, ".", key])
     }
 }
 
@@ -61,7 +61,7 @@ pub(crate) fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map, FieldError
 
 /// The message for a required field that is missing: ``"`parent.key` is missing"``.
 pub(crate) fn missing(parent: &str, key: &str) -> FieldError {
-    FieldError(crate::delta::cat(&["`", &path(parent, key), "` is missing"]))
+    FieldError(cat(&["`", &path(parent, key), "` is missing"]))
 }
 
 /// A required string.
@@ -73,7 +73,7 @@ pub(crate) fn req_str<'a>(obj: &'a Map, parent: &str, key: &str) -> Result<&'a s
 pub(crate) fn opt_text(obj: &Map, parent: &str, key: &str) -> Result<Option<String>, FieldError> {
     match opt_str(obj, parent, key)? {
         None => Ok(None),
-        Some(s) if s.trim().is_empty() => Err(FieldError(crate::delta::cat(&["`", &path(parent, key), "` must not be empty"]))),
+        Some(s) if s.trim().is_empty() => Err(FieldError(cat(&["`", &path(parent, key), "` must not be empty"]))),
         Some(s) => Ok(Some(s.trim().to_string())),
     }
 }
@@ -93,7 +93,7 @@ pub(crate) fn opt_f64(obj: &Map, parent: &str, key: &str) -> Result<Option<f64>,
         None => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
-            _ => Err(FieldError(crate::delta::cat(&["`", &path(parent, key), "` must be a finite number ≥ 0"]))),
+            _ => Err(FieldError(cat(&["`", &path(parent, key), "` must be a finite number ≥ 0"]))),
         },
         Some(other) => Err(wrong_type(&path(parent, key), "a number", other)),
     }
@@ -105,8 +105,43 @@ pub(crate) fn opt_uint(obj: &Map, parent: &str, key: &str) -> Result<Option<u64>
     match opt_f64(obj, parent, key)? {
         None => Ok(None),
         Some(x) if x.fract() == 0.0 && x <= 9_007_199_254_740_991.0 => Ok(Some(x as u64)),
-        Some(_) => Err(FieldError(crate::delta::cat(&["`", &path(parent, key), "` must be a whole number ≥ 0"]))),
+        Some(_) => Err(FieldError(cat(&["`", &path(parent, key), "` must be a whole number ≥ 0"]))),
     }
+}
+
+/// `list[i]`, e.g. `newFacts[2]`: a path in the reply (written without `format!`, whose
+/// machinery costs code at every call site).
+pub fn index_path(list: &str, i: usize) -> String {
+    let mut s = String::with_capacity(list.len() + 4);
+    s.push_str(list);
+    s.push('[');
+    super::write_u64(&mut s, i as u64);
+    s.push(']');
+    s
+}
+
+/// The pieces joined into one string (without `format!`, see [`index_path`]).
+pub fn cat(pieces: &[&str]) -> String {
+    let mut s = String::new();
+    for p in pieces {
+        s.push_str(p);
+    }
+    s
+}
+
+/// `INVALID_INPUT` naming the first key of the `option` object `obj` that is in none of the
+/// `known` lists, and listing them all (a typo such as `baseURL` would otherwise be ignored).
+pub(crate) fn check_known_keys(option: &str, obj: &Map, known: &[&[&str]]) -> Result<(), Error> {
+    let all = || known.iter().flat_map(|k| k.iter());
+    let Some(k) = obj.keys().find(|k| !all().any(|n| n == k)) else { return Ok(()) };
+    let names: Vec<&str> = all().copied().collect();
+    let mut msg = format!("unknown option `{option}.{k}`{} (known:", crate::spelling::did_you_mean(k, &names));
+    for (i, name) in all().enumerate() {
+        msg.push_str(if i == 0 { " " } else { ", " });
+        msg.push_str(name);
+    }
+    msg.push(')');
+    Err(Error::invalid(msg))
 }
 
 #[cfg(test)]

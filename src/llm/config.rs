@@ -1,8 +1,8 @@
 //! LLM connection settings (`llm: { baseUrl, apiKey, model, … }`), validated.
 
-use crate::config::check_known_keys;
 use crate::error::{Error, Result};
 use crate::http::{Connection, EndpointName, Secrets};
+use crate::json::field::check_known_keys;
 use crate::json::field::{opt_bool, opt_f64, opt_str, opt_uint};
 use crate::json::Value;
 

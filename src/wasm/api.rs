@@ -4,7 +4,7 @@
 //! `async move` block, so no borrow of `self` lives across an `.await`: JS may call any
 //! method while another is still running on the same instance.
 
-use super::convert::{from_json, messages, set, to_json};
+use super::convert::{self, from_json, messages, set, to_json};
 use super::embed::{read_embed, LocalSpawner};
 use super::error::{to_js, IntoJsResult};
 use super::options;
@@ -168,13 +168,13 @@ impl Call {
                 e.import(&v).await.map(|d| doc_js(&d))
             }
             Call::AddFact(e, fact) => {
-                options::check_finite(&fact, "fact")?;
+                convert::check_finite(&fact, "fact")?;
                 let v = to_json(&fact, "the fact")?;
                 e.add_fact(&v).await.map(|f| from_json(&f.to_json()))
             }
             Call::UpdateFact(e, id, patch) => {
                 let id = string_arg(&id, "the fact id")?;
-                options::check_finite(&patch, "patch")?;
+                convert::check_finite(&patch, "patch")?;
                 let v = to_json(&patch, "the patch")?;
                 e.update_fact(&id, &v).await.map(|f| from_json(&f.to_json()))
             }
@@ -218,7 +218,7 @@ impl Call {
             }
             Call::Search(e, query, opts) => {
                 let query = string_arg(&query, "the search query")?;
-                options::check_finite(&opts, "search options")?;
+                convert::check_finite(&opts, "search options")?;
                 let opts = SearchOptions::from_value(&to_json(&opts, "the search options")?)?;
                 Ok(hits_js(&e.search(&query, &opts).await))
             }
@@ -293,10 +293,10 @@ fn options_arg(v: &JsValue, method: &str, known: &[&str]) -> Result<Map> {
     if v.is_undefined() || v.is_null() {
         return Ok(Map::new());
     }
-    options::check_finite(v, method)?;
+    convert::check_finite(v, method)?;
     match to_json(v, &format!("the options of {method}()"))? {
         Value::Object(o) => {
-            crate::config::check_known_keys(method, &o, &[known])?;
+            crate::json::field::check_known_keys(method, &o, &[known])?;
             Ok(o)
         }
         other => Err(Error::invalid(format!("the options of {method}() must be an object, found {}", other.type_name()))),
@@ -591,7 +591,7 @@ impl UserMemory {
             true => Some(read_embed(&super::convert::prop(&changes, "embed")).js()?),
             false => None,
         };
-        options::check_finite(&changes, "options").js()?;
+        convert::check_finite(&changes, "options").js()?;
         if !super::convert::prop(&changes, "persist").is_undefined() {
             return Err(to_js(&Error::invalid("`persist` is chosen at open(); it cannot change on an open instance")));
         }

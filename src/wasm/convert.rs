@@ -133,3 +133,33 @@ fn part(p: &JsValue) -> Part {
 pub(crate) fn set(obj: &JsValue, key: &str, value: &JsValue) {
     let _ = Reflect::set(obj, &JsValue::from_str(key), value);
 }
+
+/// Whether a global (`indexedDB`, `localStorage`, …) exists and can be read here.
+pub(crate) fn has_global(name: &str) -> bool {
+    let v = prop(&js_sys::global(), name);
+    !(v.is_undefined() || v.is_null())
+}
+
+/// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
+/// because `JSON.stringify` would silently turn them into `null` (= "use the default").
+/// Objects nested deeper than any option (a cycle, or an SDK client passed by mistake) are
+/// `INVALID_INPUT` too, rather than a stack overflow.
+pub(crate) fn check_finite(v: &JsValue, path: &str) -> Result<()> {
+    check_finite_at(v, path, 0)
+}
+
+fn check_finite_at(v: &JsValue, path: &str, depth: usize) -> Result<()> {
+    if let Some(x) = v.as_f64() {
+        if !x.is_finite() {
+            return Err(Error::invalid(format!("`{path}` must be a finite number")));
+        }
+    } else if v.is_object() && !v.is_function() && !is_array(v) {
+        if depth >= 16 {
+            return Err(Error::invalid(format!("`{path}` is nested too deeply (a cycle?); options are plain JSON-like values")));
+        }
+        for k in keys(v, &format!("`{path}`"))? {
+            check_finite_at(&prop(v, &k), &format!("{path}.{k}"), depth + 1)?;
+        }
+    }
+    Ok(())
+}

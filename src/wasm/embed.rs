@@ -4,10 +4,10 @@
 //! number[][] | Float32Array[]`. Both give the query its own short timeout.
 
 use super::cancel::Cancel;
+use super::convert::check_finite;
 use super::convert::{items, promise_of, prop, set, to_json};
 use super::error::{caused_by, js_message};
 use super::http::{HttpClient, WholeBody};
-use super::options::check_finite;
 use crate::embed::{parse_reply, EmbedConfig, EmbedPurpose, EmbedSettings, Embedder};
 use crate::engine::Spawner;
 use crate::error::{Error, Result};
@@ -66,7 +66,7 @@ pub(crate) fn read_embed(v: &JsValue) -> Result<EmbedOption> {
     };
     let (embedder, resolved): (Rc<dyn Embedder>, String) = match f {
         Some(f) => {
-            crate::config::check_known_keys("embed", &obj, &[&EmbedConfig::FUNCTION_KEYS, &EmbedSettings::KEYS])?;
+            crate::json::field::check_known_keys("embed", &obj, &[&EmbedConfig::FUNCTION_KEYS, &EmbedSettings::KEYS])?;
             let settings = EmbedSettings::read(&obj, Some("function"))?;
             let resolved = settings.resolved_json(None);
             (Rc::new(FunctionEmbedder { f, space: settings.vector_space(), settings, cancel: Cancel::default() }), resolved)

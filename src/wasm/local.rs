@@ -151,7 +151,7 @@ impl Store for Verified {
 /// Whether this runtime can elect a leader tab (`navigator.locks` and `BroadcastChannel`).
 pub(crate) fn can_elect() -> bool {
     let locks = prop(&prop(&js_sys::global(), "navigator"), "locks");
-    !(locks.is_undefined() || locks.is_null()) && super::stores::has_global("BroadcastChannel")
+    !(locks.is_undefined() || locks.is_null()) && super::convert::has_global("BroadcastChannel")
 }
 
 /// The localStorage store and, when tabs elect a leader, its [`LeaderStore`] (to close it).

@@ -1,7 +1,7 @@
 //! Reading the `open()` options object: JSON-like options go to [`Config`]; `llm`,
 //! `storage`, `embed` and `countTokens` may be functions or objects and are taken apart here.
 
-use super::convert::{is_array, keys, prop, to_json};
+use super::convert::{check_finite, keys, prop, to_json};
 use super::embed::{read_embed, EmbedOption};
 use super::llm::{FetchLlm, JsFunctionLlm};
 use crate::config::Config;
@@ -25,30 +25,6 @@ pub(crate) struct Options {
     pub(crate) embed: EmbedOption,
     /// `encryption`: the user's key or passphrase, if any (never in `config`).
     pub(crate) encryption: Option<crate::crypto::UserKey>,
-}
-
-/// Rejects numbers JSON cannot carry (`NaN`, `±Infinity`) anywhere in an options value,
-/// because `JSON.stringify` would silently turn them into `null` (= "use the default").
-/// Objects nested deeper than any option (a cycle, or an SDK client passed by mistake) are
-/// `INVALID_INPUT` too, rather than a stack overflow.
-pub(crate) fn check_finite(v: &JsValue, path: &str) -> Result<()> {
-    check_finite_at(v, path, 0)
-}
-
-fn check_finite_at(v: &JsValue, path: &str, depth: usize) -> Result<()> {
-    if let Some(x) = v.as_f64() {
-        if !x.is_finite() {
-            return Err(Error::invalid(format!("`{path}` must be a finite number")));
-        }
-    } else if v.is_object() && !v.is_function() && !is_array(v) {
-        if depth >= 16 {
-            return Err(Error::invalid(format!("`{path}` is nested too deeply (a cycle?); options are plain JSON-like values")));
-        }
-        for k in keys(v, &format!("`{path}`"))? {
-            check_finite_at(&prop(v, &k), &format!("{path}.{k}"), depth + 1)?;
-        }
-    }
-    Ok(())
 }
 
 /// Splits and validates the options object.

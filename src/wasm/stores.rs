@@ -1,18 +1,12 @@
 //! Choosing the storage backend from the `storage` option.
 
-use super::convert::prop;
+use super::convert::{has_global, prop};
 use super::js_store::JsKvStore;
 use super::tabs::Tabs;
 use crate::error::{Error, Result};
 use crate::storage::{shared_memory_kv, Store, VersionedKv};
 use std::rc::Rc;
 use wasm_bindgen::JsValue;
-
-/// Whether a global (`indexedDB`, `localStorage`, …) exists and can be read here.
-pub(crate) fn has_global(name: &str) -> bool {
-    let v = prop(&js_sys::global(), name);
-    !(v.is_undefined() || v.is_null())
-}
 
 /// Whether this is a Node.js process (also Bun and Deno, which provide `process.versions.node`).
 pub(crate) fn in_node() -> bool {

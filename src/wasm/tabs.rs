@@ -131,7 +131,7 @@ impl Tabs {
         store: Rc<dyn Store>,
         leader: Option<Rc<LeaderStore>>,
     ) -> (Rc<dyn Store>, Option<Tabs>) {
-        if !super::stores::has_global("BroadcastChannel") {
+        if !super::convert::has_global("BroadcastChannel") {
             return (store, None);
         }
         let Ok(channel) = BroadcastChannel::new(CHANNEL) else { return (store, None) };
