@@ -1,4 +1,4 @@
-//! Generates `$OUT_DIR/lowercase.rs`, the compact lowercase table of `src/unicode.rs`.
+//! Generates `$OUT_DIR/lowercase.rs`, the compact lowercase table of `src/base/unicode.rs`.
 //!
 //! The standard library's `char::to_lowercase` links an 11 KB table of (char, char) pairs
 //! into the wasm. Nearly all of it is runs: a block shifted by a fixed offset (`A`–`Z` +32,

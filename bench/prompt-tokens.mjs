@@ -1,5 +1,5 @@
 // The extraction instructions' size in tokens (the system prompt: instructions + output
-// format, without memory or conversation), at several revisions of src/prompt.rs: small
+// format, without memory or conversation), at several revisions of src/extract/prompt.rs: small
 // local models read them on every call. Counted with the library's built-in estimate (the
 // `count_tokens` example) and with cl100k_base (js-tiktoken, a dev dependency).
 //
@@ -40,11 +40,25 @@ export function rustConst(source, name) {
 }
 
 /** The default system prompt at `rev` (as system_prompt() joins it). */
+/** A file at a revision, or `undefined` when it is not there (it lived elsewhere then). */
+function gitShow(rev, path) {
+  try {
+    return execFileSync("git", ["show", `${rev}:${path}`], {
+      cwd: root,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  } catch {
+    return undefined;
+  }
+}
+
 export function systemPrompt(rev) {
   const source =
     rev === "WORKTREE"
-      ? readFileSync(join(root, "src/prompt.rs"), "utf8")
-      : execFileSync("git", ["show", `${rev}:src/prompt.rs`], { cwd: root, encoding: "utf8" });
+      ? readFileSync(join(root, "src/extract/prompt.rs"), "utf8")
+      : // before the subsystem folders, the prompt lived at the root of src/
+        (gitShow(rev, "src/extract/prompt.rs") ?? gitShow(rev, ["src", "prompt.rs"].join("/")));
   return `${rustConst(source, "INSTRUCTIONS")}\n\n${rustConst(source, "OUTPUT_FORMAT")}`;
 }
 

@@ -21,6 +21,13 @@
 //! * **Platform** (`wasm`, wasm32 only): the exported JS API, fetch-based LLM
 //!   transports, timers, IndexedDB, localStorage and JS storage adapters.
 //!
+//! The pure core is grouped by subsystem: `base` (errors, time, ids, hashing, the HTTP
+//! endpoint rules), `json`, `memory` (the document, the record envelope, history, forget,
+//! edits, messages), `extract` (filter, prompt, parse, delta, apply, text defences),
+//! `recall` (tokenizer, index, vectors, fusion, inject, search), `llm`, `queue`, `storage`
+//! (with encryption at rest) and the `leader` protocol. Each folder's `mod.rs` says what it
+//! may import; the public paths below are re-exported flat from here.
+//!
 //! ## The public API of the rlib
 //!
 //! * The engine and its seams: [`engine`] ([`engine::Engine`], [`engine::Scheduler`],
@@ -59,51 +66,29 @@ macro_rules! json {
     };
 }
 
-pub mod apply;
-pub mod config;
-pub mod crypto;
-pub mod delta;
-mod diff;
-pub mod document;
-pub mod edit;
-pub mod embed;
+mod base;
 pub mod engine;
-pub mod error;
-pub mod filter;
-pub mod forget;
-mod fusion;
-mod hash;
-mod hex;
-pub mod history;
-mod http;
-pub mod ids;
-pub mod inject;
+mod extract;
 pub mod json;
 mod leader;
 pub mod llm;
-pub mod message;
-pub mod parse;
-pub mod prompt;
+mod memory;
 mod queue;
-pub mod record;
-pub mod relevance;
-mod sanitize;
-mod scrub;
-pub mod search;
-mod similar;
-mod sort;
-mod spelling;
+mod recall;
 pub mod storage;
-pub mod sync;
-mod tags;
-pub mod time;
-mod tokenize;
-pub mod tokens;
-mod unicode;
-pub mod vectors;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+
+// The public paths of the rlib, flat as they always were; the folders above are where the
+// code lives (see HACKING.md for the map).
+pub use base::{error, ids, sync, time};
+pub use engine::config;
+pub use extract::{apply, delta, filter, parse, prompt};
+pub use memory::{document, edit, forget, history, message, record};
+pub use recall::token_count as tokens;
+pub use recall::{embed, inject, relevance, search, vectors};
+pub use storage::crypto;
 
 pub use document::{Document, Fact, Section, SectionId};
 pub use error::{Error, Result};

@@ -1,4 +1,4 @@
-//! Fact vectors (`src/vectors.rs`); the hybrid similarity is tested in `src/fusion.rs`.
+//! Fact vectors (`src/recall/vectors.rs`); the hybrid similarity is tested in `src/recall/fusion.rs`.
 
 // A test crate: the size rules of clippy.toml are for the wasm build.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]

@@ -1,5 +1,5 @@
 //! Manual edits (`import`, `addFact`, `updateFact`, `removeFact`, `updateSection`, `clear`):
-//! each validates its input, then runs its [`crate::edit`] function through the commit loop,
+//! each validates its input, then runs its [`crate::memory::edit`] function through the commit loop,
 //! which replays it on a newer document when another writer got there first.
 //!
 //! `import` and `addFact` apply `maxFacts` like an extraction does (by the eviction policy);
@@ -8,13 +8,13 @@
 
 use super::store_ops::Edit;
 use super::{Engine, UpdateReason};
-use crate::apply::enforce_max_facts;
-use crate::document::Document;
-use crate::edit::{self, NewManualFact};
-use crate::error::{Error, Result};
-use crate::forget::Tombstone;
-use crate::history::entry_revision;
+use crate::base::error::{Error, Result};
+use crate::extract::apply::enforce_max_facts;
 use crate::json::Value;
+use crate::memory::document::Document;
+use crate::memory::edit::{self, NewManualFact};
+use crate::memory::forget::Tombstone;
+use crate::memory::history::entry_revision;
 use crate::{Fact, Section, SectionId};
 
 /// What a successful [`Engine::commit`] guarantees about its edit closure.
@@ -31,7 +31,7 @@ impl Engine {
         }
         .map_err(|e| Error::invalid(format!("cannot import: {e}")))?;
         let cfg = self.config().apply;
-        let now = crate::time::iso_from_millis(self.now());
+        let now = crate::base::time::iso_from_millis(self.now());
         let record = self
             .commit(UpdateReason::Import, None, false, &mut |r| {
                 r.doc = parsed.clone();
@@ -47,7 +47,7 @@ impl Engine {
         self.check_open()?;
         let nf = NewManualFact::from_value(fact)?;
         let ids = self.parts().ids.clone();
-        let now = crate::time::iso_from_millis(self.now());
+        let now = crate::base::time::iso_from_millis(self.now());
         let cfg = self.config().apply;
         let mut fact = None;
         self.commit(UpdateReason::AddFact, None, true, &mut |r| {
@@ -163,7 +163,7 @@ impl Engine {
                     "unknown section \"{section}\" (workContext, personalContext, topOfMind, recentMonths, earlierContext, longTermBackground)"
                 ))
             })?;
-        let now = crate::time::iso_from_millis(self.now());
+        let now = crate::base::time::iso_from_millis(self.now());
         let summary = summary.trim().to_string();
         let record = self
             .commit(UpdateReason::UpdateSection, None, true, &mut |r| {

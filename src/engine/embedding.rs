@@ -19,14 +19,14 @@
 //! needs is copied out (the vectors are behind an `Rc`) before every `.await`.
 
 use super::{Engine, ErrorEvent, Event};
-use crate::document::Document;
-use crate::embed::{check_reply, EmbedPurpose, Embedder};
-use crate::error::{Error, Result};
-use crate::fusion::Dense;
+use crate::base::error::{Error, Result};
+use crate::base::sync::LocalFuture;
+use crate::base::time::Millis;
+use crate::memory::document::Document;
+use crate::recall::embed::{check_reply, EmbedPurpose, Embedder};
+use crate::recall::fusion::Dense;
+use crate::recall::vectors::{content_key, QueryVector, VectorSet, NO_VECTOR};
 use crate::storage::{Commit, Slot};
-use crate::sync::LocalFuture;
-use crate::time::Millis;
-use crate::vectors::{content_key, QueryVector, VectorSet, NO_VECTOR};
 use std::rc::Rc;
 
 /// Runs a background task to completion (the platform's `spawn_local`).

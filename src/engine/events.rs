@@ -1,10 +1,10 @@
 //! Events the engine emits: `update`, `error`, `queued`, `processed`, `debug`.
 
-use crate::delta::Skipped;
-use crate::document::{Document, Fact, SectionId};
-use crate::error::Error;
+use crate::base::error::Error;
+use crate::base::time::Millis;
+use crate::extract::delta::Skipped;
 use crate::llm::Usage;
-use crate::time::Millis;
+use crate::memory::document::{Document, Fact, SectionId};
 
 /// Why memory changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ impl UpdateEvent {
             sections: Vec::new(),
             evicted: Vec::new(),
         };
-        let d = crate::diff::diff_facts(&before.facts, &after.facts);
+        let d = crate::memory::diff::diff_facts(&before.facts, &after.facts);
         ev.added = d.added.iter().map(|&i| after.facts[i].clone()).collect();
         ev.removed = d.removed.iter().map(|&i| before.facts[i].id.clone()).collect();
         ev.changed = d.changed.iter().map(|&(_, i)| after.facts[i].clone()).collect();

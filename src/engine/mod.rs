@@ -11,6 +11,7 @@
 //! time: docs/design.md#queue-and-failures). Across instances (tabs, processes) the storage revisions and the queue
 //! claims do the work.
 
+pub mod config;
 mod edits;
 mod embedding;
 mod events;
@@ -21,24 +22,24 @@ pub use embedding::{Spawner, FILL_RETRY_BASE_MS, FILL_RETRY_MAX_MS, QUERY_RETRY_
 pub use events::{DebugEvent, ErrorEvent, Event, ProcessedEvent, QueuedEvent, UpdateEvent, UpdateReason};
 pub use process::RunReport;
 
-use crate::config::Config;
-use crate::document::{Document, Fact};
-use crate::error::{Error, Result};
-use crate::filter;
-use crate::ids::IdSource;
-use crate::inject::{self, Explanation};
+use crate::base::error::{Error, Result};
+use crate::base::ids::IdSource;
+use crate::base::sync::{race, AsyncLock, Either, LocalFuture};
+use crate::base::time::{Clock, Millis};
+use crate::engine::config::Config;
+use crate::extract::filter;
+use crate::extract::prompt;
 use crate::json::Value;
 use crate::llm::Llm;
-use crate::message::{ChatMessage, InputMessage};
-use crate::prompt;
+use crate::memory::document::{Document, Fact};
+use crate::memory::message::{ChatMessage, InputMessage};
+use crate::memory::record::{Record, Threads};
 use crate::queue::QueueFile;
-use crate::record::{Record, Threads};
-use crate::relevance::FactIndex;
-use crate::search::{self, SearchHit, SearchOptions};
+use crate::recall::inject::{self, Explanation};
+use crate::recall::relevance::FactIndex;
+use crate::recall::search::{self, SearchHit, SearchOptions};
+use crate::recall::token_count::TokenCounter;
 use crate::storage::Store;
-use crate::sync::{race, AsyncLock, Either, LocalFuture};
-use crate::time::{Clock, Millis};
-use crate::tokens::TokenCounter;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
@@ -303,7 +304,7 @@ impl Engine {
             }
         }
         let start = self.inner.state.borrow().threads.processed_upto(thread_id, &kept);
-        if !kept[start..].iter().any(|m| m.role == crate::message::Speaker::User) {
+        if !kept[start..].iter().any(|m| m.role == crate::memory::message::Speaker::User) {
             // Everything the user said here was extracted already.
             self.not_queued(thread_id, filter::NotQueued::already_extracted());
             return Ok(None);
@@ -424,7 +425,7 @@ impl Engine {
             // (No await from here on: the query's fact vectors belong to this document.)
             let (doc, index) = me.snapshot();
             let dense = q.as_ref().map(|q| q.dense());
-            let counter: &dyn TokenCounter = if nested { &crate::tokens::Estimate } else { &*me.parts().counter };
+            let counter: &dyn TokenCounter = if nested { &crate::recall::token_count::Estimate } else { &*me.parts().counter };
             let was = me.inner.ranking.replace(true);
             let x = if full {
                 inject::explain_hybrid(&doc, &index, dense.as_ref(), &kept, &opts, counter)
@@ -436,7 +437,7 @@ impl Engine {
         })
     }
 
-    /// The facts matching `query`, ranked as `inject()` ranks (see [`crate::search`]), from
+    /// The facts matching `query`, ranked as `inject()` ranks (see [`crate::recall::search`]), from
     /// the cached document, with the hit's fact.
     pub fn search(&self, query: &str, opts: &SearchOptions) -> impl Future<Output = Vec<(SearchHit, Fact)>> + 'static {
         let (me, query, opts) = (self.clone(), query.to_string(), *opts);

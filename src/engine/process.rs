@@ -2,16 +2,16 @@
 //! claim renewed while the attempt runs.
 
 use super::{Engine, ErrorEvent, Event, ProcessedEvent, UpdateReason};
-use crate::apply::{apply_delta, ApplyContext, Conversation};
-use crate::delta::Delta;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::sync::{race, Either};
+use crate::base::time::iso_from_millis;
+use crate::extract::apply::{apply_delta, ApplyContext, Conversation};
+use crate::extract::delta::Delta;
+use crate::extract::prompt::{build_request, chunk_end, CONTEXT_MESSAGES};
 use crate::llm::Usage;
-use crate::message::Speaker;
-use crate::prompt::{build_request, chunk_end, CONTEXT_MESSAGES};
+use crate::memory::message::Speaker;
 use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
-use crate::sync::{race, Either};
-use crate::time::iso_from_millis;
-use crate::tokens::Estimate;
+use crate::recall::token_count::Estimate;
 
 /// Which entries a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,16 +2,16 @@
 //! queue update that also writes pending observations.
 
 use super::{Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
-use crate::document::Fact;
-use crate::error::{Error, Result};
-use crate::history::{self, EntryMeta};
-use crate::ids::IdSource;
+use crate::base::error::{Error, Result};
+use crate::base::ids::IdSource;
+use crate::base::sync::LocalFuture;
+use crate::base::time::iso_from_millis;
 use crate::json::ToJson;
+use crate::memory::document::Fact;
+use crate::memory::history::{self, EntryMeta};
+use crate::memory::record::Record;
 use crate::queue::QueueFile;
-use crate::record::Record;
 use crate::storage::{Commit, Slot, Store};
-use crate::sync::LocalFuture;
-use crate::time::iso_from_millis;
 
 /// How often a commit is replayed on a newer revision before giving up with `CONFLICT`.
 ///

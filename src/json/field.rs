@@ -7,7 +7,7 @@
 //! messages (a document's or a queue entry's reader decides itself what the error becomes).
 
 use super::{Map, Value};
-use crate::error::Error;
+use crate::base::error::Error;
 
 /// A field of the wrong type or out of range; the message names its path.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,7 +135,7 @@ pub(crate) fn check_known_keys(option: &str, obj: &Map, known: &[&[&str]]) -> Re
     let all = || known.iter().flat_map(|k| k.iter());
     let Some(k) = obj.keys().find(|k| !all().any(|n| n == k)) else { return Ok(()) };
     let names: Vec<&str> = all().copied().collect();
-    let mut msg = format!("unknown option `{option}.{k}`{} (known:", crate::spelling::did_you_mean(k, &names));
+    let mut msg = format!("unknown option `{option}.{k}`{} (known:", crate::base::spelling::did_you_mean(k, &names));
     for (i, name) in all().enumerate() {
         msg.push_str(if i == 0 { " " } else { ", " });
         msg.push_str(name);

@@ -23,7 +23,7 @@ mod number;
 mod parse;
 mod write;
 
-use crate::hash::FxMap;
+use crate::base::hash::FxMap;
 pub use number::{parse_decimal, Number};
 pub use parse::ParseError;
 

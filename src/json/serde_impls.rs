@@ -3,7 +3,7 @@
 //! of the rlib, never in the wasm build.
 
 use super::{Map, Number, ToJson, Value};
-use crate::document::Document;
+use crate::memory::document::Document;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, Serializer};
 use std::fmt;
@@ -108,7 +108,7 @@ impl Serialize for Document {
 impl<'de> Deserialize<'de> for Document {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Document, D::Error> {
         let v = Value::deserialize(d)?;
-        Document::from_value(&v, &crate::ids::RandomIds).map_err(de::Error::custom)
+        Document::from_value(&v, &crate::base::ids::RandomIds).map_err(de::Error::custom)
     }
 }
 
@@ -126,8 +126,8 @@ mod tests {
         let m: Map = serde_json::from_str(r#"{"k": 1}"#).unwrap();
         assert_eq!(m.get("k").and_then(Value::as_u64), Some(1));
         assert!(serde_json::from_str::<Map>("[1]").is_err());
-        let delta = crate::delta::Delta::default();
-        let again: crate::delta::Delta = serde_json::from_str(&serde_json::to_string(&delta).unwrap()).unwrap();
+        let delta = crate::extract::delta::Delta::default();
+        let again: crate::extract::delta::Delta = serde_json::from_str(&serde_json::to_string(&delta).unwrap()).unwrap();
         assert_eq!(again, delta);
         let doc: Document = serde_json::from_str(r#"{"user": {}, "history": {}, "facts": [{"content": "a", "x": 1}]}"#).unwrap();
         assert_eq!(serde_json::to_string(&doc).unwrap(), doc.to_json());

@@ -30,7 +30,7 @@ pub fn write_str(out: &mut String, s: &str) {
         out.push_str(&s[start..i]);
         if escape.is_empty() {
             out.push_str("\\u00");
-            crate::hex::push_hex(out, c.into(), 2);
+            crate::base::hex::push_hex(out, c.into(), 2);
         } else {
             out.push_str(escape);
         }

@@ -2,9 +2,9 @@
 //! and the two announcements. The platform carries these over its channel (in a browser a
 //! `BroadcastChannel`, as plain objects); the protocol only ever sees these types.
 
-use crate::error::Error;
+use crate::base::error::Error;
+use crate::base::time::Millis;
 use crate::storage::{Commit, Slot, Versioned};
-use crate::time::Millis;
 
 /// A storage operation, performed by the leader.
 #[derive(Debug, Clone, PartialEq)]

@@ -49,10 +49,10 @@ mod tests;
 
 pub(crate) use message::{Answer, Message, Op, Reply, Request};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::sync::{race, AsyncLock, LocalFuture};
+use crate::base::time::{Clock, Millis};
 use crate::storage::{Commit, Slot, Store, Versioned, VersionedKv};
-use crate::sync::{race, AsyncLock, LocalFuture};
-use crate::time::{Clock, Millis};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;

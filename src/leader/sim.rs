@@ -9,10 +9,10 @@
 //! and the log tells what really happened, so the tests can compare the two.
 
 use super::{Message, Protocol, Role, Tab};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::base::sync::LocalFuture;
+use crate::base::time::{Clock, Millis};
 use crate::storage::{Commit, KvCapabilities, KvStore, Slot, Store, Versioned, VersionedKv};
-use crate::sync::LocalFuture;
-use crate::time::{Clock, Millis};
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use std::cell::{Cell, RefCell};
@@ -424,7 +424,7 @@ impl Sim {
         let index = self.records.borrow().len();
         let record = Record { tab: id, call: call.clone(), start: self.now(), end: None, outcome: None, probe };
         self.records.borrow_mut().push(record);
-        let failed = |e: crate::error::Error| Outcome::Failed(e.to_string());
+        let failed = |e: crate::base::error::Error| Outcome::Failed(e.to_string());
         let outcome = match call {
             Call::Load(slot) => protocol.load(slot).await.map_or_else(failed, Outcome::Loaded),
             Call::Commit(slot, base, value) => match protocol.commit(slot, base, value).await {

@@ -7,9 +7,9 @@
 
 use super::sim::{Call, Event, Faults, Outcome, Record, Sim, Step, Write, AGENT};
 use super::{Answer, Message, Op, Reply, Request, Role, DEADLINE_MARGIN_MS, GIVE_UP_MS, REQUEST_TIMEOUT_MS, SETTLE_MS};
+use crate::base::time::Millis;
 use crate::json::Value;
 use crate::storage::{Slot, Versioned};
-use crate::time::Millis;
 use futures::executor::LocalPool;
 use proptest::prelude::*;
 

@@ -1,7 +1,7 @@
 //! LLM connection settings (`llm: { baseUrl, apiKey, model, … }`), validated.
 
-use crate::error::{Error, Result};
-use crate::http::{Connection, EndpointName, Secrets};
+use crate::base::error::{Error, Result};
+use crate::base::http::{Connection, EndpointName, Secrets};
 use crate::json::field::check_known_keys;
 use crate::json::field::{opt_bool, opt_f64, opt_str, opt_uint};
 use crate::json::Value;
@@ -69,7 +69,7 @@ impl std::fmt::Debug for LlmConfig {
 }
 
 /// `timeoutMs` when none is given.
-pub use crate::http::DEFAULT_TIMEOUT_MS;
+pub use crate::base::http::DEFAULT_TIMEOUT_MS;
 
 /// The keys of `llm` besides the [`Connection::KEYS`].
 const OWN_KEYS: &[&str] = &["provider", "model", "temperature", "maxTokens", "jsonMode", "stream"];

@@ -10,12 +10,12 @@ pub(crate) mod retry;
 pub mod schema;
 pub(crate) mod stream;
 
-use crate::delta::{reasons, Delta, Skipped};
-use crate::document::SectionId;
-use crate::error::{Error, Result};
-use crate::http::Secrets;
-use crate::parse::parse_reply;
-use crate::sync::LocalFuture;
+use crate::base::error::{Error, Result};
+use crate::base::http::Secrets;
+use crate::base::sync::LocalFuture;
+use crate::extract::delta::{reasons, Delta, Skipped};
+use crate::extract::parse::parse_reply;
+use crate::memory::document::SectionId;
 
 pub use config::{LlmConfig, OutputMode, Provider};
 

@@ -9,10 +9,10 @@
 use super::config::DEFAULT_MAX_TOKENS;
 use super::schema::{DELTA_SCHEMA, DELTA_SCHEMA_NAME};
 use super::{LlmConfig, LlmRequest, OutputMode, Provider, Usage};
-use crate::error::{Error, Result};
-use crate::http::{snippet, HttpRequest, Secrets};
+use crate::base::error::{Error, Result};
+use crate::base::http::{snippet, HttpRequest, Secrets};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
-use crate::message::content_text;
+use crate::memory::message::content_text;
 
 /// Anthropic API version header value.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -269,7 +269,7 @@ pub(crate) enum Verdict {
 /// (a model that ran on after the object), one that does not is retried once with
 /// [`raised_budget`], then reported naming the cause.
 pub(crate) fn judge(provider: Provider, c: &Completion, budget: Option<u64>, retried: Option<u64>) -> Verdict {
-    if c.cut_off() && crate::parse::parse_reply(&c.text).is_err() {
+    if c.cut_off() && crate::extract::parse::parse_reply(&c.text).is_err() {
         if retried.is_none() {
             if let Some(more) = budget.and_then(raised_budget) {
                 return Verdict::Retry(more);
@@ -494,8 +494,8 @@ mod tests {
     fn header_values_count_as_secrets() {
         // A key sent in a user header (Azure's `api-key`) is masked like the API key.
         let cfg = LlmConfig::from_value(&json!({"model": "m", "headers": {"api-key": "azure-secret-value"}})).unwrap();
-        let e = crate::http::status_error(
-            crate::http::EndpointName::LLM,
+        let e = crate::base::http::status_error(
+            crate::base::http::EndpointName::LLM,
             401,
             r#"{"error":{"message":"bad key azure-secret-value"}}"#,
             &cfg.secrets(),

@@ -5,8 +5,8 @@
 // Only the wasm layer (src/wasm/) calls this; natively the tests do.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-use crate::error::Error;
-use crate::time::{millis_from_iso, Millis};
+use crate::base::error::Error;
+use crate::base::time::{millis_from_iso, Millis};
 
 /// First backoff delay.
 pub(crate) const BASE_DELAY_MS: u64 = 500;
@@ -36,7 +36,7 @@ pub(crate) fn delay_ms(retry: u32, retry_after_ms: Option<u64>) -> u64 {
 /// (`"Wed, 21 Oct 2015 07:28:00 GMT"`, relative to `now`). `None` if unreadable.
 pub(crate) fn parse_retry_after(value: &str, now: Millis) -> Option<u64> {
     let v = value.trim();
-    if let Some(secs) = crate::document::parse_decimal(v) {
+    if let Some(secs) = crate::memory::document::parse_decimal(v) {
         return (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).min(MAX_DELAY_MS as f64) as u64);
     }
     http_date_millis(v).map(|at| at.saturating_sub(now))

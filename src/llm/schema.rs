@@ -32,9 +32,9 @@ pub const DELTA_SCHEMA: &str = concat!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::SectionId;
+    use crate::extract::parse::KNOWN_CATEGORIES;
     use crate::json::Value;
-    use crate::parse::KNOWN_CATEGORIES;
+    use crate::memory::document::SectionId;
 
     fn schema() -> Value {
         Value::parse(DELTA_SCHEMA).expect("the schema is JSON")

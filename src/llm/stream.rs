@@ -8,9 +8,9 @@
 
 use super::protocol::{usage, Completion};
 use super::{Provider, Usage};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::extract::parse::parse_reply;
 use crate::json::Value;
-use crate::parse::parse_reply;
 
 /// How many closed top-level objects are tried as the delta before reading just goes on
 /// to the end (each try parses the reply so far; a real reply has one or two objects).

@@ -7,7 +7,7 @@
 use super::{Claim, Entry, QueueFile, QUEUE_FORMAT_VERSION};
 use crate::json::field::{missing, opt_str, opt_uint, req_str, wrong_type};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
-use crate::message::{ChatMessage, Speaker};
+use crate::memory::message::{ChatMessage, Speaker};
 
 fn message(v: &Value) -> Result<ChatMessage, String> {
     let (Some(o), Some(role)) = (v.as_object(), v.get("role").and_then(Value::as_str)) else {

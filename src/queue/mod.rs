@@ -18,8 +18,8 @@
 //!   `min(max(last_at) + debounce_ms, min(first_at) + max_wait_ms)`. When it is reached all
 //!   waiting entries are due together, so a continuous stream cannot starve the queue.
 
-use crate::message::ChatMessage;
-use crate::time::Millis;
+use crate::base::time::Millis;
+use crate::memory::message::ChatMessage;
 
 mod codec;
 
@@ -322,7 +322,7 @@ impl QueueFile {
     /// Ids of the entries passing `keep`, stably sorted by `first_at`.
     fn oldest_first(&self, keep: impl Fn(&Entry) -> bool) -> Vec<String> {
         let mut picked: Vec<&Entry> = self.entries.iter().filter(|e| keep(e)).collect();
-        crate::sort::sort_by(&mut picked, |a, b| a.first_at < b.first_at);
+        crate::base::sort::sort_by(&mut picked, |a, b| a.first_at < b.first_at);
         picked.into_iter().map(|e| e.thread_id.clone()).collect()
     }
 

@@ -2,7 +2,7 @@
 //! outcomes and persistence, driven by hand-passed times (nothing sleeps).
 
 use super::{retry_delay_ms, Claim, FailureOutcome, QueueConfig, QueueFile};
-use crate::message::ChatMessage;
+use crate::memory::message::ChatMessage;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 

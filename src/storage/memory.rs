@@ -1,8 +1,8 @@
 //! The in-memory key-value store: tests, ephemeral agents, and `storage: "memory"`.
 
 use super::{KvCapabilities, KvStore};
-use crate::error::{Error, Result};
-use crate::sync::LocalFuture;
+use crate::base::error::{Error, Result};
+use crate::base::sync::LocalFuture;
 use std::cell::{Cell, RefCell};
 use std::future::ready;
 use std::rc::Rc;

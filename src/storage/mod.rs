@@ -14,14 +14,15 @@
 //!   write the new value under a fresh key, flip a small pointer key to it, delete the old
 //!   one. A crash at any step leaves the old or the new value readable.
 
+pub mod crypto;
 mod memory;
 mod versioned;
 
 pub use memory::{shared_memory_kv, MemoryKv};
 pub use versioned::VersionedKv;
 
-use crate::error::Result;
-use crate::sync::LocalFuture;
+use crate::base::error::Result;
+use crate::base::sync::LocalFuture;
 use std::future::ready;
 
 /// The things stored per agent, each with its own revision (a vector write never
@@ -32,10 +33,10 @@ pub enum Slot {
     Document,
     /// The pending update queue (the JSON of `QueueFile`, `src/queue/codec.rs`).
     Queue,
-    /// The fact vectors of the embedding model (JSON of [`crate::vectors::VectorSet`]):
+    /// The fact vectors of the embedding model (JSON of [`crate::recall::vectors::VectorSet`]):
     /// beside the document, not inside it, so exports stay DeerFlow's `memory.json`.
     Vectors,
-    /// The encryption key record (plain JSON of [`crate::crypto::KeyRecord`]), only in
+    /// The encryption key record (plain JSON of [`crate::storage::crypto::KeyRecord`]), only in
     /// encrypted memory.
     Key,
 }

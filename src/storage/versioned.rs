@@ -26,10 +26,10 @@
 //! the only step that changes what readers see, and stores make a single `set` atomic.
 
 use super::{Commit, KvStore, Slot, Store, Versioned};
-use crate::error::{Error, Result};
-use crate::ids::{IdSource, RandomIds};
+use crate::base::error::{Error, Result};
+use crate::base::ids::{IdSource, RandomIds};
+use crate::base::sync::LocalFuture;
 use crate::json::{ObjectWriter, Value};
-use crate::sync::LocalFuture;
 use std::rc::Rc;
 
 /// How often a load follows a pointer that moved while it was reading.
@@ -133,7 +133,7 @@ impl VersionedKv {
         let mut new_key = self.versions_prefix(slot);
         crate::json::write_u64(&mut new_key, rev);
         new_key.push('-');
-        crate::hex::push_hex(&mut new_key, RandomIds.random_u32().into(), 8);
+        crate::base::hex::push_hex(&mut new_key, RandomIds.random_u32().into(), 8);
         if let Err(e) = self.kv.set(&new_key, &value).await {
             let _ = self.kv.delete(&new_key).await;
             return Err(e);

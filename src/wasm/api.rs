@@ -12,18 +12,18 @@ use super::persist::{self, Persistence};
 use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
 use super::stores::{in_node, open_backend, open_store};
 use super::tabs::Tabs;
+use crate::base::error::{Error, Result};
+use crate::base::ids::{IdSource, RandomIds};
+use crate::base::sync::LocalFuture;
 use crate::engine::{DebugEvent, Event, EventSink};
 use crate::engine::{Engine, Parts, RunReport};
-use crate::error::{Error, Result};
-use crate::ids::{IdSource, RandomIds};
-use crate::inject::Explanation;
 use crate::json::field::{opt_bool, opt_uint};
 use crate::json::{ArrayWriter, Map, ObjectWriter, ToJson, Value};
 use crate::llm::{NoLlm, NO_LLM};
-use crate::search::{SearchHit, SearchOptions};
+use crate::recall::inject::Explanation;
+use crate::recall::search::{SearchHit, SearchOptions};
+use crate::recall::token_count::{Estimate, TokenCounter};
 use crate::storage::{Slot, Store};
-use crate::sync::LocalFuture;
-use crate::tokens::{Estimate, TokenCounter};
 use crate::Document;
 use js_sys::{Function, Promise};
 use std::cell::Cell;
@@ -200,7 +200,7 @@ impl Call {
                 e.revert(revision).await.map(|d| doc_js(&d))
             }
             Call::Forgotten(e) => {
-                let list = crate::forget::Tombstones { list: e.forgotten().await? };
+                let list = crate::memory::forget::Tombstones { list: e.forgotten().await? };
                 Ok(from_json(&list.to_json()))
             }
             Call::Unforget(e, id) => {
@@ -261,7 +261,7 @@ impl Call {
                     .ok_or_else(|| Error::invalid("UserMemory.encrypt() needs `encryption`: { passphrase } or { key }"))?;
                 let new_key = super::crypto::read_encryption(&super::convert::prop(&options, "newEncryption"), "`newEncryption`")?;
                 let (store, agent) = UserMemory::storage_for(&options).await?;
-                crate::crypto::encrypt(store, &agent, Rc::new(super::crypto::WebCrypto), &key, new_key.as_ref()).await?;
+                crate::storage::crypto::encrypt(store, &agent, Rc::new(super::crypto::WebCrypto), &key, new_key.as_ref()).await?;
                 Ok(JsValue::UNDEFINED)
             }
             Call::Reset(options) => {
@@ -277,11 +277,11 @@ impl Call {
 
 /// The store seen through encryption with `key`, or, without a key, the store after checking
 /// that it is not encrypted memory (which must never be read as plaintext nor overwritten).
-async fn secure(store: Rc<dyn Store>, agent: &str, key: Option<&crate::crypto::UserKey>) -> Result<Rc<dyn Store>> {
+async fn secure(store: Rc<dyn Store>, agent: &str, key: Option<&crate::storage::crypto::UserKey>) -> Result<Rc<dyn Store>> {
     match key {
-        Some(key) => Ok(Rc::new(crate::crypto::open(store, agent, Rc::new(super::crypto::WebCrypto), key).await?)),
+        Some(key) => Ok(Rc::new(crate::storage::crypto::open(store, agent, Rc::new(super::crypto::WebCrypto), key).await?)),
         None => {
-            crate::crypto::refuse_encrypted(&*store, agent).await?;
+            crate::storage::crypto::refuse_encrypted(&*store, agent).await?;
             Ok(store)
         }
     }
@@ -713,7 +713,7 @@ impl UserMemory {
         let scheduler = Rc::new(TimerScheduler::default());
         let ids = Rc::new(RandomIds);
         let mut instance_id = String::with_capacity(16);
-        crate::hex::push_hex(&mut instance_id, u64::from(ids.random_u32()) << 32 | u64::from(ids.random_u32()), 16);
+        crate::base::hex::push_hex(&mut instance_id, u64::from(ids.random_u32()) << 32 | u64::from(ids.random_u32()), 16);
         let engine = Engine::open(Parts {
             config: opts.config,
             store,
@@ -762,7 +762,7 @@ impl UserMemory {
             v.as_string().map(Some).ok_or_else(|| Error::invalid(format!("`{name}` must be a string")))
         };
         let (agent, user_id) = (text("agent")?, text("userId")?);
-        let agent = crate::config::agent_option(agent.as_deref(), user_id.as_deref())?.unwrap_or("default").to_string();
+        let agent = crate::engine::config::agent_option(agent.as_deref(), user_id.as_deref())?.unwrap_or("default").to_string();
         let store = open_store(&super::convert::prop(options, "storage"), &agent).await?;
         Ok((store, agent))
     }

@@ -3,7 +3,7 @@
 //! HTTP endpoint, a user's JS function).
 
 use super::error::js_message;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use js_sys::Object;
 use std::cell::{Cell, RefCell};
 use std::future::Future;

@@ -8,9 +8,9 @@
 //! even stops every other promise of the module). Hence `prop`, `items` and `keys` here
 //! instead of js-sys's `Array::iter`, `Array::is_array` and `Object::keys`.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::json::Value;
-use crate::message::{InputMessage, Part, Role};
+use crate::memory::message::{InputMessage, Part, Role};
 use js_sys::{Array, Function, Promise, Reflect, JSON};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;

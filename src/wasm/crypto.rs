@@ -5,9 +5,9 @@
 //! bindings: the same few calls, no extra binding glue.
 
 use super::convert::{items, keys, prop, set};
-use crate::crypto::{Aead, CryptoProvider, UserKey};
-use crate::error::{Error, Result};
-use crate::sync::LocalFuture;
+use crate::base::error::{Error, Result};
+use crate::base::sync::LocalFuture;
+use crate::storage::crypto::{Aead, CryptoProvider, UserKey};
 use js_sys::{Array, Function, Object, Uint8Array};
 use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};

@@ -1,7 +1,7 @@
 //! Errors across the boundary: Rust [`Error`] → a real JS `Error` with `name` and `code`,
 //! and whatever JS throws → a Rust [`Error`].
 
-use crate::error::Error;
+use crate::base::error::Error;
 use js_sys::Reflect;
 use std::cell::RefCell;
 use wasm_bindgen::JsValue;

@@ -1,5 +1,5 @@
 //! `fetch` to an HTTP endpoint (the extraction LLM, an embeddings server) under the rules of
-//! [`crate::http`]: a timeout per request (or per stretch without data, for streams), no
+//! [`crate::base::http`]: a timeout per request (or per stretch without data, for streams), no
 //! redirect to another origin, bodies read through a reader up to `maxResponseBytes`,
 //! retries on 429 / 5xx / timeouts / network errors with backoff and `Retry-After`, secrets
 //! masked in every message, and everything stopped by `close()`.
@@ -10,8 +10,8 @@
 use super::cancel::Cancel;
 use super::convert::{prop, set};
 use super::error::js_message;
-use crate::error::{Error, Result};
-use crate::http::{follow_redirect, is_redirect, status_error, too_large, Connection, HttpRequest, Secrets, MAX_ERROR_BODY_BYTES};
+use crate::base::error::{Error, Result};
+use crate::base::http::{follow_redirect, is_redirect, status_error, too_large, Connection, HttpRequest, Secrets, MAX_ERROR_BODY_BYTES};
 use crate::llm::retry::{delay_ms, is_retryable, parse_retry_after};
 use js_sys::{Object, Promise, Uint8Array};
 use std::cell::{Cell, RefCell};
@@ -233,7 +233,7 @@ impl HttpClient {
         set(&init, "headers", &headers);
         set(&init, "body", &JsValue::from_str(&request.body));
         set(&init, "signal", &controller.signal());
-        // Redirects are ours to judge (crate::http::follow_redirect): `fetch` would send the
+        // Redirects are ours to judge (crate::base::http::follow_redirect): `fetch` would send the
         // key, the headers and the body on to wherever the server points.
         set(&init, "redirect", &JsValue::from_str("manual"));
         init

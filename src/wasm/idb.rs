@@ -16,9 +16,9 @@
 
 use super::convert::{prop, set};
 use super::error::storage_error;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::sync::LocalFuture;
 use crate::storage::{Commit, Slot, Store, Versioned};
-use crate::sync::LocalFuture;
 use js_sys::{Function, Object, Promise};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

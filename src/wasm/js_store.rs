@@ -3,9 +3,9 @@
 
 use super::convert::{items, promise_of, prop};
 use super::error::storage_error;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::sync::LocalFuture;
 use crate::storage::{KvCapabilities, KvStore};
-use crate::sync::LocalFuture;
 use js_sys::{Array, Function};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

@@ -16,10 +16,10 @@ use super::convert::prop;
 use super::error::storage_error;
 use super::leader::LeaderStore;
 use super::platform::JsClock;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::sync::LocalFuture;
+use crate::base::time::{Clock, Millis};
 use crate::storage::{Commit, KvCapabilities, KvStore, Slot, Store, Versioned, VersionedKv};
-use crate::sync::LocalFuture;
-use crate::time::{Clock, Millis};
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 

@@ -4,8 +4,8 @@
 use super::convert::{check_finite, keys, prop, to_json};
 use super::embed::{read_embed, EmbedOption};
 use super::llm::{FetchLlm, JsFunctionLlm};
-use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::engine::config::Config;
 use crate::json::{Map, Value};
 use crate::llm::{Llm, LlmConfig};
 use js_sys::Function;
@@ -24,7 +24,7 @@ pub(crate) struct Options {
     /// The embedding model, if any.
     pub(crate) embed: EmbedOption,
     /// `encryption`: the user's key or passphrase, if any (never in `config`).
-    pub(crate) encryption: Option<crate::crypto::UserKey>,
+    pub(crate) encryption: Option<crate::storage::crypto::UserKey>,
 }
 
 /// Splits and validates the options object.

@@ -2,11 +2,11 @@
 
 use super::convert::{from_json, set};
 use super::error::{js_message, to_js};
+use crate::base::time::{Clock, Millis};
 use crate::engine::{Event, Scheduler, WeakEngine};
 use crate::json::ToJson;
 use crate::json::{ArrayWriter, ObjectWriter};
-use crate::time::{Clock, Millis};
-use crate::tokens::{Estimate, TokenCounter};
+use crate::recall::token_count::{Estimate, TokenCounter};
 use crate::Fact;
 use js_sys::Function;
 use std::cell::{Cell, RefCell};
@@ -20,7 +20,7 @@ impl Clock for JsClock {
         js_sys::Date::now() as Millis
     }
 
-    fn sleep(&self, ms: Millis) -> crate::sync::LocalFuture<'static, ()> {
+    fn sleep(&self, ms: Millis) -> crate::base::sync::LocalFuture<'static, ()> {
         Box::pin(super::timer::sleep(ms))
     }
 }

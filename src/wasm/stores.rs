@@ -3,7 +3,7 @@
 use super::convert::{has_global, prop};
 use super::js_store::JsKvStore;
 use super::tabs::Tabs;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::storage::{shared_memory_kv, Store, VersionedKv};
 use std::rc::Rc;
 use wasm_bindgen::JsValue;
@@ -89,7 +89,7 @@ async fn named_store(kind: &str, agent: &str) -> Result<Backend> {
         }
         other => Err(Error::invalid(format!(
             "`storage` must be \"indexeddb\", \"localstorage\", \"memory\" or a storage adapter object, found \"{other}\"{}",
-            crate::spelling::did_you_mean(other, &["indexeddb", "localstorage", "memory"])
+            crate::base::spelling::did_you_mean(other, &["indexeddb", "localstorage", "memory"])
         ))),
     }
 }

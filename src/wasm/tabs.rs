@@ -13,10 +13,10 @@
 
 use super::convert::{prop, set};
 use super::leader::LeaderStore;
+use crate::base::error::Result;
+use crate::base::sync::LocalFuture;
 use crate::engine::WeakEngine;
-use crate::error::Result;
 use crate::storage::{Commit, Slot, Store, Versioned};
-use crate::sync::LocalFuture;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;

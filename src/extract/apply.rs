@@ -1,0 +1,712 @@
+//! Applying a delta to a document, deterministically and failing closed.
+//!
+//! In this order, with one timestamp for the whole update:
+//! 1. **Sections** are replaced when `shouldUpdate` is true, the summary is not blank and its
+//!    labels say it is about the user in general (`scope` `user`, `durability` `durable`,
+//!    `authority` `descriptive`; a missing label counts as accepted).
+//! 2. **New facts** pass, each in turn: the confidence threshold, the same label gate, the
+//!    assistant-copy filter (a fact the model copied from an assistant message that the user
+//!    did not say), then: the same text as a fact this delta removes is *no change*; the same
+//!    text as another fact *confirms* that fact; a near-duplicate (token Jaccard ≥ 0.7, same
+//!    category) is *merged* into it (old id and `createdAt`, new wording unless the old fact
+//!    is manual, the higher confidence, a confirmation); anything else is added.
+//! 3. **`factsToReinforce`** confirm their facts (`lastConfirmedAt`, `confirmationCount`).
+//! 4. **Removals** fail closed: a removal paired with a replacement (`replacementFactIndex`)
+//!    applies only if that replacement passed every gate and survives the cap (a standing
+//!    pair swaps one fact for another, so the cap evicts its replacement only after every
+//!    other fact); a removal in a delta whose new facts were all refused applies not at all; more than
+//!    [`MAX_UNPAIRED_REMOVALS`] unpaired removals are all refused; an unpaired removal of a
+//!    fact the user's new messages share no word with is refused; a non-`user` scope removes
+//!    nothing. A delta that only removes (the user asked to forget) still removes.
+//! 5. **Eviction** over `max_facts`: expired facts first, then by the policy (lowest
+//!    confidence, or confidence with confirmation freshness), among equals the newest.
+//!    A manual fact is never evicted by an extraction.
+//!
+//! **Upload mentions** are scrubbed from the summaries and the old facts right after step 1,
+//! and new facts that record an upload are refused in step 2.
+//!
+//! Every refusal is reported in [`ApplyReport::skipped`] with a stable reason from
+//! [`crate::extract::delta::reasons`]. Invisible and bidi-control characters are stripped from all
+//! stored text.
+//!
+//! The delta is only read, so a commit that lost a race can apply it again to the newer
+//! document; applying it a second time with the same context changes nothing.
+//! `last_updated` is left to the caller, which sets it when it commits. Every step is
+//! linear in the number of facts (hash maps and an inverted token index; the eviction sort
+//! is `n log n`).
+
+use crate::base::hash::FxMap;
+use crate::base::ids::IdSource;
+use crate::base::time::millis_from_iso;
+use crate::extract::delta::{cat, path, reasons, Delta, NewFact, Skipped};
+use crate::extract::sanitize::{safe_category, strip_invisible};
+use crate::extract::scrub::scrub_document;
+use crate::memory::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
+use crate::memory::forget::Tombstone;
+use crate::memory::message::{ChatMessage, Speaker};
+use crate::recall::similar::{SetIndex, Vocab};
+
+/// A new fact at least this similar (token Jaccard) to an existing one of the same category
+/// is merged into it (DeerFlow's threshold).
+pub const NEAR_DUPLICATE_JACCARD: f64 = 0.7;
+
+/// A delta may remove at most this many facts without naming their replacements; with more,
+/// none of those removals applies (small models copy every id they see).
+pub const MAX_UNPAIRED_REMOVALS: usize = 3;
+
+/// A new fact of at least [`COPY_MIN_TOKENS`] tokens is an assistant copy when at least this
+/// share of its tokens occurs in one assistant message…
+pub const COPY_ASSISTANT_SHARE: f64 = 0.7;
+/// …and less than this share in the user's messages (measured on
+/// `tests/data/assistant-copy.json`, docs/pipeline.md).
+pub const COPY_USER_SHARE: f64 = 0.5;
+/// Shorter facts are not judged (too few words to tell a copy from an agreement).
+pub const COPY_MIN_TOKENS: usize = 3;
+
+/// Confirmation freshness halves after this many days in the hybrid eviction policy.
+pub const FRESHNESS_HALF_LIFE_DAYS: f64 = 90.0;
+/// Weight of the confidence in the hybrid eviction score (the rest is freshness).
+pub const HYBRID_CONFIDENCE_WEIGHT: f64 = 0.7;
+
+/// Which facts go first when memory holds more than `maxFacts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EvictionPolicy {
+    /// Lowest confidence first, among equals the newest (DeerFlow's default).
+    #[default]
+    Confidence,
+    /// Lowest `0.7 × confidence + 0.3 × freshness` first, where freshness is 1 for a fact
+    /// confirmed today and halves every 90 days (DeerFlow HEAD's `hybrid-v1` without its
+    /// access-heat term: this library does not write on reads).
+    Hybrid,
+}
+
+impl EvictionPolicy {
+    /// The option value: `"confidence"` or `"hybrid"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvictionPolicy::Confidence => "confidence",
+            EvictionPolicy::Hybrid => "hybrid",
+        }
+    }
+
+    /// Reads an option value.
+    pub fn parse(s: &str) -> Option<EvictionPolicy> {
+        match s {
+            "confidence" => Some(EvictionPolicy::Confidence),
+            "hybrid" => Some(EvictionPolicy::Hybrid),
+            _ => None,
+        }
+    }
+}
+
+/// Limits applied while merging a delta.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ApplyConfig {
+    /// New facts need at least this confidence (default 0.7).
+    pub threshold: f64,
+    /// At most this many facts are kept (default 100).
+    pub max_facts: usize,
+    /// What goes first over `max_facts`.
+    pub policy: EvictionPolicy,
+}
+
+/// The conversation a delta was extracted from: what the model was shown.
+#[derive(Debug, Clone, Copy)]
+pub struct Conversation<'a> {
+    /// Every message sent, the already-processed context first.
+    pub messages: &'a [ChatMessage],
+    /// Index of the first new (not yet processed) message.
+    pub new_from: usize,
+}
+
+/// Where the applied changes come from.
+pub struct ApplyContext<'a> {
+    /// The one timestamp of this update (ISO-8601 UTC).
+    pub now_iso: &'a str,
+    /// `source` of new facts: the thread id.
+    pub source: &'a str,
+    /// Fresh fact ids.
+    pub ids: &'a dyn IdSource,
+    /// The conversation, for the assistant-copy filter and the removal guard; `None` skips
+    /// both (a delta applied without one, as in replays of old tests).
+    pub conversation: Option<Conversation<'a>>,
+    /// What the user asked to forget: a new fact matching one is not stored.
+    pub forgotten: &'a [Tombstone],
+}
+
+/// What an application of a delta changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApplyReport {
+    /// Ids of the facts added (and still present after eviction).
+    pub added: Vec<String>,
+    /// Ids of the facts removed (by the delta, eviction or scrubbing).
+    pub removed: Vec<String>,
+    /// Sections whose summary was replaced.
+    pub updated_sections: Vec<SectionId>,
+    /// Ids of existing facts that were re-stated, merged into or reinforced.
+    pub confirmed: Vec<String>,
+    /// Facts dropped by the `max_facts` cap (existing ones and new ones evicted at once).
+    pub evicted: Vec<Fact>,
+    /// Every part of the delta that was refused or folded into an existing fact, and why.
+    pub skipped: Vec<Skipped>,
+}
+
+impl ApplyReport {
+    /// Whether the document was left as it was.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.updated_sections.is_empty() && self.confirmed.is_empty()
+    }
+}
+
+/// A removal named by the delta, and whether it still stands.
+struct Pending {
+    /// Index in `factsToRemove`.
+    index: usize,
+    /// Position of its fact in the document.
+    pos: usize,
+    /// Index in `newFacts` of its replacement.
+    replacement: Option<usize>,
+    /// `None` while it stands; the refusal once refused.
+    refused: Option<(&'static str, &'static str)>,
+    /// "Remove X and add X's same text": dropped silently (reported on the new fact).
+    cancelled: bool,
+}
+
+impl Pending {
+    fn stands(&self) -> bool {
+        self.refused.is_none() && !self.cancelled
+    }
+}
+
+/// Applies `delta` to `doc` (see the module docs for every rule).
+///
+/// The report lists the net change: facts added that survived eviction and scrubbing,
+/// facts of the original document that are gone, sections whose summary was replaced by
+/// the delta or changed by the upload scrubber, facts confirmed, facts evicted, and every
+/// refusal. A fact added and evicted in the same update appears in neither `added` nor
+/// `removed` (it is in `evicted` and `skipped`).
+pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &ApplyContext<'_>) -> ApplyReport {
+    let mut report = ApplyReport::default();
+    let original: Vec<String> = doc.facts.iter().map(|f| f.id.clone()).collect();
+    let original_ids = ids_of(&doc.facts);
+    let before_summaries: Vec<String> = doc.sections.iter().map(|s| s.summary.clone()).collect();
+    let now_ms = millis_from_iso(ctx.now_iso).unwrap_or(0);
+    let mut replaced = [false; 6];
+
+    // 1. Sections.
+    for id in SectionId::ALL {
+        let Some(update) = delta.section(id) else { continue };
+        if !update.should_update || update.summary.trim().is_empty() {
+            continue;
+        }
+        if !update.labels.accepted() {
+            report.skipped.push(Skipped::new(cat(&[id.group(), ".", id.key()]), reasons::SCOPE_GATED, NOT_ABOUT_THE_USER));
+            continue;
+        }
+        let summary = strip_invisible(update.summary.trim());
+        let summary = summary.trim();
+        if !summary.is_empty() {
+            let section = doc.section_mut(id);
+            section.summary = summary.to_string();
+            section.updated_at = ctx.now_iso.to_string();
+            replaced[id.index()] = true;
+        }
+    }
+
+    // Upload mentions go first, from the summaries and the old facts (new facts that
+    // mention one are refused below): so the cap and the removals are decided on what
+    // stays, and a second application finds the same.
+    scrub_document(doc);
+    let before_ids = ids_of(&doc.facts);
+
+    // 2. The removals the delta names (decided in step 4).
+    let mut pending: Vec<Pending> = Vec::new();
+    for (index, r) in delta.facts_to_remove.iter().enumerate() {
+        // The first mention of an id counts (as the parser keeps it).
+        if delta.facts_to_remove[..index].iter().any(|x| x.id == r.id) {
+            continue;
+        }
+        let Some(&pos) = before_ids.get(r.id.as_str()) else {
+            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(&r.id));
+            continue;
+        };
+        if r.scope.as_deref().is_some_and(|s| s != "user") {
+            let why = "scope is not user";
+            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::SCOPE_GATED, why).with_fact(&r.id));
+            continue;
+        }
+        pending.push(Pending { index, pos: pos as usize, replacement: r.replacement, refused: None, cancelled: false });
+    }
+    let mut removing = vec![false; doc.facts.len()];
+    for p in &pending {
+        removing[p.pos] = true;
+    }
+
+    // The conversation's token sets (what the model saw).
+    let mut vocab = Vocab::new();
+    let sets = ctx.conversation.map(|conv| ConversationSets::new(&mut vocab, &conv));
+
+    // 3. New facts. `outcome[i]` is the fact holding new fact i's content afterwards.
+    let mut outcome: Vec<Option<usize>> = vec![None; delta.new_facts.len()];
+    let mut added: Vec<usize> = Vec::new();
+    if !delta.new_facts.is_empty() {
+        let mut exact = Exact::default();
+        let mut index = SetIndex::default();
+        for (pos, f) in doc.facts.iter().enumerate() {
+            exact.insert(normalize_content(&f.content), pos);
+            index.add(&vocab.set(&f.content));
+        }
+        // The forget tombstones, matched by the same test as existing facts.
+        let mut forgotten = (Exact::default(), SetIndex::default());
+        for (k, t) in ctx.forgotten.iter().enumerate() {
+            forgotten.0.insert(t.content.clone(), k);
+            forgotten.1.add(&vocab.set(&t.content));
+        }
+        for (i, nf) in delta.new_facts.iter().enumerate() {
+            let path = path("newFacts", i);
+            let (reason, skipped) =
+                match place_new_fact(doc, nf, cfg, ctx, sets.as_ref(), &mut vocab, &mut index, &mut exact, &removing, &mut forgotten) {
+                    Placed::Refused(reason, detail) => (reason, Some(Skipped::new(path, reason, detail))),
+                    Placed::Forgotten(k) => {
+                        let why = "the user asked to forget this";
+                        (reasons::FORGOTTEN, Some(Skipped::new(path, reasons::FORGOTTEN, why).with_fact(&ctx.forgotten[k].id)))
+                    }
+                    Placed::Unchanged(pos) => {
+                        let same = exact.positions(&normalize_content(&doc.facts[pos].content));
+                        for p in pending.iter_mut().filter(|p| same.contains(&p.pos)) {
+                            p.cancelled = true;
+                        }
+                        outcome[i] = Some(pos);
+                        let why = "re-added with the same text";
+                        ("", Some(Skipped::new(path, reasons::UNCHANGED, why).with_fact(&doc.facts[pos].id)))
+                    }
+                    Placed::Confirmed(pos, reason, detail) => {
+                        outcome[i] = Some(pos);
+                        ("", Some(Skipped::new(path, reason, detail).with_fact(&doc.facts[pos].id)))
+                    }
+                    Placed::Added(pos) => {
+                        outcome[i] = Some(pos);
+                        added.push(pos);
+                        removing.push(false);
+                        ("", None)
+                    }
+                };
+            let _ = reason;
+            report.skipped.extend(skipped);
+        }
+    }
+
+    // 3b. Reinforcements.
+    let ids_now = ids_of(&doc.facts);
+    for (k, id) in delta.facts_to_reinforce.iter().enumerate() {
+        match ids_now.get(id.as_str()) {
+            Some(&pos) => {
+                doc.facts[pos as usize].confirm(ctx.now_iso);
+            }
+            None => {
+                report.skipped.push(Skipped::new(path("factsToReinforce", k), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(id))
+            }
+        }
+    }
+
+    // 4. Removals. A removal paired with a replacement stands only while the replacement
+    // passed every gate; one without stands only if some new fact did (or the delta adds
+    // none: "forget this").
+    let unpaired = pending.iter().filter(|p| p.stands() && p.replacement.is_none()).count();
+    let any_placed = outcome.iter().any(Option::is_some);
+    for p in pending.iter_mut().filter(|p| p.stands()) {
+        match p.replacement {
+            Some(r) if r >= delta.new_facts.len() => {
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacementFactIndex past newFacts"));
+            }
+            Some(r) if outcome[r].is_none() => {
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement refused"));
+            }
+            Some(_) => {}
+            None if !delta.new_facts.is_empty() && !any_placed => {
+                p.refused = Some((reasons::NO_FACT_APPLIED, "no new fact applied"));
+            }
+            None if unpaired > MAX_UNPAIRED_REMOVALS => {
+                let why = "over 3 unpaired removals";
+                p.refused = Some((reasons::TOO_MANY_REMOVALS, why));
+            }
+            None if sets.is_some() => {
+                let set = vocab.set(&doc.facts[p.pos].content);
+                let new_user: Vec<&[u32]> = sets.as_ref().map_or(Vec::new(), |s| s.new_user.iter().map(Vec::as_slice).collect());
+                if !set.is_empty() && vocab.overlap(&set, &new_user) == 0 {
+                    let why = "not in the user's new messages";
+                    p.refused = Some((reasons::REMOVAL_UNRELATED, why));
+                }
+            }
+            None => {}
+        }
+    }
+    // 5. Eviction. A standing pair swaps one fact for another, so its replacement is
+    // evicted only after every other fact (when the cap is smaller than what must stay);
+    // then the pair is refused, its old fact restored, and the cap decided again.
+    let evict_set = loop {
+        let mut gone = vec![false; doc.facts.len()];
+        let mut last = vec![false; doc.facts.len()];
+        for p in pending.iter().filter(|p| p.stands()) {
+            gone[p.pos] = true;
+            if let Some(pos) = p.replacement.and_then(|r| outcome[r]) {
+                last[pos] = true;
+            }
+        }
+        let evicted = eviction(doc, &gone, &last, cfg, now_ms, &Fact::is_manual);
+        for &e in &evicted {
+            gone[e] = true;
+        }
+        let mut changed = false;
+        for p in pending.iter_mut().filter(|p| p.stands()) {
+            if p.replacement.is_some_and(|r| outcome[r].is_some_and(|pos| gone[pos])) {
+                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement evicted by maxFacts"));
+                changed = true;
+            }
+        }
+        if !changed {
+            break gone;
+        }
+    };
+    for p in &pending {
+        if let Some((reason, detail)) = p.refused {
+            report.skipped.push(Skipped::new(path("factsToRemove", p.index), reason, detail).with_fact(&doc.facts[p.pos].id));
+        }
+    }
+    let removed_by_delta: Vec<bool> = {
+        let mut v = vec![false; doc.facts.len()];
+        for p in pending.iter().filter(|p| p.stands()) {
+            v[p.pos] = true;
+        }
+        v
+    };
+    for (i, pos) in outcome.iter().enumerate() {
+        if let Some(pos) = *pos {
+            if evict_set[pos] && !removed_by_delta[pos] && added.contains(&pos) {
+                report.skipped.push(Skipped::new(path("newFacts", i), reasons::EVICTED, "evicted by maxFacts"));
+            }
+        }
+    }
+    let facts = std::mem::take(&mut doc.facts);
+    for (k, f) in facts.into_iter().enumerate() {
+        let gone = evict_set[k];
+        if gone && !removed_by_delta[k] {
+            report.evicted.push(f.clone());
+        }
+        if !gone {
+            doc.facts.push(f);
+        }
+    }
+
+    let after = ids_of(&doc.facts);
+    report.added = doc.facts.iter().filter(|f| !original_ids.contains_key(f.id.as_str())).map(|f| f.id.clone()).collect();
+    report.removed = original.into_iter().filter(|id| !after.contains_key(id.as_str())).collect();
+    report.confirmed = doc
+        .facts
+        .iter()
+        .filter(|f| f.last_confirmed_at() == Some(ctx.now_iso) && original_ids.contains_key(f.id.as_str()))
+        .map(|f| f.id.clone())
+        .collect();
+    for id in SectionId::ALL {
+        if replaced[id.index()] || doc.section(id).summary != before_summaries[id.index()] {
+            report.updated_sections.push(id);
+        }
+    }
+    report
+}
+
+/// Where a new fact went.
+enum Placed {
+    /// Not stored: the reason code and a detail.
+    Refused(&'static str, &'static str),
+    /// Not stored: it matches the forget tombstone at that index.
+    Forgotten(usize),
+    /// The same text as a fact this delta removes (at that position): no change.
+    Unchanged(usize),
+    /// Folded into the fact at that position, which was confirmed.
+    Confirmed(usize, &'static str, &'static str),
+    /// Appended at that position.
+    Added(usize),
+}
+
+/// Decides where new fact `nf` goes and does it (confirm, merge or append).
+#[allow(clippy::too_many_arguments)]
+fn place_new_fact(
+    doc: &mut Document,
+    nf: &NewFact,
+    cfg: &ApplyConfig,
+    ctx: &ApplyContext<'_>,
+    sets: Option<&ConversationSets>,
+    vocab: &mut Vocab,
+    index: &mut SetIndex,
+    exact: &mut Exact,
+    removing: &[bool],
+    forgotten: &mut (Exact, SetIndex),
+) -> Placed {
+    let confidence = nf.confidence;
+    if !confidence.is_finite() || confidence < cfg.threshold {
+        return Placed::Refused(reasons::BELOW_THRESHOLD, "confidence below threshold");
+    }
+    if !nf.labels.accepted() {
+        return Placed::Refused(reasons::SCOPE_GATED, NOT_ABOUT_THE_USER);
+    }
+    let content = strip_invisible(nf.content.trim());
+    let content = content.trim();
+    let key = normalize_content(content);
+    if key.is_empty() {
+        return Placed::Refused(reasons::INVALID, "content is empty");
+    }
+    if crate::extract::scrub::mentions_upload(content) {
+        // It would be scrubbed right after: refusing it now keeps a removal paired with it
+        // from applying.
+        return Placed::Refused(reasons::UPLOAD, "records a file upload");
+    }
+    if !ctx.forgotten.is_empty() {
+        let same = forgotten.0.positions(&key).first().copied();
+        let near = || forgotten.1.best(&vocab.set(content), NEAR_DUPLICATE_JACCARD, |_| true).map(|(k, _)| k as usize);
+        if let Some(k) = same.or_else(near) {
+            return Placed::Forgotten(k);
+        }
+    }
+    // Every fact with this text (an imported document may hold one twice): all are
+    // confirmed, so a second application finds nothing left to confirm.
+    let same = exact.positions(&key);
+    if !same.is_empty() {
+        for &pos in &same {
+            let f = &mut doc.facts[pos];
+            f.confidence = f.confidence.max(confidence.clamp(0.0, 1.0));
+            f.confirm(ctx.now_iso);
+        }
+        return match same.iter().find(|&&p| !removing[p]) {
+            Some(&pos) => Placed::Confirmed(pos, reasons::DUPLICATE, "same text as an existing fact"),
+            // "Remove X and add X's text": X stays.
+            None => Placed::Unchanged(same[0]),
+        };
+    }
+    let set = vocab.set(content);
+    if let Some(sets) = sets {
+        if sets.assistant_copy(vocab, &set) {
+            return Placed::Refused(reasons::ASSISTANT_COPY, "mostly the assistant's words");
+        }
+    }
+    let category = {
+        let c = safe_category(&nf.category);
+        if c.is_empty() {
+            crate::memory::document::DEFAULT_CATEGORY.to_string()
+        } else {
+            c.into_owned()
+        }
+    };
+    let near = index.best(&set, NEAR_DUPLICATE_JACCARD, |item| {
+        let p = item as usize;
+        p < removing.len() && !removing[p] && doc.facts[p].category == category
+    });
+    if let Some((item, _)) = near {
+        let pos = item as usize;
+        let f = &mut doc.facts[pos];
+        if !f.is_manual() {
+            f.content = content.to_string();
+        }
+        f.confidence = f.confidence.max(confidence.clamp(0.0, 1.0));
+        f.confirm(ctx.now_iso);
+        set_lifecycle(f, nf);
+        exact.insert(key, pos);
+        return Placed::Confirmed(pos, reasons::NEAR_DUPLICATE, "same meaning as an existing fact");
+    }
+    // Facts the delta removes are still in `doc`, so their ids are not reused either
+    // (clients may still hold them).
+    let mut fact = Fact {
+        id: doc.fresh_id(ctx.ids),
+        content: content.to_string(),
+        category,
+        confidence: confidence.clamp(0.0, 1.0),
+        created_at: ctx.now_iso.to_string(),
+        source: ctx.source.to_string(),
+        extra: Default::default(),
+    };
+    set_lifecycle(&mut fact, nf);
+    let pos = doc.facts.len();
+    doc.facts.push(fact);
+    index.add(&set);
+    exact.insert(key, pos);
+    Placed::Added(pos)
+}
+
+/// Normalised content → every position holding it (a chain through `prev`).
+#[derive(Default)]
+struct Exact {
+    last: FxMap<Box<str>, u32>,
+    prev: Vec<u32>,
+}
+
+impl Exact {
+    fn insert(&mut self, key: String, pos: usize) {
+        if self.prev.len() <= pos {
+            self.prev.resize(pos + 1, u32::MAX);
+        }
+        let before = self.last.insert(key.into(), pos as u32).unwrap_or(u32::MAX);
+        self.prev[pos] = if before as usize == pos { self.prev[pos] } else { before };
+    }
+
+    /// The positions holding `key`, first one first.
+    fn positions(&self, key: &str) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut at = self.last.get(key).copied().unwrap_or(u32::MAX);
+        while at != u32::MAX && out.len() < self.prev.len() {
+            out.push(at as usize);
+            at = self.prev[at as usize];
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// Copies `expected_valid_days` and (on corrections) `sourceError` from a new fact.
+fn set_lifecycle(f: &mut Fact, nf: &NewFact) {
+    if let Some(days) = nf.expected_valid_days.filter(|d| d.is_finite() && *d > 0.0) {
+        f.set_expected_valid_days(days);
+    }
+    if f.category == CORRECTION {
+        if let Some(err) = nf.source_error.as_deref().map(|e| strip_invisible(e.trim()).into_owned()).filter(|e| !e.trim().is_empty()) {
+            f.set_source_error(err.trim());
+        }
+    }
+}
+
+/// The token sets of the conversation's messages.
+struct ConversationSets {
+    assistant: Vec<Vec<u32>>,
+    user: Vec<Vec<u32>>,
+    /// The user's messages after the already-processed context.
+    new_user: Vec<Vec<u32>>,
+}
+
+impl ConversationSets {
+    fn new(vocab: &mut Vocab, conv: &Conversation<'_>) -> ConversationSets {
+        let mut sets = ConversationSets { assistant: Vec::new(), user: Vec::new(), new_user: Vec::new() };
+        for (i, m) in conv.messages.iter().enumerate() {
+            let set = vocab.set(&m.content);
+            match m.role {
+                Speaker::Assistant => sets.assistant.push(set),
+                Speaker::User => {
+                    if i >= conv.new_from {
+                        sets.new_user.push(set.clone());
+                    }
+                    sets.user.push(set);
+                }
+            }
+        }
+        sets
+    }
+
+    /// Whether a fact with token set `set` is a copy of an assistant message: at least
+    /// [`COPY_ASSISTANT_SHARE`] of its tokens in one assistant message and less than
+    /// [`COPY_USER_SHARE`] in the user's messages.
+    fn assistant_copy(&self, vocab: &mut Vocab, set: &[u32]) -> bool {
+        if set.len() < COPY_MIN_TOKENS {
+            return false;
+        }
+        let n = set.len() as f64;
+        let best = self.assistant.iter().map(|s| vocab.overlap(set, &[s]) as f64 / n).fold(0.0, f64::max);
+        if best < COPY_ASSISTANT_SHARE {
+            return false;
+        }
+        let user: Vec<&[u32]> = self.user.iter().map(Vec::as_slice).collect();
+        (vocab.overlap(set, &user) as f64 / n) < COPY_USER_SHARE
+    }
+}
+
+/// Positions of the facts to evict so that at most `cfg.max_facts` of those not `gone`
+/// remain: facts not marked `last` before those marked, then expired first, then by the
+/// policy, among equals the newest (`createdAt`, then position). Facts `protect` returns
+/// true for are never chosen. (Not inlined: two callers would carry a copy each.)
+#[inline(never)]
+fn eviction(doc: &Document, gone: &[bool], last: &[bool], cfg: &ApplyConfig, now_ms: u64, protect: &dyn Fn(&Fact) -> bool) -> Vec<usize> {
+    let alive = gone.iter().filter(|g| !**g).count();
+    let excess = alive.saturating_sub(cfg.max_facts);
+    if excess == 0 {
+        return Vec::new();
+    }
+    let mut order: Vec<(bool, bool, f64, Option<u64>, usize)> = doc
+        .facts
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| !gone[*i] && !protect(f))
+        .map(|(i, f)| {
+            (
+                last.get(i).copied().unwrap_or(false),
+                f.is_expired(now_ms),
+                keep_score(f, cfg.policy, now_ms),
+                millis_from_iso(&f.created_at),
+                i,
+            )
+        })
+        .collect();
+    // Eviction order: not `last` first, expired first, score ascending, then created
+    // descending (unknown = oldest), then position descending.
+    crate::base::sort::sort_by(&mut order, |a, b| {
+        a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.total_cmp(&b.2)).then(b.3.cmp(&a.3)).then(b.4.cmp(&a.4)).is_lt()
+    });
+    order.iter().take(excess).map(|o| o.4).collect()
+}
+
+/// How much a fact deserves to stay under `policy` (higher stays longer).
+fn keep_score(f: &Fact, policy: EvictionPolicy, now_ms: u64) -> f64 {
+    match policy {
+        EvictionPolicy::Confidence => f.confidence,
+        EvictionPolicy::Hybrid => {
+            // A hyperbolic decay (1 today, ½ after one half-life, ⅓ after two): no
+            // transcendental functions in the wasm.
+            let freshness = f.confirmed_ms().map_or(0.0, |at| {
+                let days = now_ms.saturating_sub(at) as f64 / 86_400_000.0;
+                FRESHNESS_HALF_LIFE_DAYS / (FRESHNESS_HALF_LIFE_DAYS + days)
+            });
+            HYBRID_CONFIDENCE_WEIGHT * f.confidence + (1.0 - HYBRID_CONFIDENCE_WEIGHT) * freshness
+        }
+    }
+}
+
+/// Applies the `max_facts` cap outside an extraction (`addFact`, `import`): evicts by the
+/// policy, manual facts included, but never the facts `keep` names. Returns what was evicted.
+pub fn enforce_max_facts(doc: &mut Document, cfg: &ApplyConfig, now_iso: &str, keep: &[&str]) -> Vec<Fact> {
+    let now_ms = millis_from_iso(now_iso).unwrap_or(0);
+    let gone = vec![false; doc.facts.len()];
+    let evicted = eviction(doc, &gone, &[], cfg, now_ms, &|f: &Fact| keep.contains(&f.id.as_str()));
+    if evicted.is_empty() {
+        return Vec::new();
+    }
+    let mut drop = vec![false; doc.facts.len()];
+    for e in evicted {
+        drop[e] = true;
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    doc.facts.retain(|f| {
+        let d = drop[i];
+        i += 1;
+        if d {
+            out.push(f.clone());
+        }
+        !d
+    });
+    out
+}
+
+/// Fact id → position, as the map type the relevance index already uses (one hash table
+/// type compiled into the wasm instead of one per element type). The first position of a
+/// repeated id wins.
+fn ids_of(facts: &[Fact]) -> FxMap<Box<str>, u32> {
+    let mut m: FxMap<Box<str>, u32> = FxMap::default();
+    for (i, f) in facts.iter().enumerate() {
+        m.entry(Box::from(f.id.as_str())).or_insert(i as u32);
+    }
+    m
+}
+
+/// The detail of a `scope-gated` refusal.
+const NOT_ABOUT_THE_USER: &str = "labelled not a lasting fact about the user";
+
+#[cfg(test)]
+mod props;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,402 @@
+//! The incremental fact index and similarity scoring (docs/relevance.md).
+//!
+//! [`FactIndex`] is an inverted index over the facts of one document. [`FactIndex::sync`]
+//! diffs the document's facts against what is indexed (by id, content and `createdAt`) and
+//! only tokenises facts that were added or changed; removed facts leave the index. Tokens
+//! are interned to `u32` ids and document frequencies are the lengths of the posting lists,
+//! so they stay correct after every sync without a rebuild.
+//!
+//! Scoring is Okapi BM25 over the terms of `for_each_term` (`src/recall/tokenize.rs`) (words, CJK
+//! unigrams and bigrams, bilingual lexicon concepts), CJK unigrams weighted below words and
+//! bigrams in the query. See [`FactIndex::similarities`] for what the returned number means
+//! and `docs/relevance.md` for the measurements behind every choice.
+
+use crate::base::hash::FxMap;
+use crate::base::time::millis_from_iso;
+use crate::memory::document::Fact;
+use crate::recall::tokenize::{for_each_term, Term, TokenKind};
+
+/// How text is cut into terms ([`Params::tokenizer`]).
+pub use crate::recall::tokenize::TokenizerOptions;
+
+/// Tuning of tokenisation and BM25. [`Params::default`] is what measured best on the
+/// development set (`docs/relevance.md`); the evaluation example varies the fields.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// BM25 term-frequency saturation `k1` (default 1.2).
+    pub k1: f32,
+    /// BM25 length normalisation `b`, 0 = none, 1 = full (default 0.75).
+    pub b: f32,
+    /// Query weight of a CJK unigram occurrence; words count 1 (default 0.5).
+    pub unigram_weight: f32,
+    /// Query weight of a CJK bigram occurrence (default 1).
+    pub bigram_weight: f32,
+    /// Query weight of a lexicon concept occurrence (default 1).
+    pub concept_weight: f32,
+    /// Stopwords, stemming and the bilingual lexicon (all on by default).
+    pub tokenizer: TokenizerOptions,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { k1: 1.2, b: 0.75, unigram_weight: 0.5, bigram_weight: 1.0, concept_weight: 1.0, tokenizer: TokenizerOptions::default() }
+    }
+}
+
+/// One posting: a fact (its position in the facts of the last sync), how often the term
+/// occurs in it, and the fact's length (copied here so scoring reads one array).
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    pos: u32,
+    tf: f32,
+    len: f32,
+}
+
+/// An indexed fact, kept in the order of the facts of the last sync.
+#[derive(Debug, Clone, Default)]
+struct Entry {
+    /// The key under which it is found in `by_id` (the id, suffixed for duplicate ids).
+    key: Box<str>,
+    content: Box<str>,
+    created_at: Box<str>,
+    /// Length in words and CJK characters (grams and CJK-derived concepts do not count).
+    len: f32,
+}
+
+/// Where an entry of the previous sync went.
+const DROPPED: u32 = u32::MAX;
+
+/// An inverted index over the facts of one document, kept up to date incrementally.
+#[derive(Debug, Default, Clone)]
+pub struct FactIndex {
+    params: Params,
+    vocab: FxMap<Box<str>, u32>,
+    /// Per term id: the facts containing it (so `df` is the length).
+    postings: Vec<Vec<Posting>>,
+    /// Per position of the facts of the last sync.
+    entries: Vec<Entry>,
+    /// Per position: `createdAt` in epoch ms (0 if unknown).
+    created: Vec<u64>,
+    /// Per position: whether the content is blank.
+    blank: Vec<bool>,
+    /// Entry key → position.
+    by_id: FxMap<Box<str>, u32>,
+    total_len: f64,
+    /// Terms with a non-empty posting list.
+    live_terms: usize,
+    /// Facts tokenised since creation.
+    tokenised: u64,
+}
+
+impl FactIndex {
+    /// An empty index with the default [`Params`].
+    pub fn new() -> FactIndex {
+        FactIndex::with_params(Params::default())
+    }
+
+    /// An empty index with explicit tuning.
+    pub fn with_params(params: Params) -> FactIndex {
+        FactIndex { params, ..FactIndex::default() }
+    }
+
+    /// The tuning in use.
+    pub fn params(&self) -> Params {
+        self.params
+    }
+
+    /// Number of facts indexed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no fact is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// How many facts were tokenised since the index was created (diagnostics and tests:
+    /// a sync after editing one fact tokenises one fact).
+    pub fn tokenised(&self) -> u64 {
+        self.tokenised
+    }
+
+    /// Number of interned terms, live or dead (diagnostics and tests).
+    pub fn vocabulary_len(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// A cheap sanity check that the index was last synced with `facts`: same number of
+    /// facts and the same ids at 17 or 18 evenly spread positions (first and last
+    /// included). It costs O(1); it does not see content edits, which only [`sync`] does.
+    ///
+    /// [`sync`]: FactIndex::sync
+    pub fn is_synced_with(&self, facts: &[Fact]) -> bool {
+        let n = facts.len();
+        if n != self.entries.len() {
+            return false;
+        }
+        let step = n.saturating_sub(1) / 16 + 1;
+        (0..n).step_by(step).chain(n.checked_sub(1)).all(|pos| key_matches(&self.entries[pos].key, &facts[pos].id))
+    }
+
+    /// This index if it [`is_synced_with`](FactIndex::is_synced_with) `facts`, else a fresh
+    /// one built from them into `temp` (for callers handed an index of other facts).
+    pub fn synced_or_temp<'a>(&'a self, facts: &[Fact], temp: &'a mut Option<FactIndex>) -> &'a FactIndex {
+        if self.is_synced_with(facts) {
+            return self;
+        }
+        temp.insert({
+            let mut t = FactIndex::with_params(self.params);
+            t.sync(facts);
+            t
+        })
+    }
+
+    /// `createdAt` of the fact at `position` (of the last sync) in epoch ms; 0 if unknown.
+    pub fn created_ms(&self, position: usize) -> u64 {
+        self.created.get(position).copied().unwrap_or(0)
+    }
+
+    /// Whether the fact at `position` (of the last sync) has blank content.
+    pub fn is_blank(&self, position: usize) -> bool {
+        self.blank.get(position).copied().unwrap_or(true)
+    }
+
+    /// Brings the index in line with `facts`, re-tokenising only added or changed facts
+    /// (compared by id and content); facts no longer present leave the index, and a changed
+    /// `createdAt` is just recorded.
+    ///
+    /// When nothing changed this is one comparison pass (no allocation). Otherwise the
+    /// posting lists are renumbered to the new positions in one pass (skipped when the old
+    /// facts kept their positions, e.g. after appending), which is much cheaper than
+    /// re-tokenising.
+    pub fn sync(&mut self, facts: &[Fact]) {
+        if facts.len() == self.entries.len()
+            && facts
+                .iter()
+                .zip(&self.entries)
+                .all(|(f, e)| key_matches(&e.key, &f.id) && *e.content == *f.content && *e.created_at == *f.created_at)
+        {
+            return;
+        }
+        let mut old = std::mem::take(&mut self.entries);
+        // Old position → new position, or DROPPED (removed, or changed and re-tokenised).
+        let mut remap = vec![DROPPED; old.len()];
+        let mut claimed = vec![false; old.len()];
+        let mut fresh = Vec::new();
+        for (pos, f) in facts.iter().enumerate() {
+            let mut key: Option<String> = None;
+            let mut dup = 0u32;
+            let found = loop {
+                match self.by_id.get(key.as_deref().unwrap_or(&f.id)) {
+                    Some(&o) if claimed[o as usize] => {
+                        dup += 1;
+                        key = Some(format!("{}\u{0}{dup}", f.id));
+                    }
+                    found => break found.copied(),
+                }
+            };
+            let mut entry = match found {
+                Some(o) if *old[o as usize].content == *f.content => {
+                    claimed[o as usize] = true;
+                    remap[o as usize] = pos as u32;
+                    std::mem::take(&mut old[o as usize])
+                }
+                other => {
+                    if let Some(o) = other {
+                        claimed[o as usize] = true;
+                    }
+                    fresh.push(pos);
+                    let key = key.map_or_else(|| f.id.as_str().into(), String::into_boxed_str);
+                    Entry { key, content: f.content.as_str().into(), ..Entry::default() }
+                }
+            };
+            if *entry.created_at != *f.created_at {
+                entry.created_at = f.created_at.as_str().into();
+            }
+            self.entries.push(entry);
+        }
+        // Drop what left or changed (a changed fact keeps its key), renumber the rest.
+        for (o, e) in old.iter().enumerate() {
+            if remap[o] == DROPPED {
+                self.total_len -= f64::from(e.len);
+            }
+            if !claimed[o] {
+                self.by_id.remove(&e.key);
+            }
+        }
+        if remap.iter().enumerate().any(|(o, &r)| r != o as u32) {
+            for p in &mut self.postings {
+                let was = !p.is_empty();
+                p.retain_mut(|x| {
+                    x.pos = remap[x.pos as usize];
+                    x.pos != DROPPED
+                });
+                self.live_terms -= usize::from(was && p.is_empty());
+            }
+        }
+        for (pos, e) in self.entries.iter().enumerate() {
+            match self.by_id.get_mut(&e.key) {
+                Some(p) => *p = pos as u32,
+                None => {
+                    self.by_id.insert(e.key.clone(), pos as u32);
+                }
+            }
+        }
+        for pos in fresh {
+            self.link(pos);
+        }
+        self.created = self.entries.iter().map(|e| millis_from_iso(&e.created_at).unwrap_or(0)).collect();
+        self.blank = self.entries.iter().map(|e| e.content.trim().is_empty()).collect();
+        // Terms of edited and removed facts stay interned; rebuild once they dominate.
+        if self.vocab.len() > 4 * self.live_terms + 4096 {
+            let tokenised = self.tokenised;
+            *self = FactIndex::with_params(self.params);
+            self.sync(facts);
+            self.tokenised += tokenised;
+        }
+    }
+
+    /// Tokenises the content of the entry at `pos` and adds its postings.
+    fn link(&mut self, pos: usize) {
+        let mut tf: Vec<(u32, f32)> = Vec::new();
+        let mut len = 0.0f32;
+        let (vocab, postings) = (&mut self.vocab, &mut self.postings);
+        for_each_term(&self.entries[pos].content, self.params.tokenizer, |term| {
+            let id = match term {
+                Term::Token(t, kind) => {
+                    len += if kind == TokenKind::CjkBigram { 0.0 } else { 1.0 };
+                    intern(vocab, postings, t)
+                }
+                Term::Concept { id, word } => {
+                    len += if word { 1.0 } else { 0.0 };
+                    intern(vocab, postings, concept_key(id, &mut [0; 8]))
+                }
+            };
+            tf.push((id, 1.0));
+        });
+        merge(&mut tf);
+        for &(id, n) in &tf {
+            let p = &mut self.postings[id as usize];
+            self.live_terms += usize::from(p.is_empty());
+            p.push(Posting { pos: pos as u32, tf: n, len });
+        }
+        self.tokenised += 1;
+        self.entries[pos].len = len;
+        self.total_len += f64::from(len);
+    }
+
+    /// The query's known terms with their weights: the sum over occurrences of the kind
+    /// weight (word 1, CJK unigram, CJK bigram, concept as in [`Params`]).
+    fn query_terms(&self, query: &str) -> Vec<(u32, f32)> {
+        let p = &self.params;
+        let mut q: Vec<(u32, f32)> = Vec::new();
+        for_each_term(query, p.tokenizer, |term| {
+            let (id, w) = match term {
+                Term::Token(t, kind) => (
+                    self.vocab.get(t),
+                    match kind {
+                        TokenKind::Word => 1.0,
+                        TokenKind::CjkUnigram => p.unigram_weight,
+                        TokenKind::CjkBigram => p.bigram_weight,
+                    },
+                ),
+                Term::Concept { id, .. } => (self.vocab.get(concept_key(id, &mut [0; 8])), p.concept_weight),
+            };
+            if let Some(&id) = id {
+                q.push((id, w));
+            }
+        });
+        merge(&mut q);
+        q
+    }
+
+    /// Similarity of every fact (in the order of the last [`sync`]) to `query`.
+    ///
+    /// The raw score of a fact is Okapi BM25:
+    /// `Σ_t q(t) · idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))` over the query terms
+    /// `t` it contains, with `idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))`, `q(t)` the query
+    /// weight of the term and `len` the fact's length in words and CJK characters. Raw scores
+    /// grow with the query's length, so they are **divided by the best score of this query**:
+    /// the returned similarity is in `[0, 1]`, the best matching fact has exactly 1, a fact
+    /// sharing no term has 0, and all are 0 when no query term occurs in any fact.
+    ///
+    /// Cost: one pass over the postings of the query's terms plus one `f32` per fact; facts
+    /// are never re-tokenised here.
+    ///
+    /// [`sync`]: FactIndex::sync
+    pub fn similarities(&self, query: &str) -> Vec<f32> {
+        let mut out = vec![0.0f32; self.entries.len()];
+        let q = self.query_terms(query);
+        let n = self.entries.len() as f32;
+        if q.is_empty() || n == 0.0 {
+            return out;
+        }
+        let avg = (self.total_len / f64::from(n)).max(1e-6) as f32;
+        let (k1, b) = (self.params.k1, self.params.b);
+        for &(t, w) in &q {
+            let post = &self.postings[t as usize];
+            if post.is_empty() {
+                continue;
+            }
+            let df = post.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for p in post {
+                let norm = k1 * (1.0 - b + b * p.len / avg);
+                out[p.pos as usize] += w * idf * p.tf * (k1 + 1.0) / (p.tf + norm);
+            }
+        }
+        let mut best = 0.0f32;
+        for &x in &out {
+            if x > best {
+                best = x;
+            }
+        }
+        if best > 0.0 {
+            for x in &mut out {
+                *x /= best;
+            }
+        }
+        out
+    }
+}
+
+/// The term id of token `t`, interning it if new.
+fn intern(vocab: &mut FxMap<Box<str>, u32>, postings: &mut Vec<Vec<Posting>>, t: &str) -> u32 {
+    if let Some(&id) = vocab.get(t) {
+        return id;
+    }
+    let id = postings.len() as u32;
+    postings.push(Vec::new());
+    vocab.insert(t.into(), id);
+    id
+}
+
+/// The vocabulary key of lexicon concept `c`: `\0` and one private-use character (no real
+/// token contains `\0`), written into `buf`.
+fn concept_key(c: u32, buf: &mut [u8; 8]) -> &str {
+    buf[0] = 0;
+    let ch = char::from_u32(0xF_0000 + (c & 0xFFFF)).unwrap_or('\u{F0000}');
+    let n = ch.encode_utf8(&mut buf[1..]).len();
+    std::str::from_utf8(&buf[..1 + n]).unwrap_or("\0")
+}
+
+/// Whether an entry key belongs to `id` (duplicate ids are suffixed with `\0n`).
+fn key_matches(key: &str, id: &str) -> bool {
+    key.len() >= id.len() && key.as_bytes()[..id.len()] == *id.as_bytes() && (key.len() == id.len() || key.as_bytes()[id.len()] == 0)
+}
+
+/// Sorts `(term, weight)` pairs by term and sums the weights of equal terms.
+fn merge(v: &mut Vec<(u32, f32)>) {
+    crate::base::sort::sort_by(v, |a, b| a.0 < b.0);
+    let mut w = 0;
+    for r in 0..v.len() {
+        if w > 0 && v[w - 1].0 == v[r].0 {
+            v[w - 1].1 += v[r].1;
+        } else {
+            v[w] = v[r];
+            w += 1;
+        }
+    }
+    v.truncate(w);
+}
