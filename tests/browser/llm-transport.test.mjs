@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { ENGINES, launch, skipReason } from "../helpers/engines.mjs";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
+import { eventually } from "../helpers/wait.mjs";
 import { staticHandler } from "../helpers/static-server.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -154,7 +155,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(r, { ok: true, facts: ["Lives in Lisbon"] });
       const post = llm.requests.find((q) => q.method === "POST");
       assert.equal(post.body.stream, true);
-      for (let i = 0; i < 100 && !post.clientClosed; i++) await new Promise((res) => setTimeout(res, 10));
+      await eventually(() => post.clientClosed, "the page to hang up");
       assert.ok(post.clientClosed && post.piecesSent < 100, `${post.piecesSent} pieces sent`);
       await page.close();
     });

@@ -40,6 +40,7 @@ function llmRoute(req, res) {
       newFacts: facts.map((content) => ({ content, category: "knowledge", confidence: 0.9 })),
       factsToRemove: [],
     };
+    // fixed wait: the scripted model's latency (the scenario), not a wait of the test
     setTimeout(() => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(
@@ -324,17 +325,19 @@ for (const engine of ENGINES)
                 [agent, storage, llm],
               ),
               b.evaluate(async (d) => {
+                // fixed wait: staggers the commit into the other page's open(): the race under test
                 await new Promise((r) => setTimeout(r, d));
                 await window.m.addFact({ content: "Lives in Chengdu" });
               }, delay),
             ]);
             // The cached memory (what inject() uses, no get()) must catch up by itself.
             const seen = await a.evaluate(async () => {
-              for (let t = 0; t < 100; t++) {
-                if ((await window.a.inject([])).includes("Chengdu")) return true;
+              // Open-ended but for a deadline far beyond a notification's delay on a busy machine.
+              const end = Date.now() + 15_000;
+              let found;
+              while (!(found = (await window.a.inject([])).includes("Chengdu")) && Date.now() < end)
                 await new Promise((r) => setTimeout(r, 10));
-              }
-              return false;
+              return found;
             });
             if (!seen) missed.push(delay);
             await a.evaluate(() => window.a.close());

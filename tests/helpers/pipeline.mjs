@@ -140,7 +140,7 @@ export async function deadPort() {
   return port;
 }
 
-export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export { eventually, sleep } from "./wait.mjs";
 
 /**
  * Runs `code` (an ES module importing "user-memory") in a child Node process with `args`

@@ -99,6 +99,7 @@ describe("claims between processes", { concurrency: 2 }, () => {
       const dir = mkdtempSync(join(tmpdir(), "um-claim-"));
       dirs.push(dir);
       const a =
+        // fixed wait: a model slower than the 15 s claim (the scenario), not a wait of the test
         child(`${open(dir, `async () => { console.log("llm"); await new Promise((r) => setTimeout(r, 22_000)); return ${reply("Sails (A)")}; }`)}
       ${observe}
       const report = await memory.flush();

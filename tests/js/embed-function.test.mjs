@@ -99,6 +99,7 @@ test("a throwing embedder is an EMBED_FAILED event, the commit stands, and injec
   // Within the backoff it is not retried, however often inject() runs.
   fail = false;
   for (let i = 0; i < 5; i++) await memory.inject(ask("x"));
+  // fixed wait: an absence check (no retry within the backoff): a slow machine can only make it pass
   await sleep(50);
   assert.equal(model.calls.length, 0, "no busy loop");
   assert.deepEqual(events.codes(), ["EMBED_FAILED"]);

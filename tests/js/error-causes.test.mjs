@@ -9,7 +9,7 @@ import { UserMemory } from "user-memory";
 import { fileStore, memoryPool } from "user-memory/node";
 import { durableObjectStore } from "user-memory/workers";
 import { userMemoryMiddleware } from "user-memory/ai-sdk";
-import { closeAll, freshAgent, openMemory, record, test, turn } from "../helpers/pipeline.mjs";
+import { closeAll, eventually, freshAgent, openMemory, record, test, turn } from "../helpers/pipeline.mjs";
 
 after(closeAll);
 
@@ -78,8 +78,7 @@ test("an embed function's error is the cause of the EMBED_FAILED", async () => {
   const rec = record(memory, ["error"]);
   await memory.addFact({ content: "Keeps bees" });
   await memory.search("bees");
-  for (let i = 0; i < 50 && !rec.of("error").some((e) => e.code === "EMBED_FAILED"); i++)
-    await new Promise((r) => setTimeout(r, 20));
+  await eventually(() => rec.of("error").some((e) => e.code === "EMBED_FAILED"), "an EMBED_FAILED event");
   const ev = rec.of("error").find((e) => e.code === "EMBED_FAILED");
   assert.ok(ev, "the failure is reported");
   assert.equal(ev.error?.cause, thrown);

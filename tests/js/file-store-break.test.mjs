@@ -14,6 +14,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
+import { eventually } from "../helpers/wait.mjs";
 
 const fsp = createRequire(import.meta.url)("node:fs/promises");
 const realLink = fsp.link;
@@ -67,8 +68,9 @@ test("a breaker whose stale lock was replaced by a fresh one meanwhile leaves th
   };
   let done = false;
   const cas = s.compareAndSet("p", "a", "b").then((r) => ((done = true), r));
-  await new Promise((r) => setTimeout(r, 500));
-  assert.equal(replaced, true, "the breaker took its turn under .lock.break");
+  await eventually(() => replaced, "the breaker to take its turn under .lock.break");
+  // fixed wait: an absence check (the fresh lock is respected meanwhile): a slow machine can only make it pass
+  await new Promise((r) => setTimeout(r, 300));
   assert.match(readFileSync(lock, "utf8"), /"fresh"/, "the fresh lock is still there");
   assert.equal(done, false, "and it is respected");
   assert.equal(readFileSync(join(s.dir, "p"), "utf8"), "a");
@@ -83,6 +85,7 @@ test("a .lock.break left by a breaker that died is cleared, and the stale lock i
   await s.set("p", "a");
   writeFileSync(join(s.dir, ".lock"), lockOf(deadPid(), "stale"));
   writeFileSync(join(s.dir, ".lock.break"), lockOf(deadPid(), "break"));
+  // fixed wait: a hang detector: fails the test instead of hanging it
   const hung = new Promise((r) => setTimeout(() => r("still waiting after 60 s"), 60_000).unref());
   assert.equal(await Promise.race([s.compareAndSet("p", "a", "b"), hung]), true);
   assert.equal(existsSync(join(s.dir, ".lock.break")), false);

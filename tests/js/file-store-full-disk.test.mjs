@@ -72,6 +72,7 @@ try {
 const left = fs.readdirSync(store).filter((n) => n.startsWith(".") && n !== ".lock").map((n) => [n, fs.statSync(store + "/" + n).size]);
 if (mode === "fake") budget = Infinity;
 else fs.rmSync(dir + "/filler");
+// fixed wait: a hang detector: fails the test instead of hanging it
 const freed = await Promise.race([s.compareAndSet("p", "a", "b"), new Promise((r) => setTimeout(() => r("still waiting 20 s after the space was freed"), 20_000).unref())]);
 console.log(JSON.stringify({ full, left, freed, value: await s.get("p") }));
 process.exit(0);

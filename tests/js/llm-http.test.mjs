@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import { initSync } from "user-memory";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
-import { freshAgent, openMemory, record, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
+import { eventually, freshAgent, openMemory, record, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
 const KEY = "sk-test-redirect-0123456789";
 const HEADER_KEY = "azure-header-key-0123456789";
@@ -150,7 +150,7 @@ test("a streamed 50 MB reply stops at the cap too, and the server sees the clien
   const [error, growth] = await heapGrowth({ content: "", pieces: Array.from({ length: 50 }, () => "a".repeat(MB)) });
   assert.equal(error?.code, "LLM_BAD_OUTPUT");
   assert.match(error.message, /llm\.maxResponseBytes/);
-  for (let i = 0; i < 100 && !llm.requests[0].clientClosed; i++) await new Promise((r) => setTimeout(r, 10));
+  await eventually(() => llm.requests[0].clientClosed, "the client to hang up");
   assert.ok(llm.requests[0].clientClosed, "the client hung up");
   assert.ok(llm.requests[0].piecesSent < 20, `${llm.requests[0].piecesSent} of 50 pieces sent`);
   assert.ok(growth < 16 * MB, `wasm heap grew by ${(growth / MB).toFixed(1)} MB`);

@@ -5,7 +5,7 @@
 // that do not stream are read whole and then asked without streaming.
 import assert from "node:assert/strict";
 import { factsReply } from "../helpers/llm-server.mjs";
-import { freshAgent, openMemory, record, sleep, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
+import { eventually, freshAgent, openMemory, record, test, turn, useLlmServer } from "../helpers/pipeline.mjs";
 
 const llm = useLlmServer();
 
@@ -57,7 +57,7 @@ for (const provider of ["openai", "anthropic"]) {
     await memory.observe("t", turn("I live in Lisbon", "Nice."));
     assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
     const r = llm.requests[0];
-    for (let i = 0; i < 100 && !r.clientClosed; i++) await sleep(10);
+    await eventually(() => r.clientClosed, "the client to hang up");
     assert.ok(r.clientClosed, "the client hung up before the end of the stream");
     assert.ok(r.piecesSent < 100, `${r.piecesSent} of ${3000 + 11} pieces were sent`);
     assert.deepEqual(await facts(memory), ["Lives in Lisbon"]);

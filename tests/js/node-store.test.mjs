@@ -133,6 +133,7 @@ test("a lock left by a dead process is broken at once", async () => {
   await s.set("p", "a");
   const { host, space } = here();
   writeFileSync(join(s.dir, ".lock"), JSON.stringify({ pid: deadPid(), host, space, at: Date.now(), token: "dead" }));
+  // fixed wait: a hang detector: fails the test instead of hanging it
   const hung = new Promise((r) => setTimeout(() => r("still waiting after 60 s"), 60_000).unref());
   assert.equal(await Promise.race([s.compareAndSet("p", "a", "b"), hung]), true);
   assert.equal(await s.get("p"), "b");
@@ -156,6 +157,7 @@ test("a lock from another PID namespace (a container sharing the directory) is j
   );
   let done = false;
   const cas = s.compareAndSet("p", "a", "b").then((r) => ((done = true), r));
+  // fixed wait: an absence check (the lock is respected meanwhile): a slow machine can only make it pass
   await new Promise((r) => setTimeout(r, 500));
   assert.equal(done, false, "the other container's lock is respected");
   assert.equal(readFileSync(lock, "utf8").includes("container-b"), true);
@@ -170,6 +172,7 @@ test("a lock held by a live process is respected until it is released", async ()
   writeFileSync(lock, JSON.stringify({ pid: process.pid, ...here(), at: Date.now(), token: "someone-else" }));
   let done = false;
   const cas = s.compareAndSet("p", "a", "b").then((r) => ((done = true), r));
+  // fixed wait: an absence check (compareAndSet waits meanwhile): a slow machine can only make it pass
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(done, false, "compareAndSet waits while the lock is held");
   assert.equal(readFileSync(join(s.dir, fileName("p")), "utf8"), "a");

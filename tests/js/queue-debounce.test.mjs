@@ -26,7 +26,7 @@ async function open(options = {}) {
 
 test("three observe() of one thread inside the debounce window make one call, with the newest messages, after the quiet time", async () => {
   llm.reset();
-  const { memory, events } = await open({ debounceMs: 300 });
+  const { memory, events } = await open({ debounceMs: 1000 });
   llm.script.push(factsReply("Learns Rust"));
   const history = [];
   let lastObserve = 0;
@@ -34,6 +34,7 @@ test("three observe() of one thread inside the debounce window make one call, wi
     history.push(...turn(`message ${i} about Rust`, `answer ${i}`));
     lastObserve = Date.now();
     memory.observe("t1", [...history]);
+    // fixed wait: turns 60 ms apart inside a 1 s debounce (the time the debounce measures)
     if (i < 3) await sleep(60);
   }
   const update = await events.next("update", (e) => e.reason === "extraction");
@@ -42,7 +43,7 @@ test("three observe() of one thread inside the debounce window make one call, wi
   const prompt = llm.prompt(0);
   for (let i = 1; i <= 3; i++)
     assert.ok(prompt.includes(`User: message ${i} about Rust`), `message ${i} in the prompt`);
-  assert.ok(llm.requests[0].at - lastObserve >= 300 - 20, "each observe() restarted the timer");
+  assert.ok(llm.requests[0].at - lastObserve >= 1000 - 20, "each observe() restarted the timer");
   assert.equal(events.of("queued").length, 3);
   assert.equal(events.of("queued").at(-1).threadId, "t1");
   assert.equal(events.of("queued").at(-1).pending, 1, "one entry per thread");
@@ -120,6 +121,7 @@ test('storage: "memory" — a reopened instance\'s timer picks up the overdue en
   await first.close();
   llm.script.push(factsReply("Plays chess"));
   // The entry was observed more than 50 ms ago by the time the second instance opens.
+  // fixed wait: the entry must be older than the next instance's 50 ms debounce: a slow machine only adds age
   await sleep(60);
   const second = await openMemory({ agent, storage: "memory", debounceMs: 50, llm: endpoint() });
   const events = record(second);
@@ -225,6 +227,7 @@ test("autoProcess: false — nothing runs by itself; processDue() processes only
   const due = memory.nextDueAt();
   assert.ok(due >= observed + 150);
   assert.deepEqual(await memory.processDue(), { processed: [], failed: [] }, "not due yet");
+  // fixed wait: an absence check past the due time (no timer may run it): a slow machine can only make it pass
   await sleep(due - Date.now() + 150);
   assert.equal(llm.requests.length, 0, "no timer ran it");
   assert.deepEqual(await memory.processDue(), { processed: ["t"], failed: [] });
@@ -281,6 +284,7 @@ test("storage failing when the timer fires: one error event (STORAGE_FAILED) and
   const ev = await events.next("error");
   assert.equal(ev.code, "STORAGE_FAILED");
   assert.match(ev.message, /disk gone/);
+  // fixed wait: an absence check (no retry before the backoff): a slow machine can only make it pass
   await sleep(500);
   assert.equal(failedWrites, 1, "the timer did not retry at once");
   assert.deepEqual(events.codes(), ["STORAGE_FAILED"]);

@@ -24,15 +24,18 @@ test("errors with no listener never become unhandled rejections (--unhandled-rej
     const a = await UserMemory.open({ agent: "a", storage: "memory", debounceMs: 20, llm });
     a.observe("t1", conv);
     a.observe("t2", conv);
-    await new Promise((r) => setTimeout(r, 400));
+    // Until both attempts have failed (the entries wait out their 30 s backoff).
+    while (!(a.nextDueAt() - Date.now() > 10000 && !a.status().processing)) await new Promise((r) => setTimeout(r, 10));
     // 2. flush() rejects (that rejection is the caller's, and is handled here).
     a.observe("t3", conv);
     await a.flush().then(() => console.log("flush resolved?!"), (e) => console.log("flush rejected " + e.code));
     // 3. A storage adapter that fails on write: the un-awaited observe() promise rejects.
-    const broken = { get: async () => null, set: async () => { throw new Error("disk on fire"); }, delete: async () => {} };
+    let writes = 0;
+    const broken = { get: async () => null, set: async () => { writes++; throw new Error("disk on fire"); }, delete: async () => {} };
     const b = await UserMemory.open({ agent: "b", storage: broken, debounceMs: 20, llm });
     b.observe("t", conv);
-    await new Promise((r) => setTimeout(r, 300));
+    while (writes === 0) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setImmediate(r)); // the rejected observe() promise is settled by now
     await a.close();
     // close() writes what is pending: with this adapter that fails, and close() says so.
     await b.close().then(() => console.log("close resolved?!"), (e) => console.log("close rejected " + e.code));
@@ -101,12 +104,16 @@ test("close() during a Retry-After wait: the process exits before the wait would
   const code = `
     import { UserMemory } from "user-memory";
     const m = await UserMemory.open({ storage: "memory", debounceMs: 0, llm: { baseUrl: process.env.LLM, model: "m", maxRetries: 2 } });
+    // Notes when the 429 has arrived here: the library fetches through globalThis.
+    let answered = false;
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (...args) => realFetch(...args).then((res) => ((answered = true), res));
     m.observe("t", ${conv});
-    // The parent says "go" once its server answered 429; give the answer time to arrive
-    // here and the wait to start.
     await new Promise((r) => process.once("message", r));
     process.disconnect();
-    await new Promise((r) => setTimeout(r, 300));
+    // The 429 is in: the client reads its Retry-After and starts the 30 s wait.
+    while (!answered) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setImmediate(r));
     await m.close();
     console.log("closed");
   `;

@@ -13,7 +13,7 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { UserMemory } from "user-memory";
-import { closeAll, freshAgent, openMemory, turn } from "../helpers/pipeline.mjs";
+import { closeAll, eventually, freshAgent, openMemory, turn } from "../helpers/pipeline.mjs";
 
 after(closeAll);
 
@@ -102,6 +102,7 @@ const TRAP = /unreachable|RuntimeError|already borrowed|already mutably borrowed
 function harness() {
   const failures = [];
   let budget = 0;
+  let pending = 0;
   const note = (where) => (e) => {
     if (e instanceof WebAssembly.RuntimeError || TRAP.test(String(e?.message ?? e)))
       failures.push(`${where}: ${e?.stack ?? e}`);
@@ -109,7 +110,10 @@ function harness() {
   const settle = (where, f) => {
     try {
       const r = f();
-      if (r && typeof r.then === "function") r.then(() => {}, note(where));
+      if (r && typeof r.then === "function") {
+        pending++;
+        r.then(() => {}, note(where)).finally(() => pending--);
+      }
     } catch (e) {
       note(where)(e);
     }
@@ -165,6 +169,8 @@ function harness() {
     failures,
     poke,
     fund: (n) => (budget = n),
+    /** The calls the callbacks started that have not settled yet. */
+    pending: () => pending,
   };
 }
 
@@ -237,10 +243,10 @@ test(
     await memory.flush().catch(() => {});
     await memory.addFact({ content: "Likes oolong" });
     // Let every promise the callbacks started settle (they start more until the budget ends).
-    for (let i = 0; i < 20; i++) {
-      await new Promise((r) => setTimeout(r, 20));
+    await eventually(async () => {
       await memory.flush().catch(() => {});
-    }
+      return h.pending() === 0;
+    }, "the calls started by the callbacks to settle");
     assert.deepEqual(h.failures, [], "no wasm trap");
     h.fund(0);
     await works(memory, "re-entrant calls");
@@ -342,8 +348,14 @@ test("close() and free() from inside callbacks and while a call is running end t
       assert.ok(!TRAP.test(e.message), e.message);
     }
   }
-  await new Promise((r) => setTimeout(r, 50));
-  assert.throws(() => memory.status(), /null pointer/, "free() ended the instance");
+  await eventually(() => {
+    try {
+      memory.status();
+      return false;
+    } catch (e) {
+      return /null pointer/.test(e.message);
+    }
+  }, "free() inside a callback to end the instance");
   assert.deepEqual(h.failures, [], "no wasm trap");
   const fresh = await openMemory({ agent: freshAgent("after-free"), storage: "memory", llm: async () => "{}" });
   await works(fresh, "close() and free() inside callbacks");
@@ -397,6 +409,7 @@ test("hostile values thrown or returned by callbacks become errors with a code",
 test("the embedder and its abort signal calling back (switching the embedder, ranking, observing) never trap the module", async () => {
   let memory = null;
   const calls = [];
+  let aborted = 0;
   const errors = [];
   const guard = (f) => {
     try {
@@ -413,6 +426,7 @@ test("the embedder and its abort signal calling back (switching the embedder, ra
     function: (texts, { signal }) => {
       calls.push(texts.length);
       signal.addEventListener("abort", () => {
+        aborted++;
         guard(() => memory.configure({ embed: { model: "third", function: (ts) => ts.map(vector) } }));
         guard(() => memory.inject(turn("tea")));
         guard(() => memory.search("tea"));
@@ -431,11 +445,10 @@ test("the embedder and its abort signal calling back (switching the embedder, ra
     embed: hanging,
   });
   await memory.addFact({ content: "Drinks green tea" });
-  await new Promise((r) => setTimeout(r, 50));
-  assert.ok(calls.length > 0, "the hanging model was called");
+  await eventually(() => calls.length > 0, "the hanging model to be called");
   // Switching the model aborts its calls: the listener runs inside configure().
   memory.configure({ embed: { model: "second", function: (ts) => ts.map(vector) } });
-  await new Promise((r) => setTimeout(r, 50));
+  await eventually(() => aborted > 0, "the hanging call to be aborted");
   assert.deepEqual(errors, [], "no wasm trap");
   await works(memory, "an embedder calling back");
 });

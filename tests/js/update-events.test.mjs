@@ -5,7 +5,7 @@
 // other test.)
 import { after } from "node:test";
 import assert from "node:assert/strict";
-import { closeAll, freshAgent, openMemory, record, sleep, test } from "../helpers/pipeline.mjs";
+import { closeAll, eventually, freshAgent, openMemory, record, test } from "../helpers/pipeline.mjs";
 
 after(closeAll);
 
@@ -47,7 +47,7 @@ test("an edit made by another instance arrives as changed, not as added and remo
   const rec = record(reader, ["update"]);
   await writer.updateFact(fact.id, { content: "Prefers green tea" });
   await reader.get(); // reads storage afresh, and finds the other instance's write
-  for (let i = 0; i < 50 && rec.of("update").length === 0; i++) await sleep(20);
+  await eventually(() => rec.of("update").length > 0, "the reader's update event");
   const ev = rec.of("update").at(-1);
   assert.ok(ev, "the other instance heard of the edit");
   assert.deepEqual([ev.added, ev.removed, ids(ev.changed)], [[], [], [fact.id]]);

@@ -54,6 +54,7 @@ async function waitFor(child, re) {
   for (;;) {
     const m = child.out.match(re);
     if (m) return m;
+    // fixed wait: the tick of an open-ended poll for the child's output
     const ended = await Promise.race([child.exited, new Promise((r) => setTimeout(() => r(null), 10))]);
     if (ended && !re.test(child.out))
       throw new Error(`exited (${JSON.stringify(ended)}) before printing ${re}:\n${child.out}\n${child.err}`);

@@ -41,6 +41,7 @@ function run(args, { env = {}, input = "", node = process.execPath, cli = CLI, c
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
+    // fixed wait: a hang detector: kills a hung child so the test fails instead of hanging
     const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     child.on("error", reject);
     child.on("close", (status, signal) => {

@@ -18,6 +18,7 @@ import { sqliteStore } from "user-memory/sqlite";
 import { freePort, startPostgres, startRedis } from "../helpers/servers.mjs";
 import { nodeBinary, NODE_VERSIONS } from "../helpers/runtimes.mjs";
 import { ROOT } from "../helpers/pack.mjs";
+import { eventually } from "../helpers/wait.mjs";
 
 const noLlm = async () => "{}";
 let postgres;
@@ -31,6 +32,7 @@ after(async () => {
 
 /** Asserts `promise` rejects with `code` within 15 s and without `secret` in the message; returns the error. */
 async function rejectsWith(promise, code, secret) {
+  // fixed wait: a hang detector: fails the test instead of hanging it
   const hang = new Promise((_, reject) => setTimeout(() => reject(new Error("no answer within 15 s")), 15_000).unref());
   const e = await Promise.race([promise, hang]).then(
     () => assert.fail(`expected ${code}, but it succeeded`),
@@ -124,7 +126,7 @@ test("redis: a disconnected client is STORAGE_UNAVAILABLE at once (nothing waits
   } finally {
     await redis.start();
   }
-  for (let i = 0; !client.isReady && i < 100; i++) await new Promise((r) => setTimeout(r, 50));
+  await eventually(() => client.isReady, "the client to reconnect");
   assert.equal(await store.get("k"), "v", "the refused compareAndSet never happened");
   await client.quit();
   const unconnected = redisStore(createClient({ url: redis.url }));

@@ -135,6 +135,7 @@ for (const backend of BACKENDS) {
             child.stdout.on("data", (d) => {
               for (const m of String(d).matchAll(/committed (\d+)/g)) seen = Number(m[1]);
               // Kill a few milliseconds after an acknowledgement: inside the next commit.
+              // fixed wait: a jitter that lands the kill inside the next commit (the fault under test)
               if (seen >= target) setTimeout(resolve, Math.random() * 8);
             });
             child.once("exit", (code) => reject(new Error(`the writer exited by itself (${code}): ${stderr}`)));
@@ -187,24 +188,50 @@ for (const backend of BACKENDS) {
         async () => {
           const server = backend.server();
           const agent = `restart-${++agents}`;
-          const run = writer(backend, [agent, "retry", "x", "60"]);
-          // Let it commit some, then stop the server for a moment and start it again.
-          await new Promise((r) => setTimeout(r, 700));
+          // The writer commits facts until 10 have succeeded after a failure. Stop the server
+          // once it has committed five (so open() and the first commits are behind it), and
+          // start it again once a commit has failed: events, not delays, so a slow machine
+          // changes only how long it takes.
+          const child = spawn(backend.node().path, [WRITER, backend.spec(), agent, "retry", "x", "10"], {
+            cwd: ROOT,
+            stdio: ["ignore", "pipe", "pipe"],
+          });
+          let stdout = "";
+          let stderr = "";
+          const waiters = new Set();
+          child.stderr.on("data", (d) => (stderr += d));
+          child.stdout.on("data", (d) => {
+            stdout += d;
+            for (const w of waiters) w();
+          });
+          const exited = new Promise((resolve) => child.once("exit", resolve));
+          /** Resolves once the writer has printed a line matching `re`. */
+          const line = (re) =>
+            new Promise((resolve, reject) => {
+              const check = () => re.test(stdout) && (waiters.delete(check), resolve());
+              waiters.add(check);
+              check();
+              exited.then((code) => reject(new Error(`the writer exited (${code}) before printing ${re}: ${stderr}`)));
+            });
+          await line(/^committed 4$/m);
           await server.stop();
-          await new Promise((r) => setTimeout(r, 1500));
+          await line(/^failed /m);
           await server.start();
-          const { failures } = await run;
+          const code = await exited;
+          assert.equal(code, 0, `the writer failed: ${stderr}`);
+          const { failures, added } = JSON.parse(stdout.trim().split("\n").pop());
           assert.ok(failures.length > 0, "some commits failed while the server was down");
           assert.deepEqual(
             [...new Set(failures)],
             ["STORAGE_UNAVAILABLE"],
             `only STORAGE_UNAVAILABLE: ${failures.join(",")}`,
           );
+          assert.ok(added >= 15, `the writer went on after the restart (${added} facts)`);
           const got = await facts(backend, agent);
           assert.deepEqual(
             [...got].sort(),
-            Array.from({ length: 60 }, (_, i) => `fact x ${i}`).sort(),
-            "all 60 facts, once each",
+            Array.from({ length: added }, (_, i) => `fact x ${i}`).sort(),
+            `all ${added} facts, once each`,
           );
         },
       );

@@ -3,7 +3,8 @@
 //
 //   node writer.mjs <store> <agent> add <label> <count>     add <count> facts, print {"added": n}
 //   node writer.mjs <store> <agent> loop <label>            add facts until killed, printing "committed <i>" after each
-//   node writer.mjs <store> <agent> retry <label> <count>   add <count> facts 25 ms apart, retrying each failure; print {"failures": [codes]}
+//   node writer.mjs <store> <agent> retry <label> <after>   add facts, retrying each failure, until <after> succeeded since the
+//                                                           last failure; print "committed <i>" / "failed <code>", then {"failures", "added"}
 //   node writer.mjs <store> <agent> flush <llmBaseUrl>      open, flush() what is queued, print the report
 //   node writer.mjs <store> <agent> observe <thread> <text> observe one turn (autoProcess off) and close
 import { UserMemory } from "user-memory";
@@ -27,21 +28,30 @@ if (mode === "add") {
     process.stdout.write(`committed ${i}\n`);
   }
 } else if (mode === "retry") {
-  const [label, count] = args;
+  // Commits facts one after another, retrying each failure after a 50 ms backoff, until
+  // `after` commits have succeeded since the last failure (or `max` facts are in): the test
+  // stops the database when it reads "committed" lines and starts it again when it reads
+  // "failed", so the run spans the outage whatever the machine's speed.
+  const [label, after, max = "2000"] = args;
   const failures = [];
-  for (let i = 0; i < Number(count); i++) {
-    await new Promise((r) => setTimeout(r, 25));
+  let i = 0;
+  for (let since = 0; i < Number(max) && !(failures.length > 0 && since >= Number(after)); i++) {
     for (;;) {
       try {
         await memory.addFact({ content: `fact ${label} ${i}` });
+        process.stdout.write(`committed ${i}\n`);
+        since++;
         break;
       } catch (e) {
         failures.push(e.code);
+        since = 0;
+        process.stdout.write(`failed ${e.code}\n`);
+        // fixed wait: the writer's backoff before retrying, as a client would
         await new Promise((r) => setTimeout(r, 50));
       }
     }
   }
-  console.log(JSON.stringify({ failures }));
+  console.log(JSON.stringify({ failures, added: i }));
 } else if (mode === "flush") {
   const report = await memory.flush();
   console.log(JSON.stringify(report));
