@@ -36,6 +36,25 @@ impl Role {
     }
 }
 
+/// The flag that marks a framework message (a todo reminder, an injected notice) as hidden
+/// from the UI: it is not the user's words, so it is never remembered.
+pub const HIDE_FROM_UI: &str = "hide_from_ui";
+
+/// Where a message carries [`HIDE_FROM_UI`]: LangChain/DeerFlow `additional_kwargs`, and the
+/// `metadata` of AI SDK UI messages (the place apps put their own fields).
+pub const HIDDEN_IN: [&str; 2] = ["additional_kwargs", "metadata"];
+
+impl Role {
+    /// [`Role::Other`] (always dropped) for a message marked hidden, else the role itself.
+    pub fn unless_hidden(self, hidden: bool) -> Role {
+        if hidden {
+            Role::Other
+        } else {
+            self
+        }
+    }
+}
+
 /// A message as received, reduced to what filtering needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputMessage {
@@ -63,10 +82,8 @@ impl InputMessage {
     pub fn from_value(v: &Value) -> InputMessage {
         let role =
             v.get("role").and_then(Value::as_str).or_else(|| v.get("type").and_then(Value::as_str)).map(Role::parse).unwrap_or(Role::Other);
-        // LangChain/DeerFlow mark framework messages (todo reminders, injected notices) as
-        // hidden from the UI: they are not the user's words.
-        let hidden = v.get("additional_kwargs").and_then(|k| k.get("hide_from_ui")).and_then(Value::as_bool) == Some(true);
-        let role = if hidden { Role::Other } else { role };
+        let flag = |holder: &str| v.get(holder).and_then(|k| k.get(HIDE_FROM_UI)).and_then(Value::as_bool) == Some(true);
+        let role = role.unless_hidden(HIDDEN_IN.iter().any(|h| flag(h)));
         let tool_calls = match v.get("tool_calls") {
             Some(Value::Array(a)) => !a.is_empty(),
             Some(Value::Null) | None => false,
@@ -223,6 +240,16 @@ impl ChatMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_marked_hide_from_ui_is_dropped_in_kwargs_or_metadata_but_false_keeps_it() {
+        for holder in HIDDEN_IN {
+            let hidden = json!({"role": "user", "content": "todo", holder: {"hide_from_ui": true}});
+            assert_eq!(InputMessage::from_value(&hidden).role, Role::Other, "{holder}");
+            let shown = json!({"role": "user", "parts": [{"type": "text", "text": "todo"}], holder: {"hide_from_ui": false}});
+            assert_eq!(InputMessage::from_value(&shown).role, Role::User, "{holder}");
+        }
+    }
 
     #[test]
     fn reads_both_shapes_and_list_content() {

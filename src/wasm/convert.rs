@@ -10,7 +10,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::json::Value;
-use crate::memory::message::{InputMessage, Part, Role};
+use crate::memory::message::{InputMessage, Part, Role, HIDDEN_IN, HIDE_FROM_UI};
 use js_sys::{Array, Function, Promise, Reflect, JSON};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
@@ -99,7 +99,8 @@ pub(crate) fn messages(v: &JsValue) -> Result<Vec<InputMessage>> {
 
 fn message(m: &JsValue) -> InputMessage {
     let role = prop(m, "role").as_string().or_else(|| prop(m, "type").as_string());
-    let role = role.as_deref().map_or(Role::Other, Role::parse);
+    let hidden = HIDDEN_IN.iter().any(|h| prop(&prop(m, h), HIDE_FROM_UI).as_bool() == Some(true));
+    let role = role.as_deref().map_or(Role::Other, Role::parse).unless_hidden(hidden);
     let calls = prop(m, "tool_calls");
     let has_tool_calls = if is_array(&calls) {
         prop(&calls, "length").as_f64().is_some_and(|n| n > 0.0)

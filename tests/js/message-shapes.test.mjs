@@ -176,3 +176,31 @@ test("inject() reads UI messages too: the query is the text of their parts", asy
   );
   assert.ok(e.facts[0].similarity > 0);
 });
+
+test("a message marked hide_from_ui never reaches the extraction prompt, in every message shape", async () => {
+  const reminder = "<system_reminder>todo list: HIDDEN-TODO-1, HIDDEN-TODO-2</system_reminder>";
+  const hide = { hide_from_ui: true };
+  const shapes = {
+    plain: { role: "user", content: reminder, additional_kwargs: hide },
+    langchain: { type: "human", content: reminder, additional_kwargs: hide },
+    openai: { role: "user", content: [{ type: "text", text: reminder }], additional_kwargs: hide },
+    "ai-sdk model": { role: "user", content: [{ type: "text", text: reminder }], additional_kwargs: hide },
+    "ai-sdk ui": { id: "h1", role: "user", parts: [{ type: "text", text: reminder }], metadata: hide },
+  };
+  for (const [shape, hidden] of Object.entries(shapes)) {
+    const { memory, prompts } = await open();
+    const said = { role: "user", content: `I moved to Porto last spring (${shape}).` };
+    const answer = { role: "assistant", content: "Porto is lovely." };
+    assert.equal(await memory.observe(`hidden-${shape}`, [hidden, said, answer]), true, shape);
+    await memory.flush();
+    assert.equal(prompts.length, 1, shape);
+    assert.doesNotMatch(prompts[0], /HIDDEN-TODO|system_reminder/, shape);
+    assert.match(conversation(prompts[0]), new RegExp(`I moved to Porto last spring \\(${shape}\\)`), shape);
+    // The same message without the flag is the user's words and is sent.
+    const { memory: plain, prompts: sent } = await open();
+    const own = { role: "user", content: "HIDDEN-TODO-1 is my project's name." };
+    assert.equal(await plain.observe(`shown-${shape}`, [own, said, answer]), true, shape);
+    await plain.flush();
+    assert.match(sent[0], /HIDDEN-TODO-1 is my project's name/, shape);
+  }
+});
