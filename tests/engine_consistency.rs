@@ -51,50 +51,6 @@ fn a_reset_elsewhere_is_adopted_although_the_revision_went_backwards() {
     });
 }
 
-/// A KvStore whose every operation yields once to the executor (like any real async store).
-struct YieldingKv {
-    inner: Rc<MemoryKv>,
-}
-
-impl KvStore for YieldingKv {
-    fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
-        Box::pin(async move {
-            YieldOnce(false).await;
-            self.inner.get(key).await
-        })
-    }
-    fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move {
-            YieldOnce(false).await;
-            self.inner.set(key, value).await
-        })
-    }
-    fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move {
-            // An unlink is slower than a (cached) read.
-            for _ in 0..4 {
-                YieldOnce(false).await;
-            }
-            self.inner.delete(key).await
-        })
-    }
-    fn capabilities(&self) -> KvCapabilities {
-        self.inner.capabilities()
-    }
-    fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
-        self.inner.keys(prefix)
-    }
-    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            YieldOnce(false).await;
-            self.inner.compare_and_set(key, expected, value).await
-        })
-    }
-    fn describe(&self) -> String {
-        "yielding".into()
-    }
-}
-
 /// A get() overlapping addFact's commit (at every point of it) never reports the instance's
 /// own change as a remote one: exactly one `update`, reason `addFact`, with the fact.
 #[test]

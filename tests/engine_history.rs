@@ -138,7 +138,7 @@ fn revert_restores_summaries_and_facts_exactly_and_is_itself_revertible() {
         assert_ne!(without_time(&before_revert), without_time(&imported));
 
         rig.events.clear();
-        let back = rig.engine.revert(Some(at_import)).await.unwrap();
+        let back = rig.engine.revert(at_import).await.unwrap();
         assert_eq!(without_time(&back), without_time(&imported), "ids, timestamps, unknown fields, order: all as imported");
         assert_eq!(without_time(&rig.engine.get().await.unwrap()), without_time(&imported));
         let update = rig.events.0.borrow().iter().find_map(|e| if let Event::Update(u) = e { Some(u.clone()) } else { None }).unwrap();
@@ -148,7 +148,7 @@ fn revert_restores_summaries_and_facts_exactly_and_is_itself_revertible() {
         assert_eq!(newest.get("revertedTo").and_then(Value::as_u64), Some(at_import));
 
         // The revert is an entry like any other: undo brings back what it replaced.
-        let again = rig.engine.undo().await.unwrap();
+        let again = rig.engine.undo(None).await.unwrap();
         assert_eq!(without_time(&again), without_time(&before_revert));
     });
 }
@@ -157,17 +157,56 @@ fn revert_restores_summaries_and_facts_exactly_and_is_itself_revertible() {
 fn undo_reverts_the_newest_entry_and_a_second_undo_reverts_the_undo() {
     run(async {
         let rig = RigBuilder::new().open().await.unwrap();
-        assert_eq!(rig.engine.undo().await.unwrap_err().code(), "NOT_FOUND", "nothing to undo yet");
+        assert_eq!(rig.engine.undo(None).await.unwrap_err().code(), "NOT_FOUND", "nothing to undo yet");
         let a = rig.engine.add_fact(&json!({"content": "A"})).await.unwrap();
         rig.engine.add_fact(&json!({"content": "B"})).await.unwrap();
-        let doc = rig.engine.undo().await.unwrap();
+        let doc = rig.engine.undo(None).await.unwrap();
         assert_eq!(doc.facts, vec![a.clone()]);
-        let doc = rig.engine.undo().await.unwrap();
+        let doc = rig.engine.undo(None).await.unwrap();
         assert_eq!(doc.facts.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), ["A", "B"]);
         // The oldest entry can be undone too: memory before any commit was empty.
         let first = rig.engine.history(None, None).await.unwrap().last().map(entry_revision).unwrap();
-        assert!(rig.engine.revert(Some(first - 1)).await.unwrap().facts.is_empty());
+        assert!(rig.engine.revert(first - 1).await.unwrap().facts.is_empty());
     });
+}
+
+/// Two instances undoing at once (one losing the race at every point of the commit): one
+/// undo, never an undo of that undo; an explicit revision that was overtaken is refused.
+#[test]
+fn two_instances_undoing_at_once_undo_once_and_never_undo_the_undo() {
+    for delay in 0..12 {
+        run(async {
+            let kv = Rc::new(MemoryKv::new());
+            let clock = FakeClock::at(T0);
+            let yielding = || -> Rc<dyn Store> { Rc::new(VersionedKv::new(Rc::new(YieldingKv { inner: kv.clone() }), "default")) };
+            let a = RigBuilder::shared(&kv, &clock).store(yielding()).open().await.unwrap();
+            let b = RigBuilder::shared(&kv, &clock).instance("B").store(yielding()).open().await.unwrap();
+            a.engine.add_fact(&json!({"content": "A"})).await.unwrap();
+            a.engine.add_fact(&json!({"content": "B"})).await.unwrap();
+            let (ea, eb) = (a.engine.clone(), b.engine.clone());
+            let (ra, rb) = futures::future::join(async move { ea.undo(None).await }, async move {
+                for _ in 0..delay {
+                    YieldOnce(false).await;
+                }
+                eb.undo(None).await
+            })
+            .await;
+            let case = format!("second undo {delay} steps later");
+            let facts: Vec<String> = a.engine.get().await.unwrap().facts.into_iter().map(|f| f.content).collect();
+            assert_eq!(facts, ["A"], "{case}: B was undone once, not undone and redone ({ra:?}, {rb:?})");
+            assert_eq!(reasons(&a.engine.history(None, None).await.unwrap()), ["revert", "addFact", "addFact"], "{case}: one revert entry");
+            // Naming the revision: a repeat is a no-op, an overtaken one is refused.
+            let undone = entry_revision(&a.engine.history(Some(1), None).await.unwrap()[0]) - 1;
+            assert_eq!(b.engine.undo(Some(undone)).await.unwrap().facts.len(), 1, "{case}");
+            assert_eq!(a.engine.history(None, None).await.unwrap().len(), 3, "{case}: the repeat wrote nothing");
+            b.engine.add_fact(&json!({"content": "C"})).await.unwrap();
+            let e = a.engine.undo(Some(undone - 1)).await.unwrap_err();
+            assert_eq!(e.code(), "CONFLICT", "{case}: {}", e.message());
+            assert_eq!(a.engine.undo(Some(99)).await.unwrap_err().code(), "NOT_FOUND");
+            let facts: Vec<String> = a.engine.get().await.unwrap().facts.into_iter().map(|f| f.content).collect();
+            assert_eq!(facts, ["A", "C"], "{case}: the refused undo wrote nothing");
+        });
+    }
 }
 
 #[test]
@@ -179,17 +218,17 @@ fn a_revision_no_longer_in_the_history_is_not_found_and_history_limit_zero_keeps
         }
         let entries = rig.engine.history(None, None).await.unwrap();
         assert_eq!(entries.iter().map(entry_revision).collect::<Vec<_>>(), [6, 5, 4]);
-        assert_eq!(rig.engine.revert(Some(3)).await.unwrap().facts.len(), 3, "undoing the oldest kept entry works");
-        let e = rig.engine.revert(Some(2)).await.unwrap_err();
+        assert_eq!(rig.engine.revert(3).await.unwrap().facts.len(), 3, "undoing the oldest kept entry works");
+        let e = rig.engine.revert(2).await.unwrap_err();
         assert_eq!(e.code(), "NOT_FOUND");
         assert!(e.message().contains("revision 2"), "{}", e.message());
-        assert_eq!(rig.engine.revert(Some(99)).await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(rig.engine.revert(99).await.unwrap_err().code(), "NOT_FOUND");
 
         let off = RigBuilder::new().config(|c| c.history_limit = 0).open().await.unwrap();
         off.engine.add_fact(&json!({"content": "x"})).await.unwrap();
         assert!(off.engine.history(None, None).await.unwrap().is_empty());
         assert!(!stored(&off.kv).to_json().contains("\"history\":{\"lastUpdated\""), "no history is written");
-        assert_eq!(off.engine.undo().await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(off.engine.undo(None).await.unwrap_err().code(), "NOT_FOUND");
     });
 }
 
@@ -204,10 +243,10 @@ fn a_change_by_a_writer_without_history_makes_the_entries_unusable_instead_of_wr
         let edited =
             v.value.replace("\"content\":\"A\"", "\"content\":\"A edited\"").replacen("\"lastUpdated\":\"", "\"lastUpdated\":\"9", 1);
         assert_eq!(store.commit(Slot::Document, v.revision, edited).await.unwrap(), Commit::Committed(2));
-        assert_eq!(rig.engine.revert(Some(0)).await.unwrap_err().code(), "NOT_FOUND");
+        assert_eq!(rig.engine.revert(0).await.unwrap_err().code(), "NOT_FOUND");
         // From the next commit on the history is whole again.
         rig.engine.add_fact(&json!({"content": "B"})).await.unwrap();
-        assert_eq!(rig.engine.undo().await.unwrap().facts.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), ["A edited"]);
+        assert_eq!(rig.engine.undo(None).await.unwrap().facts.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), ["A edited"]);
     });
 }
 
@@ -253,7 +292,7 @@ fn a_revert_that_loses_a_race_is_replayed_on_the_newer_document() {
         *store.before_first_commit.borrow_mut() = Some(Box::new(move || {
             b.add_fact(&json!({"content": "C, added while the revert ran"})).now_or_never().unwrap().unwrap();
         }));
-        let doc = rig.engine.revert(Some(target)).await.unwrap();
+        let doc = rig.engine.revert(target).await.unwrap();
         assert_eq!(
             doc.facts.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(),
             ["A"],
@@ -320,7 +359,7 @@ fn a_clear_of_many_facts_is_revertible_once_and_does_not_weigh_on_later_commits(
         rig.engine.clear(false).await.unwrap();
         let big = stored(&rig.kv).to_json().len();
         assert!(big > HISTORY_BYTES, "the clear's entry holds every fact ({big} bytes)");
-        assert_eq!(rig.engine.undo().await.unwrap().facts.len(), 3000, "the newest entry is kept whatever its size");
+        assert_eq!(rig.engine.undo(None).await.unwrap().facts.len(), 3000, "the newest entry is kept whatever its size");
         rig.engine.clear(false).await.unwrap();
         rig.engine.add_fact(&json!({"content": "one more"})).await.unwrap();
         let after = stored(&rig.kv).to_json().len();
@@ -373,7 +412,7 @@ fn undoing_a_forget_brings_the_fact_back_and_drops_its_tombstone_and_clear_can_d
         rig.engine.remove_fact(&f.id, true).await.unwrap();
         let entry = rig.engine.history(Some(1), None).await.unwrap().remove(0);
         assert_eq!(entry.get("forgot").and_then(Value::as_array).unwrap()[0].as_str(), Some(f.id.as_str()));
-        let doc = rig.engine.undo().await.unwrap();
+        let doc = rig.engine.undo(None).await.unwrap();
         assert_eq!(doc.facts, vec![f.clone(), g.clone()], "restored exactly, in its place");
         assert!(rig.engine.forgotten().await.unwrap().is_empty());
         rig.engine.remove_fact(&f.id, true).await.unwrap();

@@ -14,7 +14,8 @@ use crate::json::Value;
 use crate::memory::document::Document;
 use crate::memory::edit::{self, NewManualFact};
 use crate::memory::forget::Tombstone;
-use crate::memory::history::entry_revision;
+use crate::memory::history::{entry_revision, UndoState};
+use crate::memory::record::Record;
 use crate::{Fact, Section, SectionId};
 
 /// What a successful [`Engine::commit`] guarantees about its edit closure.
@@ -119,35 +120,67 @@ impl Engine {
         Ok(older.take(limit.unwrap_or(usize::MAX)).collect())
     }
 
-    /// Reverts the newest history entry (see [`Engine::revert`]); a second undo reverts the
-    /// first one.
-    pub async fn undo(&self) -> Result<Document> {
-        self.revert(None).await
-    }
-
-    /// Commits the document as it was after `revision` as a new revision (reason `revert`,
-    /// itself revertible); `None` undoes the newest history entry. Computed inside the
-    /// commit, so it replays on a newer document like any edit; the forget tombstones that
-    /// the undone commits added are dropped with them. `NOT_FOUND` when a change since that
-    /// revision is no longer in the history.
-    pub async fn revert(&self, revision: Option<u64>) -> Result<Document> {
+    /// Undoes the change of history entry `revision` by reverting to the revision before it;
+    /// without one, the newest entry when the call first reads the history (so a second
+    /// `undo()` undoes that undo), unless that entry is a revert this instance has not seen:
+    /// another instance's undo pressed at the same time, which must not be undone, so this
+    /// is then a no-op. The entry is named once, so a replay after a conflict never undoes
+    /// something else: when another writer already undid it, a no-op (the current document
+    /// is returned, nothing is written); when a newer change is in effect on top of it,
+    /// `CONFLICT` and nothing is written; `NOT_FOUND` when the history has no such entry.
+    pub async fn undo(&self, revision: Option<u64>) -> Result<Document> {
         self.check_open()?;
+        let seen = self.revision();
+        let mut named = revision;
         let record = self
             .commit(UpdateReason::Revert, None, true, &mut |r| {
-                let target = match revision {
+                let target = match named {
                     Some(rev) => rev,
-                    None => r.history.newest().ok_or_else(|| Error::NotFound("nothing to undo: the history is empty".into()))? - 1,
+                    None => {
+                        let newest = r.history.entries.first().ok_or_else(|| Error::NotFound("nothing to undo: the history is empty".into()))?;
+                        let rev = entry_revision(newest);
+                        if rev > seen && newest.get("reason").and_then(Value::as_str) == Some("revert") {
+                            return Ok(Edit::default());
+                        }
+                        *named.insert(rev)
+                    }
                 };
-                // Inside the commit, the cached revision is the base's (the loop adopted it).
-                let (doc, forgot) = r.history.document_at(&r.doc, target, self.revision())?;
-                r.doc = doc;
-                for id in forgot {
-                    r.forgotten.unforget(&id);
+                match r.history.undo_state(target) {
+                    UndoState::Newest => self.revert_in(r, target - 1),
+                    UndoState::Undone => Ok(Edit::default()),
+                    UndoState::Overtaken(newer) => Err(Error::Conflict(format!(
+                        "revision {target} is no longer the newest change (revision {newer} came after it): nothing was undone; revert({}) undoes both",
+                        target - 1
+                    ))),
+                    UndoState::Missing => Err(Error::NotFound(format!("nothing to undo: the history has no revision {target}"))),
                 }
-                Ok(Edit { evicted: Vec::new(), reverted_to: Some(target) })
             })
             .await?;
         Ok(record.doc)
+    }
+
+    /// Commits the document as it was after `revision` as a new revision (reason `revert`,
+    /// itself revertible). Computed inside the commit, so it replays on a newer document like
+    /// any edit (a second revert to the same revision is a no-op); the forget tombstones that
+    /// the undone commits added are dropped with them. `NOT_FOUND` when a change since that
+    /// revision is no longer in the history.
+    pub async fn revert(&self, revision: u64) -> Result<Document> {
+        self.check_open()?;
+        let record = self.commit(UpdateReason::Revert, None, true, &mut |r| self.revert_in(r, revision)).await?;
+        Ok(record.doc)
+    }
+
+    /// The edit of a revert to `target`, inside the commit closure: restores the document of
+    /// that revision and drops the tombstones the undone commits added. Reverting twice to
+    /// the same revision changes nothing the second time (so writes nothing).
+    fn revert_in(&self, r: &mut Record, target: u64) -> Result<Edit> {
+        // Inside the commit, the cached revision is the base's (the loop adopted it).
+        let (doc, forgot) = r.history.document_at(&r.doc, target, self.revision())?;
+        r.doc = doc;
+        for id in forgot {
+            r.forgotten.unforget(&id);
+        }
+        Ok(Edit { evicted: Vec::new(), reverted_to: Some(target) })
     }
 
     /// Replaces the summary of one section (`"workContext"` … or `"user.workContext"` …) by

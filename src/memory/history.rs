@@ -76,6 +76,20 @@ pub struct EntryMeta<'a> {
     pub forgot: &'a [String],
 }
 
+/// See [`History::undo_state`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UndoState {
+    /// The entry's change is the newest one in effect: undoing it reverts to the revision
+    /// before it.
+    Newest,
+    /// A later revert already undid it.
+    Undone,
+    /// A newer change (this revision) is in effect on top of it.
+    Overtaken(u64),
+    /// No entry has this revision (never was, or cut from the history).
+    Missing,
+}
+
 /// The revision of an entry (0 for a malformed one).
 pub fn entry_revision(e: &Value) -> u64 {
     e.get("revision").and_then(Value::as_u64).unwrap_or(0)
@@ -260,6 +274,36 @@ impl History {
         self.entries.first().map(entry_revision)
     }
 
+    /// Where the change of entry `revision` stands, for an undo named after it: still the
+    /// newest change in effect, already undone by a later revert (so undoing it again is a
+    /// no-op, never an undo of that undo), overtaken by a newer change that is in effect, or
+    /// not in the history at all.
+    ///
+    /// Walks the entries newer than `revision`, newest first: a revert to `r` means that every
+    /// entry after `r` (older than the revert) is no longer in effect.
+    pub fn undo_state(&self, revision: u64) -> UndoState {
+        if !self.entries.iter().any(|e| entry_revision(e) == revision) {
+            return UndoState::Missing;
+        }
+        let mut floor = u64::MAX;
+        let mut newer = None;
+        for e in self.entries.iter().take_while(|e| entry_revision(e) > revision) {
+            let rev = entry_revision(e);
+            if rev > floor {
+                continue;
+            }
+            match e.get("revertedTo").and_then(Value::as_u64) {
+                Some(to) if e.get("reason").and_then(Value::as_str) == Some("revert") => floor = to,
+                _ => newer = newer.or(Some(rev)),
+            }
+        }
+        match newer {
+            _ if floor < revision => UndoState::Undone,
+            Some(rev) => UndoState::Overtaken(rev),
+            None => UndoState::Newest,
+        }
+    }
+
     /// The document as it was after revision `revision`, computed from `current` (the
     /// document at revision `current_revision`), and the forget tombstones the undone
     /// commits added (a revert gives up what it brings back). `NOT_FOUND` when a change
@@ -388,5 +432,30 @@ mod tests {
         h.push(json!({"revision": 5}), 100, "");
         let back = History::from_value(Some(&h.to_value()), &Document::default());
         assert_eq!(back.entries.iter().map(entry_revision).collect::<Vec<_>>(), vec![5], "the big entry goes once it is not the newest");
+    }
+
+    #[test]
+    fn an_undo_named_after_a_revision_sees_whether_that_change_is_still_in_effect() {
+        let mut h = History::default();
+        let change = |rev: u64| json!({"revision": rev, "reason": "addFact"});
+        let revert = |rev: u64, to: u64| json!({"revision": rev, "reason": "revert", "revertedTo": to});
+        for rev in 1..=3 {
+            h.push(change(rev), 100, "");
+        }
+        assert_eq!(h.undo_state(3), UndoState::Newest);
+        assert_eq!(h.undo_state(2), UndoState::Overtaken(3));
+        assert_eq!(h.undo_state(9), UndoState::Missing);
+        // Another writer undid 3 first: undoing 3 again is a no-op, also after a later change.
+        h.push(revert(4, 2), 100, "");
+        assert_eq!(h.undo_state(3), UndoState::Undone);
+        assert_eq!(h.undo_state(2), UndoState::Newest, "after undoing 3, 2 is the newest change in effect");
+        assert_eq!(h.undo_state(4), UndoState::Newest, "the undo itself can be undone (a redo)");
+        h.push(change(5), 100, "");
+        assert_eq!(h.undo_state(3), UndoState::Undone);
+        assert_eq!(h.undo_state(2), UndoState::Overtaken(5));
+        // A redo (revert to 3) puts 3 back in effect.
+        h.push(revert(6, 3), 100, "");
+        assert_eq!(h.undo_state(3), UndoState::Newest);
+        assert_eq!(h.undo_state(5), UndoState::Undone);
     }
 }

@@ -78,6 +78,9 @@ extern "C" {
     /// `clear()`'s options (`{ tombstones }`), an optional trailing argument.
     #[wasm_bindgen(typescript_type = "ClearOptions")]
     pub type ClearOptionsArg;
+    /// `undo()`'s options (`{ revision }`), an optional trailing argument.
+    #[wasm_bindgen(typescript_type = "UndoOptions")]
+    pub type UndoOptionsArg;
     /// `history()`'s options (`{ limit, before }`), an optional trailing argument.
     #[wasm_bindgen(typescript_type = "HistoryOptions")]
     pub type HistoryOptionsArg;
@@ -135,7 +138,8 @@ enum Call {
     UpdateSection(Engine, JsValue, JsValue),
     Clear(Engine, JsValue),
     History(Engine, JsValue),
-    Revert(Engine, Option<JsValue>),
+    Revert(Engine, JsValue),
+    Undo(Engine, JsValue),
     Forgotten(Engine),
     Unforget(Engine, JsValue),
     Search(Engine, JsValue, JsValue),
@@ -190,14 +194,12 @@ impl Call {
                 Ok(from_json(&Value::Array(entries).to_json()))
             }
             Call::Revert(e, revision) => {
-                let revision =
-                    match revision {
-                        Some(r) => Some(r.as_f64().filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 9.0e15).ok_or_else(|| {
-                            Error::invalid("revert(revision) needs a revision number (a `revision` of history() or status())")
-                        })? as u64),
-                        None => None,
-                    };
+                let revision = revision_arg(&revision, "revert(revision) needs a revision number (a `revision` of history() or status())")?;
                 e.revert(revision).await.map(|d| doc_js(&d))
+            }
+            Call::Undo(e, opts) => {
+                let o = options_arg(&opts, "undo", &["revision"])?;
+                e.undo(opt_uint(&o, "undo", "revision")?).await.map(|d| doc_js(&d))
             }
             Call::Forgotten(e) => {
                 let list = crate::memory::forget::Tombstones { list: e.forgotten().await? };
@@ -285,6 +287,11 @@ async fn secure(store: Rc<dyn Store>, agent: &str, key: Option<&crate::storage::
             Ok(store)
         }
     }
+}
+
+/// A revision number argument; `INVALID_INPUT` with `why` for anything else.
+fn revision_arg(v: &JsValue, why: &str) -> Result<u64> {
+    Ok(v.as_f64().filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 9.0e15).ok_or_else(|| Error::invalid(why))? as u64)
 }
 
 /// An optional options object of a method, as JSON: `{}` when absent; `INVALID_INPUT` for
@@ -550,13 +557,15 @@ impl UserMemory {
     /// is no longer in the history.
     #[wasm_bindgen(unchecked_return_type = "Promise<MemoryDocument>")]
     pub fn revert(&self, #[wasm_bindgen(unchecked_param_type = "number")] revision: JsValue) -> Promise {
-        Call::Revert(self.engine.clone(), Some(revision)).promise()
+        Call::Revert(self.engine.clone(), revision).promise()
     }
 
-    /// Reverts the newest history entry (a second `undo()` reverts that revert).
+    /// Undoes the change of history entry `revision` (default: the newest entry when called;
+    /// a second `undo()` undoes that undo). Named once: if another instance undid it first,
+    /// this is a no-op; if a newer change is in effect on top of it, `CONFLICT`.
     #[wasm_bindgen(unchecked_return_type = "Promise<MemoryDocument>")]
-    pub fn undo(&self) -> Promise {
-        Call::Revert(self.engine.clone(), None).promise()
+    pub fn undo(&self, options: Option<UndoOptionsArg>) -> Promise {
+        Call::Undo(self.engine.clone(), options.map_or(JsValue::UNDEFINED, JsValue::from)).promise()
     }
 
     /// The forget tombstones, oldest first: what extraction will not learn again.

@@ -444,6 +444,12 @@ export interface RemoveOptions {
 }
 
 /** Options of `clear()`. */
+/** Options of `undo()`. */
+export interface UndoOptions {
+  /** The history entry to undo (a `revision` of `history()`); default: the newest entry at the time of the call. If another instance already undid it, `undo()` is a no-op; if a newer change is in effect on top of it, `CONFLICT` and nothing is written. */
+  revision?: number;
+}
+
 export interface ClearOptions {
   /** Drop the forget tombstones too (by default they stay: the user still wants those things forgotten). */
   tombstones?: boolean;

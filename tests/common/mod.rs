@@ -19,7 +19,7 @@ use user_memory::error::{Error, Result};
 use user_memory::ids::SequentialIds;
 use user_memory::llm::{Llm, LlmReply, LlmRequest};
 use user_memory::message::{InputMessage, Role};
-use user_memory::storage::{KvStore, MemoryKv, Store, VersionedKv};
+use user_memory::storage::{KvCapabilities, KvStore, MemoryKv, Store, VersionedKv};
 use user_memory::sync::LocalFuture;
 use user_memory::time::{Clock, Millis};
 use user_memory::tokens::Estimate;
@@ -127,6 +127,50 @@ impl std::future::Future for YieldOnce {
         self.0 = true;
         cx.waker().wake_by_ref();
         std::task::Poll::Pending
+    }
+}
+
+/// A KvStore whose every operation yields once to the executor (like any real async store).
+pub struct YieldingKv {
+    pub inner: Rc<MemoryKv>,
+}
+
+impl KvStore for YieldingKv {
+    fn get<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            YieldOnce(false).await;
+            self.inner.get(key).await
+        })
+    }
+    fn set<'a>(&'a self, key: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
+        Box::pin(async move {
+            YieldOnce(false).await;
+            self.inner.set(key, value).await
+        })
+    }
+    fn delete<'a>(&'a self, key: &'a str) -> LocalFuture<'a, Result<()>> {
+        Box::pin(async move {
+            // An unlink is slower than a (cached) read.
+            for _ in 0..4 {
+                YieldOnce(false).await;
+            }
+            self.inner.delete(key).await
+        })
+    }
+    fn capabilities(&self) -> KvCapabilities {
+        self.inner.capabilities()
+    }
+    fn keys<'a>(&'a self, prefix: &'a str) -> LocalFuture<'a, Result<Vec<String>>> {
+        self.inner.keys(prefix)
+    }
+    fn compare_and_set<'a>(&'a self, key: &'a str, expected: Option<&'a str>, value: &'a str) -> LocalFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            YieldOnce(false).await;
+            self.inner.compare_and_set(key, expected, value).await
+        })
+    }
+    fn describe(&self) -> String {
+        "yielding".into()
     }
 }
 

@@ -113,6 +113,15 @@ test("revert restores summaries and facts exactly (ids, timestamps, unknown fiel
   assert.equal(newest.revertedTo, at);
   assert.deepEqual(without(await memory.undo()), without(changed), "the revert is itself revertible");
   await assert.rejects(memory.revert(at + 999), { code: "NOT_FOUND" }, "a revision that never was");
+  // undo({ revision }) names the change: a repeat is a no-op, an overtaken one is refused.
+  const undone = (await memory.history({ limit: 1 }))[0].revision - 1;
+  assert.equal((await memory.undo({ revision: undone })).facts.length, changed.facts.length, "already undone: no-op");
+  assert.equal((await memory.history({ limit: 1 }))[0].reason, "revert");
+  await memory.addFact({ content: "Has a dog" });
+  await assert.rejects(memory.undo({ revision: undone + 1 }), { code: "CONFLICT" });
+  await assert.rejects(memory.undo({ revision: 1e6 }), { code: "NOT_FOUND" });
+  await assert.rejects(memory.undo({ revision: "3" }), { code: "INVALID_INPUT" });
+  await assert.rejects(memory.undo({ rev: 3 }), { code: "INVALID_INPUT" });
   for (const bad of ["3", -1, 1.5, null])
     await assert.rejects(memory.revert(bad), { code: "INVALID_INPUT" }, String(bad));
   await assert.rejects(memory.history({ limit: "all" }), { code: "INVALID_INPUT" });

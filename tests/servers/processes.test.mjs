@@ -180,6 +180,51 @@ for (const backend of BACKENDS) {
       },
     );
 
+    test(
+      "two processes pressing undo() at once undo one change, never the undo itself",
+      { timeout: 180_000 },
+      async (t) => {
+        if (skip) return t.skip(skip);
+        const agent = `undo-${++agents}`;
+        await writer(backend, [agent, "add", "u", "2"]);
+        for (let round = 0; round < 5; round++) {
+          await writer(backend, [agent, "add", `r${round}`, "1"]);
+          const before = await facts(backend, agent);
+          const children = [0, 1].map(() => {
+            const child = spawn(backend.node().path, [WRITER, backend.spec(), agent, "undo"], {
+              cwd: ROOT,
+              stdio: ["pipe", "pipe", "pipe"],
+            });
+            let out = "";
+            let err = "";
+            child.stderr.on("data", (d) => (err += d));
+            const ready = new Promise((resolve, reject) => {
+              child.stdout.on("data", (d) => {
+                out += d;
+                if (out.includes("ready\n")) resolve();
+              });
+              child.once("exit", (code) => reject(new Error(`undo writer exited early (${code}): ${err}`)));
+            });
+            const done = new Promise((resolve, reject) =>
+              child.once("exit", (code) =>
+                code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop())) : reject(new Error(err)),
+              ),
+            );
+            return { child, ready, done };
+          });
+          await Promise.all(children.map((c) => c.ready));
+          for (const c of children) c.child.stdin.end("go\n");
+          const results = await Promise.all(children.map((c) => c.done));
+          const after = await facts(backend, agent);
+          assert.deepEqual(
+            after,
+            before.filter((f) => f !== `fact r${round} 0`),
+            `round ${round}: the newest fact was undone once (not undone and redone): ${JSON.stringify(results)}`,
+          );
+        }
+      },
+    );
+
     // SQLite has no server to restart.
     if (backend.server)
       test(

@@ -7,6 +7,7 @@
 //                                                           last failure; print "committed <i>" / "failed <code>", then {"failures", "added"}
 //   node writer.mjs <store> <agent> flush <llmBaseUrl>      open, flush() what is queued, print the report
 //   node writer.mjs <store> <agent> observe <thread> <text> observe one turn (autoProcess off) and close
+//   node writer.mjs <store> <agent> undo                    open, print "ready", undo() once a line arrives on stdin, print {"facts": n}
 import { UserMemory } from "user-memory";
 import { openStore } from "../../pkg/store-url.js";
 
@@ -55,6 +56,14 @@ if (mode === "add") {
 } else if (mode === "flush") {
   const report = await memory.flush();
   console.log(JSON.stringify(report));
+} else if (mode === "undo") {
+  // Opened and read first, so that both processes of a race undo from the same revision.
+  await memory.get();
+  process.stdout.write("ready\n");
+  await new Promise((resolve) => process.stdin.once("data", resolve));
+  process.stdin.pause();
+  const doc = await memory.undo();
+  console.log(JSON.stringify({ facts: doc.facts.length }));
 } else if (mode === "observe") {
   const [thread, text] = args;
   await memory.observe(thread, [
