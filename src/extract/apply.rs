@@ -311,7 +311,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
 
     // 4. Removals. A removal paired with a replacement stands only while the replacement
     // passed every gate; one without stands only if some new fact did (or the delta adds
-    // none: "forget this").
+    // none: "forget this", which the user's words must then mention).
     let unpaired = pending.iter().filter(|p| p.stands() && p.replacement.is_none()).count();
     let any_placed = outcome.iter().any(Option::is_some);
     for p in pending.iter_mut().filter(|p| p.stands()) {
@@ -330,7 +330,11 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
                 let why = "over 3 unpaired removals";
                 p.refused = Some((reasons::TOO_MANY_REMOVALS, why));
             }
-            None if sets.is_some() => {
+            // A delta that stores nothing and only deletes ("forget this") must be about
+            // what the user said. One that also stored something (a duplicate or a
+            // near-duplicate counts: the model read this conversation as news about the
+            // user) may drop a fact it judged stale, within the guard above.
+            None if sets.is_some() && !any_placed => {
                 let set = vocab.set(&doc.facts[p.pos].content);
                 let new_user: Vec<&[u32]> = sets.as_ref().map_or(Vec::new(), |s| s.new_user.iter().map(Vec::as_slice).collect());
                 if !set.is_empty() && vocab.overlap(&set, &new_user) == 0 {

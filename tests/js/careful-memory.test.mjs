@@ -169,3 +169,53 @@ test("injected memory has no invisible characters, no link targets, no forged pr
   );
   await memory.close();
 });
+
+test("DeerFlow's removal rules: a duplicate addition lets an unpaired removal apply; a thread-scoped removal cannot delete a user fact", async () => {
+  llm.reset();
+  const { memory, events } = await open();
+  await memory.addFact({ content: "User likes Python", category: "preference" });
+  const old = await memory.addFact({ content: "Old context to remove", category: "context" });
+  const kept = await memory.addFact({ content: "Uses Neovim as the editor", category: "preference" });
+  llm.script.push({
+    json: {
+      newFacts: [{ content: "User likes Python", category: "preference", confidence: 0.9 }],
+      factsToRemove: [old.id],
+    },
+  });
+  await memory.observe("dup", turn("I like Python a lot.", "Great choice."));
+  await memory.flush();
+  let contents = (await memory.get()).facts.map((f) => f.content);
+  assert.deepEqual(
+    contents,
+    ["User likes Python", "Uses Neovim as the editor"],
+    "the duplicate did not block the removal",
+  );
+  assert.deepEqual(
+    events
+      .of("processed")
+      .at(-1)
+      .skipped.map((s) => s.reason),
+    ["duplicate"],
+  );
+
+  llm.script.push({
+    json: {
+      newFacts: [{ content: "Uses VS Code", category: "preference", confidence: 0.9 }],
+      factsToRemove: [{ id: kept.id, scope: "thread", reason: "this thread only", replacementFactIndex: 0 }],
+    },
+  });
+  await memory.observe(
+    "scoped",
+    turn("In this thread use VS Code, I'm on a borrowed laptop. I use VS Code there.", "OK."),
+  );
+  await memory.flush();
+  contents = (await memory.get()).facts.map((f) => f.content);
+  assert.ok(contents.includes("Uses Neovim as the editor"), "a thread-scoped removal deleted a user fact");
+  const refused = events
+    .of("processed")
+    .at(-1)
+    .skipped.find((s) => s.path === "factsToRemove[0]");
+  assert.equal(refused?.reason, "scope-gated");
+  assert.equal(refused?.factId, kept.id);
+  await memory.close();
+});

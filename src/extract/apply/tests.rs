@@ -496,3 +496,23 @@ fn manual_caps_evict_by_policy_but_keep_the_named_facts() {
     assert_eq!(evicted.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(), vec!["fact_00000001"]);
     assert_eq!(contents(&doc), vec!["b", "new"]);
 }
+
+#[test]
+fn an_unpaired_removal_applies_when_the_only_new_fact_is_a_duplicate() {
+    let stored = || {
+        let mut doc = Document::empty();
+        doc.facts = vec![fact("fact_00000001", "User likes Python", 0.9, NOW), fact("fact_00000002", "Old context to remove", 0.8, NOW)];
+        doc
+    };
+    let delta =
+        Delta { new_facts: vec![nf("User likes Python", 0.9)], facts_to_remove: vec![Removal::id("fact_00000002")], ..Delta::default() };
+    let mut doc = stored();
+    let report = run(&mut doc, &delta, &CFG);
+    assert_eq!(contents(&doc), vec!["User likes Python"], "{:?}", report.skipped);
+    let mut doc = stored();
+    // The user never mentions the removed fact: DeerFlow applies such a removal, and so do we
+    // when the delta stored something.
+    let messages = [ChatMessage::user("I like Python, it is my favourite language."), ChatMessage::assistant("Noted.")];
+    let report = run_in(&mut doc, &delta, &messages);
+    assert_eq!(contents(&doc), vec!["User likes Python"], "{:?}", report.skipped);
+}
