@@ -7,7 +7,7 @@
 //
 //   OPENAI_BASE_URL=http://127.0.0.1:11434/v1 MODEL=qwen2.5:7b-instruct node bench/models.mjs   # e.g. Ollama
 //   node bench/models.mjs --local smollm2      # SmolLM2-135M-Instruct (scripts/setup.sh --all)
-//   node bench/models.mjs --local qwen         # Qwen2.5-Coder-0.5B-Instruct (scripts/setup.sh --bench-models)
+//   node bench/models.mjs --local qwen         # Qwen2.5-Coder-0.5B-Instruct (scripts/setup.sh --all)
 //   node bench/models.mjs --scripted           # no model: output tokens of the ideal replies, lean vs the old full shape
 //   options: --modes schema,json,text  --only id,id  --save-replies (into tests/fixtures/replies)  --json FILE
 //            --max-tokens N (llm.maxTokens; a cut-off reply is asked again with 4 × N)
@@ -339,8 +339,7 @@ let local = null;
 let endpoint;
 if (opt("local")) {
   const path = MODELS[opt("local")] ?? opt("local");
-  if (!existsSync(path))
-    throw new Error(`${path} is missing: run scripts/setup.sh --all (SmolLM2) or --bench-models (Qwen)`);
+  if (!existsSync(path)) throw new Error(`${path} is missing: run scripts/setup.sh --all`);
   local = await startLlamaServer({
     model: path,
     threads: Number(opt("threads", 2)),

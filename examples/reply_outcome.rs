@@ -39,6 +39,9 @@ fn main() {
                 if !d.facts_to_reinforce.is_empty() {
                     e["factsToReinforce"] = json!(d.facts_to_reinforce.len());
                 }
+                if !d.section_strings.is_empty() {
+                    e["sectionStrings"] = json!(d.section_strings.len());
+                }
                 let s = |v: &Option<String>| v.as_deref().map_or(Value::Null, Value::from);
                 let f = &d.new_facts;
                 if f.iter().any(|f| f.labels.scope.is_some() || f.labels.durability.is_some() || f.labels.authority.is_some()) {

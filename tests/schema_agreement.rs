@@ -2,7 +2,7 @@
 //! parser and apply agree:
 //!
 //! - every delta a model can mean is a valid instance of the schema when written out in
-//!   strict mode's way (every key present, `null` for what is not given), and the parser
+//!   strict mode's way (every key present, empty lists, `null` for a field not given), and the parser
 //!   reads that instance as exactly the same delta as the lean reply that leaves those keys
 //!   out (property-tested, with a validator for the schema's JSON Schema subset);
 //! - the prompt's examples are lean replies the parser accepts, and their strict versions
@@ -92,33 +92,18 @@ fn validate(root: &Value, s: &Value, v: &Value, at: &str) -> Result<(), String> 
 /// What a model means to say, before it is written as JSON.
 #[derive(Debug, Clone)]
 struct Meaning {
-    sections: Vec<Option<(String, Labels)>>,
+    sections: Vec<Option<String>>,
     facts: Vec<FactMeaning>,
-    removals: Vec<(String, Option<u64>, Option<&'static str>)>,
+    removals: Vec<(String, Option<u64>)>,
     reinforce: Vec<String>,
 }
-
-type Labels = [Option<&'static str>; 3];
 
 #[derive(Debug, Clone)]
 struct FactMeaning {
     content: String,
     category: &'static str,
     confidence: f64,
-    labels: Labels,
-    valid_days: Option<u64>,
     source_error: Option<String>,
-}
-
-const LABEL_KEYS: [&str; 3] = ["scope", "durability", "authority"];
-
-fn labels() -> impl Strategy<Value = Labels> {
-    (
-        proptest::option::of(prop::sample::select(vec!["user", "thread", "project"])),
-        proptest::option::of(prop::sample::select(vec!["durable", "temporary"])),
-        proptest::option::of(prop::sample::select(vec!["descriptive", "transactional"])),
-    )
-        .prop_map(|(a, b, c)| [a, b, c])
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -126,73 +111,21 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn meaning() -> impl Strategy<Value = Meaning> {
-    let fact = (
-        text(),
-        prop::sample::select(KNOWN_CATEGORIES.to_vec()),
-        0u32..=100,
-        labels(),
-        proptest::option::of(1u64..400),
-        proptest::option::of(text()),
-    )
-        .prop_map(|(content, category, c, labels, valid_days, source_error)| FactMeaning {
-            content,
-            category,
-            confidence: f64::from(c) / 100.0,
-            labels,
-            valid_days,
-            source_error,
-        });
+    let fact = (text(), prop::sample::select(KNOWN_CATEGORIES.to_vec()), 0u32..=100, proptest::option::of(text()))
+        .prop_map(|(content, category, c, source_error)| FactMeaning { content, category, confidence: f64::from(c) / 100.0, source_error });
     (
-        prop::collection::vec(proptest::option::of((text(), labels())), 6),
+        prop::collection::vec(proptest::option::of(text()), 6),
         prop::collection::vec(fact, 0..4),
-        prop::collection::vec(
-            ("fact_[0-9a-f]{8}", proptest::option::of(0u64..4), proptest::option::of(prop::sample::select(vec!["user", "thread"]))),
-            0..3,
-        ),
+        prop::collection::vec(("fact_[0-9a-f]{8}", proptest::option::of(0u64..4)), 0..3),
         prop::collection::vec("fact_[0-9a-f]{8}", 0..3),
     )
         .prop_map(|(sections, facts, removals, reinforce)| Meaning { sections, facts, removals, reinforce })
 }
 
-/// Labels as JSON: in strict form every label key (null when not given), lean only the given.
-fn put_labels(o: &mut Map<String, Value>, labels: &Labels, strict: bool) {
-    for (k, v) in LABEL_KEYS.iter().zip(labels) {
-        match v {
-            Some(v) => drop(o.insert(k.to_string(), json!(v))),
-            None if strict => drop(o.insert(k.to_string(), Value::Null)),
-            None => {}
-        }
-    }
-}
-
 /// The meaning written as a reply: `strict` as OpenAI's strict mode demands (every key,
-/// nulls), otherwise lean (only what is given; unchanged sections and empty lists left out).
+/// empty lists, `null` for a field not given), otherwise lean (only what is given).
 fn write(m: &Meaning, strict: bool) -> Value {
     let mut top = Map::new();
-    for group in ["user", "history"] {
-        let ids: Vec<SectionId> = SectionId::ALL.into_iter().filter(|s| s.group() == group).collect();
-        let mut g = Map::new();
-        for id in &ids {
-            match &m.sections[id.index()] {
-                Some((summary, labels)) => {
-                    let mut s = Map::new();
-                    s.insert("summary".into(), json!(summary));
-                    if strict {
-                        s.insert("shouldUpdate".into(), json!(true));
-                    }
-                    put_labels(&mut s, labels, strict);
-                    g.insert(id.key().into(), Value::Object(s));
-                }
-                None if strict => drop(g.insert(id.key().into(), Value::Null)),
-                None => {}
-            }
-        }
-        if ids.iter().any(|id| m.sections[id.index()].is_some()) {
-            top.insert(group.into(), Value::Object(g));
-        } else if strict {
-            top.insert(group.into(), Value::Null);
-        }
-    }
     let opt = |v: Option<Value>| v.unwrap_or(Value::Null);
     let facts: Vec<Value> = m
         .facts
@@ -202,13 +135,8 @@ fn write(m: &Meaning, strict: bool) -> Value {
             o.insert("content".into(), json!(f.content));
             o.insert("category".into(), json!(f.category));
             o.insert("confidence".into(), json!(f.confidence));
-            put_labels(&mut o, &f.labels, strict);
-            for (k, v) in
-                [("expected_valid_days", f.valid_days.map(|d| json!(d))), ("sourceError", f.source_error.as_ref().map(|e| json!(e)))]
-            {
-                if strict || v.is_some() {
-                    o.insert(k.into(), opt(v));
-                }
+            if strict || f.source_error.is_some() {
+                o.insert("sourceError".into(), opt(f.source_error.as_ref().map(|e| json!(e))));
             }
             Value::Object(o)
         })
@@ -216,24 +144,27 @@ fn write(m: &Meaning, strict: bool) -> Value {
     let removals: Vec<Value> = m
         .removals
         .iter()
-        .map(|(id, replacement, scope)| {
+        .map(|(id, replacement)| {
             let mut o = Map::new();
             o.insert("id".into(), json!(id));
-            for (k, v) in [("reason", None), ("scope", scope.map(|s| json!(s))), ("replacementFactIndex", replacement.map(|r| json!(r)))] {
-                if strict || v.is_some() {
-                    o.insert(k.into(), opt(v));
-                }
+            if strict || replacement.is_some() {
+                o.insert("replacementFactIndex".into(), opt(replacement.map(|r| json!(r))));
             }
             Value::Object(o)
         })
         .collect();
-    for (key, list) in
-        [("newFacts", facts), ("factsToRemove", removals), ("factsToReinforce", m.reinforce.iter().map(|r| json!(r)).collect())]
-    {
-        if !list.is_empty() {
+    let sections: Vec<Value> = SectionId::ALL
+        .into_iter()
+        .filter_map(|id| m.sections[id.index()].as_ref().map(|summary| json!({"section": id.key(), "summary": summary})))
+        .collect();
+    for (key, list) in [
+        ("newFacts", facts),
+        ("factsToRemove", removals),
+        ("factsToReinforce", m.reinforce.iter().map(|r| json!(r)).collect()),
+        ("sections", sections),
+    ] {
+        if strict || !list.is_empty() {
             top.insert(key.into(), Value::Array(list));
-        } else if strict {
-            top.insert(key.into(), Value::Null);
         }
     }
     Value::Object(top)
@@ -256,7 +187,7 @@ proptest! {
         prop_assert!(from_strict.skipped.is_empty(), "{:?}", from_strict.skipped);
         prop_assert_eq!(from_strict.new_facts.len(), m.facts.len());
         for id in SectionId::ALL {
-            prop_assert_eq!(from_strict.section(id).map(|s| s.should_update), m.sections[id.index()].as_ref().map(|_| true));
+            prop_assert_eq!(from_strict.section(id).map(|s| s.summary.clone()), m.sections[id.index()].clone());
         }
     }
 }
@@ -266,15 +197,19 @@ fn nothing_to_change_is_valid_in_both_forms() {
     let root = schema();
     let nothing = Meaning { sections: vec![None; 6], facts: vec![], removals: vec![], reinforce: vec![] };
     let strict = write(&nothing, true);
-    assert_eq!(strict, json!({"user": null, "history": null, "newFacts": null, "factsToRemove": null, "factsToReinforce": null}));
+    assert_eq!(strict, json!({"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": []}));
     assert_eq!(validate(&root, &root, &strict, "$"), Ok(()));
     assert!(parse_reply(&strict.to_string()).unwrap().is_noop());
     assert_eq!(write(&nothing, false), json!({}));
     assert!(parse_reply("{}").unwrap().is_noop());
-    // The validator itself refuses what strict mode refuses.
-    for bad in
-        [json!({}), json!({"user": null, "history": null, "newFacts": [{"content": "x"}], "factsToRemove": null, "factsToReinforce": null})]
-    {
+    // The validator itself refuses what strict mode refuses, and the schema refuses the
+    // all-null "nothing about everything" a small model took as the shortest path.
+    for bad in [
+        json!({}),
+        json!({"newFacts": null, "factsToRemove": null, "factsToReinforce": null, "sections": null}),
+        json!({"newFacts": [{"content": "x"}], "factsToRemove": [], "factsToReinforce": [], "sections": []}),
+        json!({"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": [{"section": "mood", "summary": "x"}]}),
+    ] {
         assert!(validate(&root, &root, &bad, "$").is_err(), "{bad}");
     }
 }
@@ -288,7 +223,7 @@ fn example_replies() -> Vec<String> {
 fn the_prompt_examples_are_lean_and_their_strict_forms_fit_the_schema() {
     let root = schema();
     let replies = example_replies();
-    assert_eq!(replies.len(), 3);
+    assert_eq!(replies.len(), 4);
     for reply in &replies {
         let lean: Value = serde_json::from_str(reply).unwrap();
         let delta = parse_reply(reply).unwrap();
@@ -301,15 +236,19 @@ fn the_prompt_examples_are_lean_and_their_strict_forms_fit_the_schema() {
                     content: f.content.clone(),
                     category: KNOWN_CATEGORIES.iter().find(|c| **c == f.category).copied().unwrap(),
                     confidence: f.confidence,
-                    labels: [None; 3],
-                    valid_days: None,
                     source_error: f.source_error.clone(),
                 })
                 .collect(),
-            removals: delta.facts_to_remove.iter().map(|r| (r.id.clone(), r.replacement.map(|i| i as u64), None)).collect(),
+            removals: delta.facts_to_remove.iter().map(|r| (r.id.clone(), r.replacement.map(|i| i as u64))).collect(),
             reinforce: vec![],
         };
-        assert_eq!(write(&meaning, false), lean, "the example is written lean");
+        // "Nothing" is written `{"newFacts":[]}` (newFacts first, even when empty).
+        let written = write(&meaning, false);
+        if delta.is_noop() {
+            assert_eq!(lean, json!({"newFacts": []}));
+        } else {
+            assert_eq!(written, lean, "the example is written lean");
+        }
         let strict = write(&meaning, true);
         assert_eq!(validate(&root, &root, &strict, "$"), Ok(()));
         assert_eq!(parse_reply(&strict.to_string()).unwrap(), delta);
@@ -319,7 +258,7 @@ fn the_prompt_examples_are_lean_and_their_strict_forms_fit_the_schema() {
 #[test]
 fn an_example_id_copied_into_a_real_reply_is_ignored_and_reported() {
     // A small model copies the correction example whole; the memory has no `fact_k3`.
-    let reply = &example_replies()[1];
+    let reply = &example_replies()[2];
     let delta = parse_reply(reply).unwrap();
     let mut doc = Document::empty();
     doc.facts.push(Fact {

@@ -118,6 +118,12 @@ pub struct ProcessedEvent {
     pub usage: Usage,
     /// Whether `usage` came from the provider (`false`: estimated).
     pub usage_reported: bool,
+    /// What the reply proposed: new facts, section updates (and section strings),
+    /// removals and reinforcements. 0: the model said "nothing changed".
+    pub proposed: usize,
+    /// What memory learned: facts added and sections replaced. 0 is an empty extraction
+    /// (whether the model proposed nothing or everything was refused).
+    pub learned: usize,
 }
 
 /// A conversation was queued: the payload of `queued`.
@@ -135,13 +141,15 @@ pub struct QueuedEvent {
 /// may not expect happened (a conversation not queued, memory that ends with the process).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DebugEvent {
-    /// A stable code: `"NOT_QUEUED"` (observe() resolved `false`) or `"EPHEMERAL_STORAGE"`.
+    /// A stable code: `"NOT_QUEUED"` (observe() resolved `false`), `"EPHEMERAL_STORAGE"`, or
+    /// `"EMPTY_EXTRACTIONS"` (a run of extractions that learned nothing).
     pub code: &'static str,
     /// What happened and why, for a person.
     pub message: String,
     /// The thread concerned, if any.
     pub thread_id: Option<String>,
-    /// For `NOT_QUEUED`: `"paused"`, `"empty"`, `"no-user-message"` or `"no-answer"`.
+    /// For `NOT_QUEUED`: `"paused"`, `"empty"`, `"no-user-message"` or `"no-answer"`. For
+    /// `EMPTY_EXTRACTIONS`: `"nothing-proposed"` or `"all-refused"`.
     pub reason: Option<&'static str>,
 }
 

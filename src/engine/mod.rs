@@ -139,6 +139,8 @@ struct State {
     seq: u64,
     closed: bool,
     processing: bool,
+    /// How the extractions went, for `status()` and `EMPTY_EXTRACTIONS`.
+    extractions: process::ExtractionStats,
 }
 
 struct Inner {
@@ -180,6 +182,10 @@ pub struct QueueStatus {
     pub next_due_at: Option<Millis>,
     /// Whether this instance is processing a batch right now.
     pub processing: bool,
+    /// Extractions this instance committed since it opened.
+    pub extractions: u64,
+    /// Of those, the ones that learned nothing (a model that never learns shows here).
+    pub empty_extractions: u64,
 }
 
 impl Engine {
@@ -219,6 +225,7 @@ impl Engine {
                     seq: 0,
                     closed: false,
                     processing: false,
+                    extractions: Default::default(),
                 }),
                 embed: RefCell::default(),
                 ranking: Cell::new(false),
@@ -379,6 +386,8 @@ impl Engine {
             pending: st.queue.entries.iter().map(|e| e.thread_id.clone()).collect(),
             next_due_at: self.due_at(&st),
             processing: st.processing,
+            extractions: st.extractions.total,
+            empty_extractions: st.extractions.empty,
         }
     }
 

@@ -153,7 +153,7 @@ impl Engine {
                         .await;
                     // After the queue forgot the entry, so a listener reading status() sees it done.
                     if let Some(processed) = processed {
-                        self.emit(Event::Processed(processed));
+                        self.emit_processed(processed);
                     }
                     settled?;
                     report.processed.push(entry.thread_id.clone());
@@ -216,7 +216,7 @@ impl Engine {
             if last {
                 return Ok(Extracted::Done(Some(processed)));
             }
-            self.emit(Event::Processed(processed));
+            self.emit_processed(processed);
         }
     }
 
@@ -293,8 +293,114 @@ impl Engine {
         })
         .await?;
         let report = report.unwrap_or_default();
+        let proposed = delta.new_facts.len()
+            + delta.sections.iter().flatten().filter(|s| s.should_update && !s.summary.trim().is_empty()).count()
+            + delta.section_strings.len()
+            + delta.facts_to_remove.len()
+            + delta.facts_to_reinforce.len();
+        let learned = report.added.len() + report.updated_sections.len();
         let mut skipped = delta.skipped;
         skipped.extend(report.skipped.iter().cloned());
-        Ok(ProcessedEvent { thread_id: thread, changed: !report.is_empty(), revision: self.revision(), skipped, usage, usage_reported })
+        let processed = ProcessedEvent {
+            thread_id: thread,
+            changed: !report.is_empty(),
+            revision: self.revision(),
+            skipped,
+            usage,
+            usage_reported,
+            proposed,
+            learned,
+        };
+        let note = self.inner.state.borrow_mut().extractions.record(&processed);
+        self.inner.state.borrow_mut().extractions.note = note;
+        Ok(processed)
     }
+
+    /// Emits a `processed` event, then the `EMPTY_EXTRACTIONS` note its extraction ended a
+    /// run with, if any.
+    pub(super) fn emit_processed(&self, processed: ProcessedEvent) {
+        self.emit(Event::Processed(processed));
+        let note = self.inner.state.borrow_mut().extractions.note.take();
+        if let Some(note) = note {
+            self.emit(Event::Debug(note));
+        }
+    }
+}
+
+/// After this many extractions in a row that learned nothing, a `debug` event
+/// `EMPTY_EXTRACTIONS` says so (once per run).
+pub(super) const EMPTY_RUN: u32 = 5;
+
+/// How the extractions of this instance went.
+#[derive(Debug, Default)]
+pub(super) struct ExtractionStats {
+    /// Committed extractions.
+    pub(super) total: u64,
+    /// Those that learned nothing.
+    pub(super) empty: u64,
+    /// Empty extractions in a row, and what they proposed and had refused.
+    run: u32,
+    run_proposed: usize,
+    run_reasons: Vec<(String, usize)>,
+    /// The note to emit after the `processed` event, once the run is long enough.
+    pub(super) note: Option<super::DebugEvent>,
+}
+
+impl ExtractionStats {
+    /// Counts one extraction; the `EMPTY_EXTRACTIONS` note when it makes the run of empty
+    /// ones [`EMPTY_RUN`] long. Every extraction had a new user message to learn from (a
+    /// conversation without one is not sent).
+    pub(super) fn record(&mut self, p: &ProcessedEvent) -> Option<super::DebugEvent> {
+        self.total += 1;
+        if p.learned > 0 {
+            (self.run, self.run_proposed) = (0, 0);
+            self.run_reasons.clear();
+            return None;
+        }
+        self.empty += 1;
+        self.run += 1;
+        self.run_proposed += p.proposed;
+        for s in &p.skipped {
+            match self.run_reasons.iter_mut().find(|(r, _)| *r == s.reason) {
+                Some((_, n)) => *n += 1,
+                None => self.run_reasons.push((s.reason.clone(), 1)),
+            }
+        }
+        if self.run != EMPTY_RUN {
+            return None;
+        }
+        Some(empty_run_note(self.run_proposed, &self.run_reasons))
+    }
+}
+
+/// The `EMPTY_EXTRACTIONS` note: what the run of empty extractions looked like, the likely
+/// cause and the setting to try (docs/local-models.md).
+fn empty_run_note(proposed: usize, reasons: &[(String, usize)]) -> super::DebugEvent {
+    let lead = "the last 5 extractions learned nothing, though each had new user messages: ";
+    let (reason, message) = if proposed == 0 {
+        (
+            "nothing-proposed",
+            crate::delta::cat(&[
+                lead,
+                "the model answered \"nothing changed\" every time. A model this small may not follow the instructions: try a larger \
+                 one (docs/local-models.md lists what the defaults are tested with), or llm.jsonMode: true if the endpoint's \
+                 structured outputs are the cause",
+            ]),
+        )
+    } else {
+        let top = reasons.iter().max_by_key(|(_, n)| *n).map_or("", |(r, _)| r.as_str());
+        let hint = match top {
+            crate::delta::reasons::BELOW_THRESHOLD => {
+                "the model's confidences are below factConfidenceThreshold: lower it, or ask for 0.9 in prompt.append"
+            }
+            crate::delta::reasons::INVALID => {
+                "the replies do not fit the delta: try llm.jsonMode: \"schema\" (structured outputs), or a larger model"
+            }
+            crate::delta::reasons::SCOPE_GATED => "the model labels everything as not lasting (scope, durability, authority)",
+            "" => "see the skipped parts of the processed events",
+            _ => "the model copies (the assistant's answers, the prompt, the user's task) instead of extracting: try a larger model",
+        };
+        ("all-refused", crate::delta::cat(&[lead, "everything the model proposed was refused, most often as \"", top, "\"; ", hint]))
+    };
+    super::DebugEvent { code: "EMPTY_EXTRACTIONS", message, thread_id: None, reason: Some(reason) }
 }

@@ -38,7 +38,8 @@
 use crate::base::hash::FxMap;
 use crate::base::ids::IdSource;
 use crate::base::time::millis_from_iso;
-use crate::extract::delta::{cat, path, reasons, Delta, NewFact, Skipped};
+use crate::extract::delta::{cat, path, reasons, Delta, Labels, NewFact, Skipped};
+use crate::extract::prompt::EXAMPLE_FACTS;
 use crate::extract::sanitize::{safe_category, strip_invisible};
 use crate::extract::scrub::scrub_document;
 use crate::memory::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
@@ -192,6 +193,22 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     let before_summaries: Vec<String> = doc.sections.iter().map(|s| s.summary.clone()).collect();
     let now_ms = millis_from_iso(ctx.now_iso).unwrap_or(0);
     let mut replaced = [false; 6];
+    // The conversation's token sets (what the model saw).
+    let mut vocab = Vocab::new();
+    let sets = ctx.conversation.map(|conv| ConversationSets::new(&mut vocab, &conv));
+    // Section strings and fragment summaries: kept as facts below when they are the user's
+    // own words, else refused with the reason given here.
+    let mut candidates: Vec<Candidate> = delta
+        .section_strings
+        .iter()
+        .map(|s| Candidate {
+            path: s.path.clone(),
+            text: s.text.clone(),
+            labels: Labels::default(),
+            reason: reasons::INVALID,
+            detail: SECTION_STRING,
+        })
+        .collect();
 
     // 1. Sections.
     for id in SectionId::ALL {
@@ -199,12 +216,39 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         if !update.should_update || update.summary.trim().is_empty() {
             continue;
         }
+        let at = || cat(&[id.group(), ".", id.key()]);
         if !update.labels.accepted() {
-            report.skipped.push(Skipped::new(cat(&[id.group(), ".", id.key()]), reasons::SCOPE_GATED, NOT_ABOUT_THE_USER));
+            report.skipped.push(Skipped::new(at(), reasons::SCOPE_GATED, NOT_ABOUT_THE_USER));
             continue;
         }
         let summary = strip_invisible(update.summary.trim());
         let summary = summary.trim();
+        if gates::copies_section_hint(summary) {
+            report.skipped.push(Skipped::new(at(), reasons::PROMPT_COPY, "repeats the prompt's description of the section"));
+            continue;
+        }
+        if let Some(sets) = sets.as_ref() {
+            if gates::task_shape(summary).is_some() {
+                report.skipped.push(Skipped::new(at(), reasons::TASK_RESIDUE, "the user's question or request, not a summary"));
+                continue;
+            }
+            let set = vocab.set(summary);
+            if sets.assistant_copy(&mut vocab, &set) {
+                report.skipped.push(Skipped::new(at(), reasons::ASSISTANT_COPY, "mostly the assistant's words"));
+                continue;
+            }
+        }
+        if gates::is_fragment(summary) {
+            let detail = "too short to be a summary";
+            candidates.push(Candidate {
+                path: at(),
+                text: summary.to_string(),
+                labels: update.labels.clone(),
+                reason: reasons::FRAGMENT,
+                detail,
+            });
+            continue;
+        }
         if !summary.is_empty() {
             let section = doc.section_mut(id);
             section.summary = summary.to_string();
@@ -242,14 +286,31 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
         removing[p.pos] = true;
     }
 
-    // The conversation's token sets (what the model saw).
-    let mut vocab = Vocab::new();
-    let sets = ctx.conversation.map(|conv| ConversationSets::new(&mut vocab, &conv));
+    // The facts to place: the reply's, then the candidates that are the user's own words
+    // (after them, so `replacementFactIndex` keeps pointing at the reply's facts).
+    let mut facts: Vec<(String, NewFact)> = delta.new_facts.iter().enumerate().map(|(i, f)| (path("newFacts", i), f.clone())).collect();
+    for c in candidates {
+        match sets.as_ref().map(|s| salvage(&mut vocab, s, doc, &c)) {
+            Some(Ok(())) => facts.push((
+                c.path,
+                NewFact {
+                    content: c.text,
+                    category: "context".into(),
+                    confidence: gates::SALVAGE_CONFIDENCE,
+                    labels: c.labels,
+                    ..NewFact::default()
+                },
+            )),
+            Some(Err((reason, detail))) => report.skipped.push(Skipped::new(c.path, reason, detail)),
+            None => report.skipped.push(Skipped::new(c.path, c.reason, c.detail)),
+        }
+    }
+    let n_reply_facts = delta.new_facts.len();
 
     // 3. New facts. `outcome[i]` is the fact holding new fact i's content afterwards.
-    let mut outcome: Vec<Option<usize>> = vec![None; delta.new_facts.len()];
+    let mut outcome: Vec<Option<usize>> = vec![None; facts.len()];
     let mut added: Vec<usize> = Vec::new();
-    if !delta.new_facts.is_empty() {
+    if !facts.is_empty() {
         let mut exact = Exact::default();
         let mut index = SetIndex::default();
         for (pos, f) in doc.facts.iter().enumerate() {
@@ -262,8 +323,8 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
             forgotten.0.insert(t.content.clone(), k);
             forgotten.1.add(&vocab.set(&t.content));
         }
-        for (i, nf) in delta.new_facts.iter().enumerate() {
-            let path = path("newFacts", i);
+        for (i, (path, nf)) in facts.iter().enumerate() {
+            let path = path.clone();
             let (reason, skipped) =
                 match place_new_fact(doc, nf, cfg, ctx, sets.as_ref(), &mut vocab, &mut index, &mut exact, &removing, &mut forgotten) {
                     Placed::Refused(reason, detail) => (reason, Some(Skipped::new(path, reason, detail))),
@@ -313,7 +374,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     // passed every gate; one without stands only if some new fact did (or the delta adds
     // none: "forget this", which the user's words must then mention).
     let unpaired = pending.iter().filter(|p| p.stands() && p.replacement.is_none()).count();
-    let any_placed = outcome.iter().any(Option::is_some);
+    let any_placed = outcome[..n_reply_facts].iter().any(Option::is_some);
     for p in pending.iter_mut().filter(|p| p.stands()) {
         match p.replacement {
             Some(r) if r >= delta.new_facts.len() => {
@@ -387,7 +448,7 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
     for (i, pos) in outcome.iter().enumerate() {
         if let Some(pos) = *pos {
             if evict_set[pos] && !removed_by_delta[pos] && added.contains(&pos) {
-                report.skipped.push(Skipped::new(path("newFacts", i), reasons::EVICTED, "evicted by maxFacts"));
+                report.skipped.push(Skipped::new(facts[i].0.clone(), reasons::EVICTED, "evicted by maxFacts"));
             }
         }
     }
@@ -470,6 +531,11 @@ fn place_new_fact(
         let near = || forgotten.1.best(&vocab.set(content), NEAR_DUPLICATE_JACCARD, |_| true).map(|(k, _)| k as usize);
         if let Some(k) = same.or_else(near) {
             return Placed::Forgotten(k);
+        }
+    }
+    if let Some(sets) = sets {
+        if let Some(refusal) = copied_or_task(vocab, sets, content) {
+            return Placed::Refused(refusal.0, refusal.1);
         }
     }
     // Every fact with this text (an imported document may hold one twice): all are
@@ -583,11 +649,26 @@ struct ConversationSets {
     user: Vec<Vec<u32>>,
     /// The user's messages after the already-processed context.
     new_user: Vec<Vec<u32>>,
+    /// What the user's messages quote or paste ([`gates::quoted_parts`]).
+    quoted: Vec<Vec<u32>>,
+    /// The user's clauses that ask something (end with a question mark), and the others.
+    questions: Vec<Vec<u32>>,
+    statements: Vec<Vec<u32>>,
+    /// The prompt's example facts and the word that would make each the user's.
+    examples: Vec<(Vec<u32>, Vec<u32>)>,
 }
 
 impl ConversationSets {
     fn new(vocab: &mut Vocab, conv: &Conversation<'_>) -> ConversationSets {
-        let mut sets = ConversationSets { assistant: Vec::new(), user: Vec::new(), new_user: Vec::new() };
+        let mut sets = ConversationSets {
+            assistant: Vec::new(),
+            user: Vec::new(),
+            new_user: Vec::new(),
+            quoted: Vec::new(),
+            questions: Vec::new(),
+            statements: Vec::new(),
+            examples: Vec::new(),
+        };
         for (i, m) in conv.messages.iter().enumerate() {
             let set = vocab.set(&m.content);
             match m.role {
@@ -597,10 +678,32 @@ impl ConversationSets {
                         sets.new_user.push(set.clone());
                     }
                     sets.user.push(set);
+                    let quoted = gates::quoted_parts(&m.content);
+                    if !quoted.is_empty() {
+                        sets.quoted.push(vocab.set(&quoted));
+                    }
+                    for (clause, asks) in gates::clauses(&m.content) {
+                        let set = vocab.set(clause);
+                        if asks {
+                            sets.questions.push(set);
+                        } else {
+                            sets.statements.push(set);
+                        }
+                    }
                 }
             }
         }
+        sets.examples = EXAMPLE_FACTS.iter().map(|(fact, word)| (vocab.set(fact), vocab.set(word))).collect();
         sets
+    }
+
+    /// The share of `set`'s tokens that occur in `of` (0 for an empty set).
+    fn share(vocab: &mut Vocab, set: &[u32], of: &[Vec<u32>]) -> f64 {
+        if set.is_empty() {
+            return 0.0;
+        }
+        let of: Vec<&[u32]> = of.iter().map(Vec::as_slice).collect();
+        vocab.overlap(set, &of) as f64 / set.len() as f64
     }
 
     /// Whether a fact with token set `set` is a copy of an assistant message: at least
@@ -618,6 +721,79 @@ impl ConversationSets {
         let user: Vec<&[u32]> = self.user.iter().map(Vec::as_slice).collect();
         (vocab.overlap(set, &user) as f64 / n) < COPY_USER_SHARE
     }
+}
+
+/// A section string or fragment summary that may become a fact, and the refusal it gets
+/// when it does not.
+struct Candidate {
+    path: String,
+    text: String,
+    labels: Labels,
+    reason: &'static str,
+    detail: &'static str,
+}
+
+/// The detail of a section given as a bare string that is not kept.
+const SECTION_STRING: &str = "`section` must be an object {summary, shouldUpdate}, found a string (not the user's own words)";
+
+/// Whether a section string or fragment summary is the user's own words, worth placing as
+/// a fact: not the prompt's description of a section, not a time phrase, and at least
+/// [`gates::SALVAGE_USER_SHARE`] of its tokens in the user's messages. `Err`: the refusal.
+fn salvage(vocab: &mut Vocab, sets: &ConversationSets, doc: &Document, c: &Candidate) -> Result<(), (&'static str, &'static str)> {
+    if gates::copies_section_hint(&c.text) {
+        return Err((reasons::PROMPT_COPY, "repeats the prompt's description of a section"));
+    }
+    if gates::is_time_phrase(&c.text) {
+        return Err((reasons::FRAGMENT, "a time phrase, not a summary or a fact"));
+    }
+    // What the user states, not what they ask ("boiling" of "how long should I boil an egg?").
+    let set = vocab.set(&c.text);
+    if ConversationSets::share(vocab, &set, &sets.statements) < gates::SALVAGE_USER_SHARE {
+        return Err((c.reason, c.detail));
+    }
+    // A keyword of a fact memory holds ("Berlin" of "Lives in Berlin" when the user moved
+    // away) says nothing new.
+    if doc.facts.iter().any(|f| {
+        let fact = vocab.set(&f.content);
+        fact.len() > set.len() && vocab.overlap(&set, &[&fact]) == set.len()
+    }) {
+        return Err((reasons::FRAGMENT, "a keyword of a fact memory already holds"));
+    }
+    Ok(())
+}
+
+/// Why a new fact copies the prompt or is the user's task, if it does: a restated example
+/// fact whose word the user never said, a section description, a question or request, or
+/// text that is mostly what the user quoted or pasted.
+fn copied_or_task(vocab: &mut Vocab, sets: &ConversationSets, content: &str) -> Option<(&'static str, &'static str)> {
+    if gates::copies_section_hint(content) {
+        return Some((reasons::PROMPT_COPY, "repeats the prompt's description of a section"));
+    }
+    let set = vocab.set(content);
+    for (example, word) in &sets.examples {
+        // The example's own word (npm, Porto …) that the user never wrote, or its text.
+        let has_word = !word.is_empty() && vocab.overlap(word, &[&set]) == word.len();
+        let common = vocab.overlap(&set, &[example]);
+        let restated = crate::recall::similar::jaccard(set.len(), example.len(), common) >= NEAR_DUPLICATE_JACCARD;
+        if (has_word || restated) && ConversationSets::share(vocab, word, &sets.user) < 1.0 {
+            return Some((reasons::PROMPT_COPY, "restates an example of the prompt the user did not say"));
+        }
+    }
+    if let Some(why) = gates::task_shape(content) {
+        return Some((reasons::TASK_RESIDUE, if why == "a question" { "a question, not a fact" } else { "a request, not a fact" }));
+    }
+    if !sets.quoted.is_empty() && ConversationSets::share(vocab, &set, &sets.quoted) >= COPY_ASSISTANT_SHARE {
+        return Some((reasons::TASK_RESIDUE, "mostly text the user quoted or pasted"));
+    }
+    // The user's question turned into a statement ("Sleeping after a night shift is
+    // crucial …" from "Any tips for sleeping after a night shift?"): several of its words,
+    // none of what the user states.
+    let questions: Vec<&[u32]> = sets.questions.iter().map(Vec::as_slice).collect();
+    let statements: Vec<&[u32]> = sets.statements.iter().map(Vec::as_slice).collect();
+    if vocab.overlap(&set, &questions) >= gates::QUESTION_TOKENS && vocab.overlap(&set, &statements) == 0 {
+        return Some((reasons::TASK_RESIDUE, "restates the user's question, nothing they said about themself"));
+    }
+    None
 }
 
 /// Positions of the facts to evict so that at most `cfg.max_facts` of those not `gone`
@@ -710,6 +886,7 @@ fn ids_of(facts: &[Fact]) -> FxMap<Box<str>, u32> {
 /// The detail of a `scope-gated` refusal.
 const NOT_ABOUT_THE_USER: &str = "labelled not a lasting fact about the user";
 
+pub mod gates;
 #[cfg(test)]
 mod props;
 #[cfg(test)]

@@ -66,6 +66,18 @@ pub struct NewFact {
     pub source_error: Option<String>,
 }
 
+/// A section the reply gave as a bare string (`"workContext": "Neovim"`) instead of
+/// `{"summary": …}`: no summary, but often the user's own words, which apply may keep as a
+/// candidate fact (docs/pipeline.md#small-models).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SectionString {
+    /// Where in the reply, e.g. `user.workContext`.
+    pub path: String,
+    /// The string, trimmed.
+    pub text: String,
+}
+
 /// One entry of `factsToRemove`: a plain id, or DeerFlow HEAD's removal object (its
 /// free-text `reason` is accepted and not kept).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -150,6 +162,15 @@ pub mod reasons {
     /// A new fact or summary quoting a secret of the LLM configuration (the API key, a header
     /// value): secrets never enter the document.
     pub const SECRET: &str = "secret";
+    /// A fact or summary that copies the extraction prompt's own wording: an example's
+    /// fact the user did not say, or a section's description (`"last 1-3 months"`).
+    pub const PROMPT_COPY: &str = "prompt-copy";
+    /// A section update too short to be a summary (`"workContext": "Neovim"`) and not the
+    /// user's own words either (then it would have been kept as a fact).
+    pub const FRAGMENT: &str = "fragment";
+    /// A new fact that is the user's task rather than something about them: a question, a
+    /// request (`Translate …`), or mostly text the user quoted or pasted.
+    pub const TASK_RESIDUE: &str = "task-residue";
     /// A new fact the user asked to forget (the same text as a forget tombstone, or a
     /// near-duplicate of one); `factId` is the forgotten fact's id.
     pub const FORGOTTEN: &str = "forgotten";
@@ -169,6 +190,8 @@ pub struct Delta {
     pub facts_to_reinforce: Vec<String>,
     /// Parts of the reply that were invalid and skipped.
     pub skipped: Vec<Skipped>,
+    /// Sections given as bare strings, in reply order (see [`SectionString`]).
+    pub section_strings: Vec<SectionString>,
 }
 
 impl Delta {
@@ -183,5 +206,6 @@ impl Delta {
             && self.facts_to_remove.is_empty()
             && self.facts_to_reinforce.is_empty()
             && self.sections.iter().flatten().all(|s| !s.should_update || s.summary.trim().is_empty())
+            && self.section_strings.is_empty()
     }
 }

@@ -37,7 +37,30 @@ pub struct LlmConfig {
     pub output: OutputMode,
     /// Stream the reply (`stream`, default true).
     pub stream: bool,
+    /// Further fields of the request body (`extraBody`), as given: sampling settings of local
+    /// servers (`repeat_penalty`, `frequency_penalty`, `top_k`, Ollama's `options` …). Never
+    /// one the library sets itself ([`RESERVED_BODY_KEYS`]).
+    pub extra_body: Vec<(String, Value)>,
 }
+
+/// The request fields the library writes itself, which `extraBody` cannot set or override:
+/// the model, the messages, the output constraint, the budget, streaming and temperature
+/// (which has its own option).
+pub const RESERVED_BODY_KEYS: [&str; 13] = [
+    "model",
+    "messages",
+    "system",
+    "stream",
+    "stream_options",
+    "max_tokens",
+    "max_completion_tokens",
+    "response_format",
+    "temperature",
+    "tools",
+    "tool_choice",
+    "functions",
+    "function_call",
+];
 
 /// What the request asks the model's output to be (`llm.jsonMode`). When the endpoint
 /// refuses one, the transport goes down to the next (schema → JSON → text) and stays there.
@@ -72,7 +95,7 @@ impl std::fmt::Debug for LlmConfig {
 pub use crate::base::http::DEFAULT_TIMEOUT_MS;
 
 /// The keys of `llm` besides the [`Connection::KEYS`].
-const OWN_KEYS: &[&str] = &["provider", "model", "temperature", "maxTokens", "jsonMode", "stream"];
+const OWN_KEYS: &[&str] = &["provider", "model", "temperature", "maxTokens", "jsonMode", "stream", "extraBody"];
 
 /// Whether `key` is a field of the `llm` option object.
 pub fn is_llm_key(key: &str) -> bool {
@@ -125,8 +148,45 @@ impl LlmConfig {
             Some(Value::String(s)) if s == "schema" => OutputMode::Schema,
             Some(_) => return Err(Error::invalid("`llm.jsonMode` must be \"schema\" (the default), true (any JSON object) or false")),
         };
-        Ok(LlmConfig { provider, conn, model, temperature, max_tokens, output, stream: opt_bool(obj, "llm", "stream")?.unwrap_or(true) })
+        let extra_body = read_extra_body(obj.get("extraBody"))?;
+        Ok(LlmConfig {
+            provider,
+            conn,
+            model,
+            temperature,
+            max_tokens,
+            output,
+            stream: opt_bool(obj, "llm", "stream")?.unwrap_or(true),
+            extra_body,
+        })
     }
+
+    /// Whether `extraBody` sets `key`.
+    pub fn sets(&self, key: &str) -> bool {
+        self.extra_body.iter().any(|(k, _)| k == key)
+    }
+}
+
+/// Reads `llm.extraBody`: an object whose fields go into every request body as given, none
+/// of them one of [`RESERVED_BODY_KEYS`].
+fn read_extra_body(v: Option<&Value>) -> Result<Vec<(String, Value)>> {
+    let obj = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(o)) => o,
+        Some(other) => return Err(crate::json::field::wrong_type("llm.extraBody", "an object of request fields", other).into()),
+    };
+    let mut out = Vec::with_capacity(obj.len());
+    for (k, v) in obj {
+        if RESERVED_BODY_KEYS.contains(&k.as_str()) {
+            return Err(Error::invalid(crate::delta::cat(&[
+                "`llm.extraBody.",
+                k,
+                "` is written by the library itself and cannot be overridden (model, messages, stream, maxTokens, jsonMode and temperature have options of their own)",
+            ])));
+        }
+        out.push((k.clone(), v.clone()));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -163,7 +223,7 @@ mod tests {
         let e = LlmConfig::from_value(&json!({"model": "m", "timeout": 5})).unwrap_err();
         assert_eq!(
             e.message(),
-            "unknown option `llm.timeout`: did you mean `timeoutMs`? (known: provider, model, temperature, maxTokens, jsonMode, stream, baseUrl, apiKey, headers, timeoutMs, maxRetries, maxResponseBytes)"
+            "unknown option `llm.timeout`: did you mean `timeoutMs`? (known: provider, model, temperature, maxTokens, jsonMode, stream, extraBody, baseUrl, apiKey, headers, timeoutMs, maxRetries, maxResponseBytes)"
         );
     }
 
@@ -185,5 +245,22 @@ mod tests {
             let e = c(bad).unwrap_err();
             assert!(e.code() == "INVALID_INPUT" && e.message().contains(named), "{}", e.message());
         }
+    }
+
+    #[test]
+    fn extra_body_fields_are_kept_and_the_librarys_own_are_refused() {
+        let c = LlmConfig::from_value(&json!({"model": "m", "extraBody": {"repeat_penalty": 1.15, "options": {"num_ctx": 8192}}})).unwrap();
+        assert_eq!(c.extra_body.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["repeat_penalty", "options"]);
+        assert!(c.sets("repeat_penalty") && !c.sets("top_k"));
+        assert!(LlmConfig::from_value(&json!({"model": "m"})).unwrap().extra_body.is_empty());
+        for key in RESERVED_BODY_KEYS {
+            let mut o = serde_json::Map::new();
+            o.insert(key.to_string(), serde_json::json!(1));
+            let v = serde_json::json!({"model": "m", "extraBody": o});
+            let e = LlmConfig::from_value(&Value::parse(&v.to_string()).unwrap()).unwrap_err();
+            assert!(e.code() == "INVALID_INPUT" && e.message().contains(&format!("`llm.extraBody.{key}`")), "{}", e.message());
+        }
+        let e = LlmConfig::from_value(&json!({"model": "m", "extraBody": ["repeat_penalty"]})).unwrap_err();
+        assert!(e.message().contains("`llm.extraBody` must be an object"), "{}", e.message());
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub(crate) mod protocol;
+pub mod repetition;
 pub(crate) mod retry;
 pub mod schema;
 pub(crate) mod stream;

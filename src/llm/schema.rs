@@ -1,32 +1,34 @@
-//! The JSON schema of the lean delta: what `jsonMode: "schema"` sends (OpenAI's strict
+//! The JSON schema of the delta: what `jsonMode: "schema"` sends (OpenAI's strict
 //! `response_format`, Anthropic's forced tool call) and what JS users get as
 //! `DELTA_SCHEMA` for their own SDK (`generateObject`, `response_format`).
 //!
 //! It is written for OpenAI's strict mode, the strictest dialect the endpoints share
 //! (llama.cpp's server, vLLM, LM Studio and Ollama read it too): every property is listed in
-//! `required` and `additionalProperties` is `false`, so what is optional for the parser is
-//! nullable here. "No update" stays cheap: a model writes `null` for an unchanged section
-//! group or section, an empty list, or a label it does not give (the accepted default:
-//! about the user, durable, descriptive). Everything the schema allows, the parser accepts
-//! (`null` reads as absent). The tests check it against the crate's sections and
-//! categories.
+//! `required` and `additionalProperties` is `false`.
+//!
+//! It is shaped for small models under grammar-constrained decoding, which take the
+//! shortest path the grammar allows: no top-level key is nullable (an all-`null` reply
+//! that "changes nothing" about everything was what 0.5B models answered every time), the
+//! first key is `newFacts`, a list that is cheap to fill (content, category, confidence,
+//! and a correction's `sourceError` or `null`), and sections come last, as a list of only
+//! those that changed (`[{"section": "workContext", "summary": "…"}]`). Nothing is an
+//! empty list. Labels and `expected_valid_days` are left out: a small model filling them
+//! at random gates or expires true facts (the parser still reads them in replies that are
+//! not schema-constrained). Everything the schema allows, the parser accepts
+//! (docs/local-models.md has the measurements). The tests check it against the crate's
+//! sections and categories.
 
 /// The tool name (Anthropic) and schema name (OpenAI) the delta goes by.
 pub const DELTA_SCHEMA_NAME: &str = "memory_delta";
 
-/// The delta's JSON schema, as compact JSON text (2.3 KB).
+/// The delta's JSON schema, as compact JSON text.
 pub const DELTA_SCHEMA: &str = concat!(
     r##"{"type":"object","properties":{"##,
-    r##""newFacts":{"anyOf":[{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"category":{"type":"string","enum":["preference","knowledge","context","behavior","goal","correction"]},"confidence":{"type":"number"},"scope":{"$ref":"#/$defs/scope"},"durability":{"$ref":"#/$defs/durability"},"authority":{"$ref":"#/$defs/authority"},"expected_valid_days":{"type":["integer","null"]},"sourceError":{"type":["string","null"]}},"required":["content","category","confidence","scope","durability","authority","expected_valid_days","sourceError"],"additionalProperties":false}},{"type":"null"}]},"##,
-    r##""factsToRemove":{"anyOf":[{"type":"array","items":{"anyOf":[{"type":"string"},{"type":"object","properties":{"id":{"type":"string"},"reason":{"type":["string","null"]},"scope":{"$ref":"#/$defs/scope"},"replacementFactIndex":{"type":["integer","null"]}},"required":["id","reason","scope","replacementFactIndex"],"additionalProperties":false}]}},{"type":"null"}]},"##,
-    r##""factsToReinforce":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"##,
-    r##""user":{"anyOf":[{"type":"object","properties":{"workContext":{"$ref":"#/$defs/section"},"personalContext":{"$ref":"#/$defs/section"},"topOfMind":{"$ref":"#/$defs/section"}},"required":["workContext","personalContext","topOfMind"],"additionalProperties":false},{"type":"null"}]},"##,
-    r##""history":{"anyOf":[{"type":"object","properties":{"recentMonths":{"$ref":"#/$defs/section"},"earlierContext":{"$ref":"#/$defs/section"},"longTermBackground":{"$ref":"#/$defs/section"}},"required":["recentMonths","earlierContext","longTermBackground"],"additionalProperties":false},{"type":"null"}]}},"##,
-    r##""required":["newFacts","factsToRemove","factsToReinforce","user","history"],"additionalProperties":false,"##,
-    r##""$defs":{"section":{"anyOf":[{"type":"object","properties":{"summary":{"type":"string"},"shouldUpdate":{"type":"boolean"},"scope":{"$ref":"#/$defs/scope"},"durability":{"$ref":"#/$defs/durability"},"authority":{"$ref":"#/$defs/authority"}},"required":["summary","shouldUpdate","scope","durability","authority"],"additionalProperties":false},{"type":"null"}]},"##,
-    r##""scope":{"type":["string","null"],"enum":["user","thread","project",null]},"##,
-    r##""durability":{"type":["string","null"],"enum":["durable","temporary",null]},"##,
-    r##""authority":{"type":["string","null"],"enum":["descriptive","transactional",null]}}}"##
+    r##""newFacts":{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"category":{"type":"string","enum":["preference","knowledge","context","behavior","goal","correction"]},"confidence":{"type":"number"},"sourceError":{"type":["string","null"]}},"required":["content","category","confidence","sourceError"],"additionalProperties":false}},"##,
+    r##""factsToRemove":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"replacementFactIndex":{"type":["integer","null"]}},"required":["id","replacementFactIndex"],"additionalProperties":false}},"##,
+    r##""factsToReinforce":{"type":"array","items":{"type":"string"}},"##,
+    r##""sections":{"type":"array","items":{"type":"object","properties":{"section":{"type":"string","enum":["workContext","personalContext","topOfMind","recentMonths","earlierContext","longTermBackground"]},"summary":{"type":"string"}},"required":["section","summary"],"additionalProperties":false}}},"##,
+    r##""required":["newFacts","factsToRemove","factsToReinforce","sections"],"additionalProperties":false}"##
 );
 
 #[cfg(test)]
@@ -63,51 +65,35 @@ mod tests {
     }
 
     #[test]
-    fn the_schema_is_strict_mode_json_with_every_delta_field() {
+    fn the_schema_is_strict_mode_json_with_facts_first_and_nothing_nullable_at_the_top() {
         let s = schema();
         assert_strict(&s, "$");
         let props = s.get("properties").and_then(Value::as_object).unwrap();
         let keys: Vec<&str> = props.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["newFacts", "factsToRemove", "factsToReinforce", "user", "history"]);
-        let text = DELTA_SCHEMA;
-        for field in [
-            "content",
-            "category",
-            "confidence",
-            "scope",
-            "durability",
-            "authority",
-            "expected_valid_days",
-            "sourceError",
-            "replacementFactIndex",
-            "reason",
-            "summary",
-            "shouldUpdate",
-        ] {
-            assert!(text.contains(&format!("\"{field}\"")), "{field}");
+        assert_eq!(keys, ["newFacts", "factsToRemove", "factsToReinforce", "sections"], "newFacts first");
+        for (k, v) in props.iter() {
+            assert_eq!(v.get("type").and_then(Value::as_str), Some("array"), "{k}: a list, never null");
         }
-        for id in SectionId::ALL {
-            let group = &props.get(id.group()).and_then(|g| g.get("anyOf")).and_then(Value::as_array).unwrap()[0];
-            assert!(group.get("properties").and_then(|p| p.get(id.key())).is_some(), "{}.{}", id.group(), id.key());
-        }
-        let fact = props.get("newFacts").and_then(|f| f.get("anyOf")).and_then(Value::as_array).unwrap()[0].get("items").unwrap();
-        let categories: Vec<&str> = fact
-            .get("properties")
-            .and_then(|p| p.get("category"))
-            .and_then(|c| c.get("enum"))
-            .and_then(Value::as_array)
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap())
-            .collect();
-        assert_eq!(categories, KNOWN_CATEGORIES);
-        // "No update" is a null: each top-level field and each section (one definition).
-        assert_eq!(text.matches(r#"{"type":"null"}"#).count(), 5 + 1);
-        // Every reference resolves.
-        for r in text.split(r##""$ref":"#/$defs/"##).skip(1) {
-            let name = &r[..r.find('"').unwrap()];
-            assert!(s.get("$defs").and_then(|d| d.get(name)).is_some(), "{name}");
-        }
+        let item = |k: &str| props.get(k).and_then(|f| f.get("items")).unwrap().clone();
+        let enum_of = |v: &Value, field: &str| -> Vec<String> {
+            v.get("properties")
+                .and_then(|p| p.get(field))
+                .and_then(|c| c.get("enum"))
+                .and_then(Value::as_array)
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_string())
+                .collect()
+        };
+        let fact = item("newFacts");
+        let fields: Vec<&str> = fact.get("properties").and_then(Value::as_object).unwrap().keys().map(String::as_str).collect();
+        assert_eq!(fields, ["content", "category", "confidence", "sourceError"], "cheap to fill, content first");
+        assert_eq!(enum_of(&fact, "category"), KNOWN_CATEGORIES);
+        let sections: Vec<String> = SectionId::ALL.iter().map(|id| id.key().to_string()).collect();
+        assert_eq!(enum_of(&item("sections"), "section"), sections);
+        let removal = item("factsToRemove");
+        let removal: Vec<&str> = removal.get("properties").and_then(Value::as_object).unwrap().keys().map(String::as_str).collect();
+        assert_eq!(removal, ["id", "replacementFactIndex"]);
     }
 
     /// `js/delta-schema.js` is this schema for JS users (`DELTA_SCHEMA` of every entry),
@@ -119,7 +105,7 @@ mod tests {
         let schema = DELTA_SCHEMA;
         let file = format!(
             "// The JSON schema of the memory delta the extraction LLM answers with (OpenAI strict mode:\n\
-             // every property required, optional ones nullable). Generated from src/llm/schema.rs;\n\
+             // every property required; newFacts first, sections as a list). Generated from src/llm/schema.rs;\n\
              // `UPDATE_DELTA_SCHEMA=1 cargo test --lib schema` rewrites it.\n\
              export const DELTA_SCHEMA = {schema};\n"
         );

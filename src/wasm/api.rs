@@ -495,10 +495,11 @@ impl UserMemory {
             pending.str(t);
         }
         pending.finish();
-        o.opt_u64("nextDueAt", s.next_due_at)
-            .bool("processing", s.processing)
-            .u64("revision", self.engine.revision())
-            .str("persistence", self.persistence.get().as_str());
+        o.opt_u64("nextDueAt", s.next_due_at).bool("processing", s.processing).u64("revision", self.engine.revision());
+        let mut ex = ObjectWriter::new(o.key("extractions"));
+        ex.u64("total", s.extractions).u64("empty", s.empty_extractions);
+        ex.finish();
+        o.str("persistence", self.persistence.get().as_str());
         o.finish();
         from_json(&out)
     }

@@ -8,7 +8,7 @@ use super::http::{BodySink, HttpClient, WholeBody};
 use crate::base::error::{Error, Result};
 use crate::base::http::Secrets;
 use crate::base::sync::LocalFuture;
-use crate::llm::protocol::{build_http_request, downgrade, extract_reply, judge, Shape, Verdict};
+use crate::llm::protocol::{build_http_request, downgrade, extract_reply, judge, Shape, Try, Verdict};
 use crate::llm::stream::StreamDecoder;
 use crate::llm::{Llm, LlmConfig, LlmReply, LlmRequest, Provider, Usage};
 use crate::memory::message::content_text;
@@ -74,12 +74,12 @@ impl Llm for FetchLlm {
             let provider = self.cfg.provider;
             let secrets = self.http.secrets();
             let mut budget = self.cfg.max_tokens;
-            // The first budget, once the cut-off reply is being retried with a larger one.
-            let mut retried = None;
+            // Which try this is: the first, or the one retry of a cut-off reply.
+            let mut tried = Try::First;
             let mut usage = None;
             loop {
                 let shape = self.shape.get();
-                let http = build_http_request(&self.cfg, request, shape, budget);
+                let http = build_http_request(&self.cfg, request, shape, budget, tried == Try::Penalized);
                 let mut sink = ReplySink { provider, events: None, whole: WholeBody::default() };
                 if let Err(f) = self.http.post(&http, shape.stream, &mut sink).await {
                     match f.error.status().and_then(|status| downgrade(provider, shape, status, &f.body)) {
@@ -102,12 +102,13 @@ impl Llm for FetchLlm {
                     }
                 };
                 usage = add_usage(usage, completion.usage);
-                match judge(provider, &completion, budget, retried) {
+                match judge(provider, &completion, budget, tried, self.shape.get().penalty) {
                     Verdict::Accept => return Ok(LlmReply { text: completion.text, usage: usage.flatten() }),
                     Verdict::Retry(more) => {
-                        retried = budget;
+                        tried = Try::Raised(budget.unwrap_or(more));
                         budget = Some(more);
                     }
+                    Verdict::RetryPenalized => tried = Try::Penalized,
                     Verdict::Fail(e) => return Err(e),
                 }
             }

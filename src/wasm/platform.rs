@@ -183,6 +183,7 @@ fn event_to_js(event: &Event) -> JsValue {
                 .u64("completionTokens", p.usage.completion_tokens)
                 .bool("reported", p.usage_reported);
             usage.finish();
+            o.u64("proposed", p.proposed as u64).u64("learned", p.learned as u64);
         }
         Event::Error(e) => {
             o.str("code", e.error.code())

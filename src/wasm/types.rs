@@ -142,7 +142,10 @@ export interface LlmEndpoint {
    * Reply budget (`max_tokens`), default 1024 (the largest delta of the reply corpus is 381
    * tokens). A reply cut off by it (`finish_reason: "length"`, `stop_reason: "max_tokens"`)
    * before its delta is complete is asked for once more with 4× the budget (at most 8192),
-   * then fails with `LLM_BAD_OUTPUT` naming the cause. `null` leaves it to the endpoint
+   * then fails with `LLM_BAD_OUTPUT` naming the cause; one cut off in a repetition loop (a
+   * small model writing the same piece over and over) is asked once more with the same
+   * budget and `repeat_penalty: 1.1` instead (OpenAI-compatible endpoints, unless
+   * `extraBody` sets `repeat_penalty`). `null` leaves it to the endpoint
    * (OpenAI-compatible only). Reasoning models spend it on thinking too: give them more.
    */
   maxTokens?: number | null;
@@ -162,6 +165,16 @@ export interface LlmEndpoint {
    * from then on.
    */
   stream?: boolean;
+  /**
+   * More fields of every request body, sent as given: the sampling settings of a local
+   * server, e.g. `{ repeat_penalty: 1.1, top_k: 40 }` (llama.cpp, LM Studio),
+   * `{ frequency_penalty: 0.3 }` (OpenAI-compatible), `{ options: { num_ctx: 8192 } }`
+   * (Ollama's own fields). The fields the library writes itself (`model`, `messages`,
+   * `system`, `stream`, `stream_options`, `max_tokens`, `max_completion_tokens`,
+   * `response_format`, `temperature`, `tools`, `tool_choice`, `functions`, `function_call`)
+   * are refused with `INVALID_INPUT`: use the options for those.
+   */
+  extraBody?: Record<string, unknown>;
 }
 
 /**
@@ -527,6 +540,8 @@ export interface QueueStatus {
   revision: number;
   /** The browser storage's persistence; it changes when the browser answers `persist: true`. */
   persistence: Persistence;
+  /** Extractions this instance committed since it opened, and how many of them learned nothing (`empty / total` near 1: the model never learns; see docs/local-models.md). */
+  extractions: { total: number; empty: number };
 }
 
 /** Stable error codes. */
@@ -561,7 +576,7 @@ export interface UpdateEvent {
 export type SkipReason =
   | "invalid" | "below-threshold" | "scope-gated" | "assistant-copy" | "upload" | "duplicate" | "near-duplicate"
   | "unchanged" | "evicted" | "replacement-not-applied" | "no-fact-applied" | "too-many-removals" | "removal-unrelated"
-  | "unknown-fact" | "forgotten";
+  | "unknown-fact" | "forgotten" | "secret" | "prompt-copy" | "fragment" | "task-residue";
 
 /** One part of a model reply that was refused, or folded into an existing fact. */
 export interface SkippedPart {
@@ -585,6 +600,10 @@ export interface ProcessedEvent {
   skipped: SkippedPart[];
   /** Tokens of the extraction call: the provider's `usage` when it sent one (`reported: true`), else the token counter's estimate. */
   usage: { promptTokens: number; completionTokens: number; reported: boolean };
+  /** What the reply proposed (new facts, section updates, removals, reinforcements); 0: the model said nothing changed. */
+  proposed: number;
+  /** What memory learned from it: facts added and sections replaced. 0 is an empty extraction. */
+  learned: number;
 }
 
 /** Something failed in the background. */
@@ -611,12 +630,12 @@ export interface QueuedEvent {
 /** A diagnostic note: nothing failed, but something happened an application may not expect. */
 export interface DebugEvent {
   type: "debug";
-  /** `NOT_QUEUED`: `observe()` resolved `false` (`reason` says why). `EPHEMERAL_STORAGE`: a Node process queued into memory that ends with the process (once per process). */
-  code: "NOT_QUEUED" | "EPHEMERAL_STORAGE";
+  /** `NOT_QUEUED`: `observe()` resolved `false` (`reason` says why). `EPHEMERAL_STORAGE`: a Node process queued into memory that ends with the process (once per process). `EMPTY_EXTRACTIONS`: 5 extractions in a row learned nothing (`message` names the likely cause and the setting to try). */
+  code: "NOT_QUEUED" | "EPHEMERAL_STORAGE" | "EMPTY_EXTRACTIONS";
   message: string;
   threadId: string | null;
   /** For `NOT_QUEUED`: learning paused, no messages, no user message with text, or no final answer. */
-  reason: "paused" | "empty" | "no-user-message" | "no-answer" | "already-extracted" | null;
+  reason: "paused" | "empty" | "no-user-message" | "no-answer" | "already-extracted" | "nothing-proposed" | "all-refused" | null;
 }
 
 /** Event names and their payloads. */

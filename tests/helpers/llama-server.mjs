@@ -10,7 +10,9 @@
 //   node tests/helpers/llama-server.mjs --model target/models/X.gguf [--port 8080] [--threads 2] [--context 4096]
 //
 // What it honours of the request: `messages` (system, user, assistant), `max_tokens` /
-// `max_completion_tokens` (then `finish_reason: "length"`), `temperature`, `stream` with
+// `max_completion_tokens` (then `finish_reason: "length"`), `temperature`, llama.cpp's
+// repetition penalties (`repeat_penalty`, `repeat_last_n`, `frequency_penalty`,
+// `presence_penalty`), `stream` with
 // `stream_options.include_usage` (server-sent events, one event per piece of text as it is
 // generated), and `response_format`: `json_object` constrains the reply to JSON and
 // `json_schema` to the given schema, both through node-llama-cpp's grammars (a schema its
@@ -25,7 +27,7 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 
-/** The GGUF files scripts/setup.sh fetches (SmolLM2 with --all, Qwen with --bench-models). */
+/** The GGUF files scripts/setup.sh --all fetches. */
 export const MODELS = {
   smollm2: join(root, "target", "models", "SmolLM2-135M-Instruct.Q4_1.gguf"),
   qwen: join(root, "target", "models", "Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf"),
@@ -149,6 +151,7 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
         grammar,
         maxTokens: maxTokens ?? undefined,
         temperature: typeof body.temperature === "number" ? body.temperature : 0,
+        repeatPenalty: repeatPenalty(body),
         onTextChunk: onText,
         signal,
         stopOnAbortSignal: true,
@@ -235,6 +238,25 @@ export async function serve({ modelPath, port = 0, threads = 2, context = 4096 }
   });
   await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
   return { origin: `http://127.0.0.1:${server.address().port}`, server };
+}
+
+/**
+ * llama.cpp's server fields `repeat_penalty` (1 = off), `repeat_last_n` (default 64),
+ * `frequency_penalty` and `presence_penalty` (0 = off), as node-llama-cpp's repeatPenalty;
+ * `undefined` (no penalty) when none is given.
+ */
+function repeatPenalty(body) {
+  const num = (k) => (typeof body[k] === "number" && Number.isFinite(body[k]) ? body[k] : undefined);
+  const penalty = num("repeat_penalty");
+  const frequencyPenalty = num("frequency_penalty");
+  const presencePenalty = num("presence_penalty");
+  if (penalty === undefined && !frequencyPenalty && !presencePenalty) return undefined;
+  return {
+    penalty: penalty ?? 1,
+    frequencyPenalty: frequencyPenalty ?? 0,
+    presencePenalty: presencePenalty ?? 0,
+    lastTokens: num("repeat_last_n") ?? 64,
+  };
 }
 
 function httpError(status, message) {

@@ -148,3 +148,84 @@ test("OpenAI reasoning models: max_tokens refused → max_completion_tokens; tem
   assert.deepEqual(events.codes(), []);
   await memory.close();
 });
+
+// A small model's loop, cut at the limit (as SmolLM2-135M wrote it in tests/fixtures/replies).
+const looping = {
+  content: `{"user": {"topOfMind": "I am vegetarian. ${"I am vegan. I am gluten-free. ".repeat(40)}`,
+  finish: "length",
+};
+
+test("a reply cut off in a repetition loop is asked again once with the same budget and repeat_penalty, not a bigger budget", async () => {
+  const { memory, events } = await open();
+  llm.script.push({ ...looping }, factsReply("Is vegetarian"));
+  await memory.observe("t", turn("I'm vegetarian. Any lunch ideas?", "A lentil bowl."));
+  assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
+  assert.deepEqual(
+    llm.requests.map((r) => [r.body.max_tokens, r.body.repeat_penalty]),
+    [
+      [1024, undefined],
+      [1024, 1.1],
+    ],
+  );
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["Is vegetarian"],
+  );
+  assert.deepEqual(events.codes(), []);
+  await memory.close();
+});
+
+test("a loop again with the penalty fails at once, naming the loop; an endpoint refusing repeat_penalty is not sent it again", async () => {
+  const { memory } = await open();
+  llm.script.push({ ...looping }, { ...looping });
+  await memory.observe("t", turn("I'm vegetarian. Any lunch ideas?", "A lentil bowl."));
+  await assert.rejects(
+    memory.flush(),
+    (e) => e.code === "LLM_BAD_OUTPUT" && /in a repetition loop, again with a repetition penalty/.test(e.message),
+  );
+  assert.equal(llm.requests.length, 2);
+  // OpenAI itself refuses the field: it is dropped for the instance, and the loop fails.
+  llm.reset();
+  llm.script.push(
+    { ...looping },
+    { status: 400, body: { error: { message: "Unrecognized request argument supplied: repeat_penalty" } } },
+    { ...looping },
+    { ...looping },
+  );
+  await assert.rejects(memory.flush(), (e) => e.code === "LLM_BAD_OUTPUT" && /repetition loop/.test(e.message));
+  assert.deepEqual(
+    llm.requests.map((r) => r.body.repeat_penalty),
+    [undefined, 1.1, undefined],
+  );
+  // From then on a loop fails at once: nothing left to send.
+  await assert.rejects(memory.flush(), (e) =>
+    /repetition loop, and the library has no repetition penalty to add/.test(e.message),
+  );
+  assert.equal(llm.requests.length, 4);
+  await memory.close();
+});
+
+test("llm.extraBody fields go into every request; the library's own fields cannot be overridden", async () => {
+  const extraBody = { repeat_penalty: 1.15, top_k: 40, options: { num_ctx: 8192 } };
+  const { memory } = await open({ extraBody });
+  llm.script.push({ ...looping }, { ...looping });
+  await memory.observe("t", turn("I'm vegetarian. Any lunch ideas?", "A lentil bowl."));
+  // The user's own penalty stays theirs: a loop is not asked again with ours.
+  await assert.rejects(memory.flush(), (e) => /no repetition penalty to add/.test(e.message));
+  assert.equal(llm.requests.length, 1);
+  const body = llm.requests[0].body;
+  assert.deepEqual([body.repeat_penalty, body.top_k, body.options], [1.15, 40, { num_ctx: 8192 }]);
+  assert.equal(body.model, "m");
+  await memory.close();
+  for (const key of ["model", "messages", "response_format", "max_tokens", "stream", "temperature"]) {
+    await assert.rejects(
+      openMemory({ storage: "memory", llm: { baseUrl: llm.baseUrl, model: "m", extraBody: { [key]: 1 } } }),
+      (e) => e.code === "INVALID_INPUT" && e.message.includes(`llm.extraBody.${key}`),
+      key,
+    );
+  }
+  await assert.rejects(
+    openMemory({ storage: "memory", llm: { baseUrl: llm.baseUrl, model: "m", extraBody: "repeat_penalty=1.1" } }),
+    (e) => e.code === "INVALID_INPUT" && e.message.includes("llm.extraBody"),
+  );
+});

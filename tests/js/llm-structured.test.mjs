@@ -20,39 +20,17 @@ async function open(llmOptions = {}) {
   return { memory, events: record(memory, ["update", "error", "processed"]) };
 }
 
-/** What a strict-mode model writes: every key, nulls for what it does not change. */
+/** What a strict-mode model writes: every key, empty lists for what it does not change. */
 const strictDelta = {
-  newFacts: [
-    {
-      content: "Works as a nurse in Porto",
-      category: "context",
-      confidence: 0.9,
-      scope: null,
-      durability: null,
-      authority: null,
-      expected_valid_days: null,
-      sourceError: null,
-    },
-  ],
-  factsToRemove: null,
-  factsToReinforce: null,
-  user: {
-    workContext: {
-      summary: "Nurse at a hospital in Porto.",
-      shouldUpdate: true,
-      scope: null,
-      durability: null,
-      authority: null,
-    },
-    personalContext: null,
-    topOfMind: null,
-  },
-  history: null,
+  newFacts: [{ content: "Works as a nurse in Porto", category: "context", confidence: 0.9, sourceError: null }],
+  factsToRemove: [],
+  factsToReinforce: [],
+  sections: [{ section: "workContext", summary: "Nurse at a hospital in Porto." }],
 };
 
 test("DELTA_SCHEMA is exported from the main entry, and is exactly what the default request sends (OpenAI strict json_schema)", async () => {
   assert.equal(DELTA_SCHEMA.type, "object");
-  assert.deepEqual(DELTA_SCHEMA.required, ["newFacts", "factsToRemove", "factsToReinforce", "user", "history"]);
+  assert.deepEqual(DELTA_SCHEMA.required, ["newFacts", "factsToRemove", "factsToReinforce", "sections"]);
   const { memory } = await open();
   llm.script.push({ json: strictDelta });
   await memory.observe("t", turn("I work as a nurse in Porto", "Great."));

@@ -27,7 +27,7 @@
 mod scan;
 
 use crate::base::error::{Error, Result};
-use crate::extract::delta::{cat, path, reasons, Delta, Labels, NewFact, Removal, SectionUpdate, Skipped};
+use crate::extract::delta::{cat, path, reasons, Delta, Labels, NewFact, Removal, SectionString, SectionUpdate, Skipped};
 use crate::json::field::{missing, wrong_type};
 use crate::json::{Map, Value};
 use crate::memory::document::{read_confidence, SectionId, DEFAULT_CATEGORY};
@@ -38,7 +38,7 @@ pub const MAX_REPLY_BYTES: usize = 1 << 20;
 /// mentions a delta key) are tried; only these rescan text, so the search stays linear.
 pub const MAX_CANDIDATES: usize = 64;
 /// The keys that make an object a delta candidate.
-pub const DELTA_KEYS: [&str; 5] = ["user", "history", "newFacts", "factsToRemove", "factsToReinforce"];
+pub const DELTA_KEYS: [&str; 6] = ["newFacts", "factsToRemove", "factsToReinforce", "sections", "user", "history"];
 
 /// The fact categories the prompt names; others are kept as given.
 pub const KNOWN_CATEGORIES: [&str; 6] = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
@@ -272,6 +272,19 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
             Some(other) => return Err(wrong_type(group, "an object", other).into()),
         }
     }
+    match obj.get("sections") {
+        None | Some(Value::Null) => {}
+        // The schema's list of updates: [{"section": "workContext", "summary": "…"}].
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                if let Err(detail) = read_listed_section(item, &mut delta) {
+                    delta.skipped.push(Skipped::new(path("sections", i), reasons::INVALID, &detail));
+                }
+            }
+        }
+        Some(Value::Object(sections)) => read_sections("sections", sections, &mut delta),
+        Some(other) => return Err(wrong_type("sections", "an array of {section, summary}", other).into()),
+    }
     match obj.get("newFacts") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
@@ -382,11 +395,34 @@ fn read_sections(group: &str, sections: &Map, delta: &mut Delta) {
         if delta.sections[id.index()].is_some() {
             continue;
         }
-        match read_section(value) {
-            Ok(update) => delta.sections[id.index()] = update,
-            Err(detail) => delta.skipped.push(Skipped::new(cat(&[group, ".", key]), reasons::INVALID, &detail)),
+        match value {
+            // Not a summary, but maybe the user's own words: apply decides.
+            Value::String(s) if !s.trim().is_empty() => {
+                delta.section_strings.push(SectionString { path: cat(&[group, ".", key]), text: s.trim().to_string() })
+            }
+            Value::String(_) => {}
+            _ => match read_section(value) {
+                Ok(update) => delta.sections[id.index()] = update,
+                Err(detail) => delta.skipped.push(Skipped::new(cat(&[group, ".", key]), reasons::INVALID, &detail)),
+            },
         }
     }
+}
+
+/// One entry of the `sections` list: `{"section": <key>, "summary": "…"}` (with optional
+/// labels). A section already given keeps its first proposal.
+fn read_listed_section(item: &Value, delta: &mut Delta) -> Result<(), String> {
+    let obj = item.as_object().ok_or_else(|| String::from(wrong_type("section update", "an object {section, summary}", item)))?;
+    let key = match obj.get("section") {
+        Some(Value::String(s)) => s.trim(),
+        None | Some(Value::Null) => return Err(missing("", "section").into()),
+        Some(other) => return Err(wrong_type("section", "a section name", other).into()),
+    };
+    let id = SectionId::ALL.into_iter().find(|s| s.key() == key).ok_or_else(|| cat(&["unknown section \"", key, "\""]))?;
+    if delta.sections[id.index()].is_none() {
+        delta.sections[id.index()] = read_section(item)?;
+    }
+    Ok(())
 }
 
 /// One section proposal. `Ok(None)` = nothing proposed (null, or no summary and no update).

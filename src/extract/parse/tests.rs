@@ -141,7 +141,10 @@ fn bad_sections_are_skipped_not_fatal() {
                   "longTermBackground": {"summary": "x", "shouldUpdate": "false"}, "other": 1},
       "newFacts": []}"#);
     let paths: Vec<&str> = d.skipped.iter().map(|s| s.path.as_str()).collect();
-    assert_eq!(paths, vec!["user.workContext", "user.personalContext", "history.earlierContext"]);
+    assert_eq!(paths, vec!["user.personalContext", "history.earlierContext"]);
+    // A bare string is no section, but kept for apply to judge as a candidate fact.
+    assert_eq!(d.section_strings, vec![SectionString { path: "user.workContext".into(), text: "Engineer".into() }]);
+    assert!(d.section(SectionId::WorkContext).is_none());
     assert!(d.section(SectionId::TopOfMind).unwrap().should_update);
     assert!(d.section(SectionId::RecentMonths).is_none());
     assert!(!d.section(SectionId::LongTermBackground).unwrap().should_update);
@@ -340,4 +343,28 @@ fn the_lean_delta_lists_only_what_changed() {
     let d = ok(r#"{"history": {"recentMonths": {}, "earlierContext": {"shouldUpdate": true}}, "newFacts": []}"#);
     assert!(d.section(SectionId::RecentMonths).is_none());
     assert_eq!(d.skipped.len(), 1);
+}
+
+#[test]
+fn the_sections_list_of_the_schema_is_read_like_the_groups() {
+    let d = ok(r#"{"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": [
+        {"section": "workContext", "summary": "Nurse on night shifts in Lyon"},
+        {"section": "recentMonths", "summary": "Moved to Lyon in March", "scope": "user"},
+        {"section": "workContext", "summary": "second mention: ignored"},
+        {"section": "mood", "summary": "x"},
+        "workContext",
+        {"summary": "no name"}]}"#);
+    assert_eq!(d.section(SectionId::WorkContext).unwrap().summary, "Nurse on night shifts in Lyon");
+    assert!(d.section(SectionId::WorkContext).unwrap().should_update);
+    assert_eq!(d.section(SectionId::RecentMonths).unwrap().labels.scope.as_deref(), Some("user"));
+    let paths: Vec<&str> = d.skipped.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, vec!["sections[3]", "sections[4]", "sections[5]"]);
+    // An empty list and empty arrays are the empty delta; the object form is read too.
+    assert!(ok(r#"{"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": []}"#).is_noop());
+    let d = ok(r#"{"sections": {"topOfMind": {"summary": "Planning a trip to Kyoto"}, "personalContext": "Neovim"}}"#);
+    assert_eq!(d.section(SectionId::TopOfMind).unwrap().summary, "Planning a trip to Kyoto");
+    assert_eq!(d.section_strings[0].path, "sections.personalContext");
+    // A reply made only of section strings proposes something (it is not passed over as empty).
+    assert!(!d.is_noop());
+    assert!(err(r#"{"sections": "workContext"}"#).contains("`sections` must be an array"));
 }
