@@ -56,7 +56,12 @@ function chromium() {
         "/Applications/Chromium.app/Contents/MacOS/Chromium",
       ],
     );
-  if (!binary) return { missing: "no Chrome or Chromium (set CHROME_PATH to its binary)", packages: ["chromium"] };
+  // Without a browser there is no driver either: ask for both (the wasm tests need the driver).
+  if (!binary)
+    return {
+      missing: "no Chrome or Chromium (set CHROME_PATH to its binary)",
+      packages: ["chromium", "chromium-driver"],
+    };
   // chromedriver is only needed by the wasm tests (wasm-bindgen-test-runner drives it).
   const driver = fromEnv("CHROMEDRIVER") ?? locate(["chromedriver"], ["/usr/lib/chromium/chromedriver"]);
   return { binary, driver, packages: driver ? [] : ["chromium-driver"] };

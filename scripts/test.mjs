@@ -4,11 +4,12 @@
 //   node scripts/test.mjs            everything
 //   node scripts/test.mjs lint rust  only the named steps (see STEPS)
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { findBrowsers } from "./browsers.mjs";
+import { allowedSkips } from "./skip-reporter.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // scripts/setup.sh installs wasm-bindgen-cli into cargo's bin folder, which need not be on
@@ -107,6 +108,12 @@ if (!chromedriver)
     "\n!!! no chromedriver found (set CHROMEDRIVER): the wasm tests run in Node only, the browser ones are SKIPPED\n",
   );
 
+const skipDir = join(root, "target", "test-skips");
+rmSync(skipDir, { recursive: true, force: true });
+mkdirSync(skipDir, { recursive: true });
+/** Skipped tests and suites of this run: { step, name, file, reason }. */
+const skipped = [];
+
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(STEPS);
 const results = [];
@@ -123,9 +130,29 @@ for (const name of names) {
     continue;
   }
   console.log(`\n=== ${name}: ${description}`);
+  // node:test steps also report their skips (scripts/skip-reporter.mjs) to a file.
+  const skipLog = join(skipDir, `${name}.jsonl`);
+  const reporters =
+    cmd === node && args[0] === "--test"
+      ? [
+          `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`,
+          "--test-reporter-destination=stdout",
+          `--test-reporter=${join(root, "scripts/skip-reporter.mjs")}`,
+          `--test-reporter-destination=${skipLog}`,
+        ]
+      : [];
   const start = Date.now();
-  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env: { ...process.env, ...env } });
+  const r = spawnSync(cmd, [...(reporters.length ? [args[0], ...reporters] : [args[0]]), ...args.slice(1)], {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...process.env, ...env },
+  });
   const secs = (Date.now() - start) / 1000;
+  if (existsSync(skipLog))
+    for (const line of readFileSync(skipLog, "utf8").split("\n").filter(Boolean))
+      skipped.push({ step: name, ...JSON.parse(line) });
+  if (name === "wasm" && !chromedriver)
+    skipped.push({ step: name, name: "tests/wasm_browser*.rs", reason: "no chromedriver" });
   results.push([name, r.status === 0 ? "ok" : `FAILED (exit ${r.status ?? r.signal})`, secs]);
   if (r.status !== 0) break;
 }
@@ -134,6 +161,21 @@ for (const [name, status, secs] of results) {
   console.log(`  ${name.padEnd(10)} ${status.padEnd(22)} ${secs.toFixed(1).padStart(6)} s`);
 }
 console.log(`  total ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+const allowed = allowedSkips(readFileSync(join(root, "docs/development.md"), "utf8"));
+const unexplained = skipped.filter((s) => !allowed.has(s.reason));
+if (skipped.length) {
+  console.log("\n=== skipped");
+  for (const s of skipped)
+    console.log(
+      `  ${allowed.has(s.reason) ? "  " : "!!"} ${s.step}: ${s.file ? `${s.file}: ` : ""}${s.name} (${s.reason})`,
+    );
+}
+const skipsOk = unexplained.length === 0 || process.env.ALLOW_SKIPS === "1";
+if (unexplained.length)
+  console.log(
+    `\n${skipsOk ? "" : "FAILED: "}${unexplained.length} test(s) skipped for a reason docs/development.md does not list ` +
+      `under "Skipped tests"${skipsOk ? " (ALLOW_SKIPS=1: not failing)" : "; install what they need (bash scripts/setup.sh --all), list the reason there, or set ALLOW_SKIPS=1 for a local run"}`,
+  );
 process.exit(
-  results.every(([, s]) => s === "ok" || s.startsWith("skipped")) && results.length === names.length ? 0 : 1,
+  results.every(([, s]) => s === "ok" || s.startsWith("skipped")) && results.length === names.length && skipsOk ? 0 : 1,
 );
