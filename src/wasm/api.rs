@@ -692,19 +692,30 @@ impl UserMemory {
 }
 
 impl UserMemory {
-    /// The `EPHEMERAL_STORAGE` debug event, once per process, to the first instance that
-    /// queues a conversation into memory that ends with the process while a listener hears it.
+    /// Says once per process, at the first conversation queued into memory that ends with
+    /// the process (Node, no `storage` given): as the `EPHEMERAL_STORAGE` debug event when a
+    /// `debug` listener hears it; else, unless an `error` listener shows the app watches its
+    /// memory, as a `console.warn` (a newcomer's first script loses its memory on exit, and a
+    /// debug event nobody listens to tells no one). `storage: "memory"` given explicitly is
+    /// never reported.
     fn warn_if_ephemeral(&self, thread: &str) {
-        if !self.ephemeral || WARNED_EPHEMERAL.get() || !self.events.listens("debug") {
+        if !self.ephemeral || WARNED_EPHEMERAL.get() {
             return;
         }
         WARNED_EPHEMERAL.set(true);
-        self.events.emit(Event::Debug(DebugEvent {
-            code: "EPHEMERAL_STORAGE",
-            message: "no `storage` was given, so memory is kept in this process only (\"memory\") and lost on exit, queued conversations too: pass storage: fileStore(dir) from user-memory/node, or another store".into(),
-            thread_id: Some(thread.to_string()),
-            reason: None,
-        }));
+        let message = "no `storage` was given, so memory is kept in this process only (\"memory\") and lost on exit, queued conversations too: pass storage: fileStore(dir) from user-memory/node, or another store";
+        if self.events.listens("debug") {
+            self.events.emit(Event::Debug(DebugEvent {
+                code: "EPHEMERAL_STORAGE",
+                message: message.into(),
+                thread_id: Some(thread.to_string()),
+                reason: None,
+            }));
+        } else if !self.events.listens("error") {
+            web_sys::console::warn_1(&JsValue::from_str(&format!(
+                "user-memory: {message} (storage: \"memory\" says it is meant; a \"debug\" listener gets this as an event instead)"
+            )));
+        }
     }
 
     async fn open_inner(options: JsValue) -> Result<UserMemory> {

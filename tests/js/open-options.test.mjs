@@ -68,6 +68,40 @@ test("a Node process whose memory defaulted to in-memory storage is told once, a
   assert.match(message, /no `storage` was given.*\("memory"\) and lost on exit.*fileStore\(dir\)/s);
 });
 
+test("with no debug or error listener, ephemeral memory in Node says so once with console.warn", async () => {
+  const script = (setup) => `
+    import { UserMemory } from "user-memory";
+    const llm = async () => '{"newFacts":[]}';
+    const conv = ${JSON.stringify(turn("I keep bees", "Sweet"))};
+    ${setup}
+    const a = await UserMemory.open({ agent: "a", llm, ...options });
+    const b = await UserMemory.open({ agent: "b", llm, ...options });
+    listen(a);
+    await a.observe("t1", conv); await a.observe("t2", conv); await b.observe("t3", conv);
+    await a.close(); await b.close();
+  `;
+  const warnings = (stderr) => stderr.split("\n").filter((l) => l.startsWith("user-memory: "));
+  // Nobody listens: one console.warn for the process, naming the fix.
+  const quiet = await runChild(script("const options = {}; const listen = () => {};"));
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.equal(warnings(quiet.stderr).length, 1, quiet.stderr);
+  assert.match(
+    warnings(quiet.stderr)[0],
+    /no `storage` was given.*lost on exit.*fileStore\(dir\).*storage: "memory" says it is meant/,
+  );
+  // Silenced: storage "memory" given on purpose; an error listener; a debug listener (which gets the event).
+  for (const setup of [
+    'const options = { storage: "memory" }; const listen = () => {};',
+    'const options = {}; const listen = (m) => m.on("error", () => {});',
+    'const options = {}; const listen = (m) => m.on("debug", (e) => console.log(e.code));',
+  ]) {
+    const run = await runChild(script(setup));
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(warnings(run.stderr), [], setup);
+    if (setup.includes("debug")) assert.match(run.stdout, /EPHEMERAL_STORAGE/);
+  }
+});
+
 test("open() without llm: reads, edits and queues; flush() and processDue() say why not; an instance with llm processes the queue", async () => {
   const storage = fileStore(join(dir, "read-only"));
   const agent = freshAgent("ro");
