@@ -9,7 +9,7 @@ import { UserMemory } from "user-memory";
 import { fileStore, memoryPool } from "user-memory/node";
 import { durableObjectStore } from "user-memory/workers";
 import { userMemoryMiddleware } from "user-memory/ai-sdk";
-import { closeAll, eventually, freshAgent, openMemory, record, test, turn } from "../helpers/pipeline.mjs";
+import { closeAll, eventually, freshAgent, openMemory, record, runChild, test, turn } from "../helpers/pipeline.mjs";
 
 after(closeAll);
 
@@ -110,4 +110,15 @@ test("the JS-side modules throw UserMemoryError with a stable code", async () =>
       (e) => e,
     );
   assert.deepEqual([closed?.name, closed?.code], ["UserMemoryError", "CLOSED"]);
+});
+
+test("an uncaught error in Node prints a short source line, then the message (not the whole glue)", async () => {
+  const r = await runChild(`import { UserMemory } from "user-memory";\nawait UserMemory.open({ debounceMs: -1 });\n`);
+  assert.notEqual(r.code, 0);
+  const at = r.stderr.indexOf("`debounceMs` must be a finite number");
+  assert.ok(at > 0, r.stderr.slice(0, 2000));
+  // Node prints the file, the source line of the throw and a caret before the message.
+  assert.ok(at < 600, `${at} characters before the message:\n${r.stderr.slice(0, 2000)}`);
+  const longest = Math.max(...r.stderr.split("\n").map((l) => l.length));
+  assert.ok(longest < 300, `a ${longest}-character line in the report`);
 });
