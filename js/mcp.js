@@ -9,7 +9,7 @@
 // messages is written to stdout.
 import { readFileSync } from "node:fs";
 import { UserMemory } from "./node.js";
-import { byConfidence, factLine, sectionLines } from "./memory-text.js";
+import { byConfidence, factLine, MAX_FACT_CHARS, sectionLines } from "./memory-text.js";
 import { openStore } from "./store-url.js";
 import { userMemoryError } from "./errors.js";
 
@@ -37,7 +37,7 @@ const TOOLS = [
     inputSchema: {
       type: "object",
       properties: {
-        content: { type: "string", description: "The fact, one short sentence" },
+        content: { type: "string", maxLength: MAX_FACT_CHARS, description: "The fact, one short sentence" },
         category: { type: "string", enum: CATEGORIES, description: "Kind of fact (default context)" },
         confidence: { type: "number", minimum: 0, maximum: 1, description: "How sure this is (default 0.9)" },
       },
@@ -103,6 +103,11 @@ async function callTool(memory, name, args) {
     case "remember": {
       if (typeof args.content !== "string" || args.content.trim() === "")
         throw fail("INVALID_INPUT", "remember needs a non-empty `content`");
+      if (args.content.length > MAX_FACT_CHARS)
+        throw fail(
+          "INVALID_INPUT",
+          `\`content\` is ${args.content.length} characters long; a fact is one short sentence, at most ${MAX_FACT_CHARS} characters: store the lasting point, not the text`,
+        );
       if (args.category !== undefined && !CATEGORIES.includes(args.category))
         throw fail("INVALID_INPUT", `\`category\` must be one of ${CATEGORIES.join(", ")}`);
       if (
@@ -198,7 +203,9 @@ export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr 
     if (uri === resources[0].uri) return { contents: [{ uri, mimeType: "text/plain", text: await memory.inject([]) }] };
     if (uri === resources[1].uri)
       return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(doc, null, 2) }] };
-    throw new types.McpError(types.ErrorCode.InvalidParams, `unknown resource ${uri}`);
+    // Not an McpError: its message already starts "MCP error -32602:", and the client adds that
+    // prefix again. The SDK sends any error's numeric `code` and `message` as they are.
+    throw Object.assign(new Error(`unknown resource ${uri}`), { code: types.ErrorCode.InvalidParams });
   });
 
   const closed = new Promise((resolve) => (server.onclose = resolve));

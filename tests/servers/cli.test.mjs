@@ -68,9 +68,10 @@ function noSecrets(r, ...secrets) {
 
 test("over a folder: add, show, search, forget, remove, export, import round-trip; --json output parses", async () => {
   const dir = ["--dir", freshDir()];
-  const go = JSON.parse(
+  const { revision, added: go } = JSON.parse(
     await ok(["add", ...dir, "--json", "--category", "knowledge", "Writes", "Go", "microservices"]),
   );
+  assert.equal(revision, 1);
   assert.match(go.id, /^fact_[0-9a-f]{8}$/);
   assert.deepEqual(
     [go.content, go.category, go.confidence, go.source],
@@ -85,7 +86,7 @@ test("over a folder: add, show, search, forget, remove, export, import round-tri
   const doc = JSON.parse(await ok(["show", ...dir, "--json"])).document;
   assert.equal(doc.facts.length, 3);
 
-  const hits = JSON.parse(await ok(["search", ...dir, "--json", "which", "Go", "services"]));
+  const hits = JSON.parse(await ok(["search", ...dir, "--json", "which", "Go", "services"])).results;
   assert.equal(hits[0].fact.id, go.id, "the Go fact ranks first");
   assert.match(await ok(["search", ...dir, "tea"]), /喜欢喝茶/, "the concept lexicon links English to Chinese");
   assert.equal((await run(["search", ...dir, "--limit", "0", "x"])).status, 2);
@@ -121,23 +122,28 @@ test("over a folder: add, show, search, forget, remove, export, import round-tri
   );
 });
 
-test("history lists the changes newest first, undo reverts the newest, forget keeps a tombstone", async () => {
+test("history names each change's facts, newest first; undo reverts the newest; forget keeps a tombstone", async () => {
   const dir = ["--dir", freshDir()];
   await ok(["add", ...dir, "Keeps bees"]);
   await ok(["add", ...dir, "Lives in Lisbon"]);
   await ok(["forget", ...dir, "lisbon"]);
   const lines = (await ok(["history", ...dir])).trimEnd().split("\n");
-  assert.equal(lines.length, 3);
-  assert.match(lines[0], /^ {2}3 {2}\d{4}-\d\d-\d\dT[\d:.]+Z {2}removeFact: -1$/);
-  assert.match(lines[2], /addFact: \+1 fact$/);
-  const entries = JSON.parse(await ok(["history", ...dir, "--json", "--limit", "1"]));
+  assert.equal(lines.length, 6, lines.join("\n"));
+  assert.match(lines[0], /^ {2}3 {2}\d{4}-\d\d-\d\dT[\d:.]+Z {2}removeFact: -1 fact$/);
+  assert.match(lines[1], /^ {6}- fact_[0-9a-f]{8} \[context \| 0\.90\] Lives in Lisbon \(forgotten\)$/);
+  assert.match(lines[4], /^ {2}1 .*addFact: \+1 fact$/);
+  assert.match(lines[5], /^ {6}\+ fact_[0-9a-f]{8} \[context \| 0\.90\] Keeps bees$/);
+  const { entries } = JSON.parse(await ok(["history", ...dir, "--json", "--limit", "1"]));
   assert.deepEqual(
     [entries.length, entries[0].removed[0].content, entries[0].forgot.length],
     [1, "Lives in Lisbon", 1],
   );
   const stored = JSON.parse(await ok(["inspect", ...dir]));
   assert.match(JSON.stringify(stored), /lives in lisbon/, "the tombstone is in the stored record");
-  assert.match(await ok(["undo", ...dir]), /undone: memory is at revision 4 with 2 facts/);
+  assert.match(
+    await ok(["undo", ...dir]),
+    /^undid revision 3 \(removeFact: -1 fact\); memory is at revision 4\n {6}\+ fact_[0-9a-f]{8} .*Lives in Lisbon$/m,
+  );
   assert.deepEqual(
     JSON.parse(await ok(["show", ...dir, "--json"])).document.facts.map((f) => f.content),
     ["Keeps bees", "Lives in Lisbon"],
@@ -189,7 +195,7 @@ test("agents lists every memory in the store; --agent picks one", async () => {
   await ok(["add", ...dir, "--agent", "coder", "Prefers Rust"]);
   await ok(["add", ...dir, "--agent", "研究 notes", "Reads papers"]);
   await ok(["add", ...dir, "Default fact"]);
-  assert.deepEqual(JSON.parse(await ok(["agents", ...dir, "--json"])), ["coder", "default", "研究 notes"]);
+  assert.deepEqual(JSON.parse(await ok(["agents", ...dir, "--json"])).agents, ["coder", "default", "研究 notes"]);
   assert.match(await ok(["show", ...dir, "--agent", "研究 notes"]), /Reads papers/);
 });
 
@@ -210,7 +216,7 @@ test("process extracts what is queued with the LLM from the environment; --all d
   llm.script.push(factsReply("Keeps bees"));
   const one = await run(["process", "--dir", dir, "--agent", "a", "--json"], { env });
   assert.equal(one.status, 0, one.stderr);
-  assert.deepEqual(JSON.parse(one.stdout), { agent: "a", processed: ["t1"], failed: [] });
+  assert.deepEqual(JSON.parse(one.stdout), { agents: [{ agent: "a", processed: ["t1"], failed: [] }] });
   assert.equal(llm.requests.at(-1).headers.authorization, `Bearer ${KEY}`);
   assert.equal(llm.requests.at(-1).body.model, "test-model");
   noSecrets(one, KEY);
@@ -245,8 +251,11 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
   assert.match(added.stdout, /^added fact_[0-9a-f]{8} .*Allergic to penicillin$/m);
   await ok(["add", ...enc, "Lives in Lisbon"], { env });
   await ok(["forget", ...enc, "lisbon"], { env });
-  assert.match(await ok(["history", ...enc], { env }), /removeFact: -1\n.*addFact: \+1 fact\n.*addFact: \+1 fact\n$/);
-  assert.match(await ok(["undo", ...enc], { env }), /undone: memory is at revision 4 with 2 facts/);
+  assert.match(
+    await ok(["history", ...enc], { env }),
+    /removeFact: -1 fact\n.*Lives in Lisbon \(forgotten\)\n.*addFact: \+1 fact\n.*\n.*addFact: \+1 fact\n.*penicillin\n$/,
+  );
+  assert.match(await ok(["undo", ...enc], { env }), /undid revision 3 .*; memory is at revision 4/);
   // Another process (with the passphrase) queues a conversation; process extracts it.
   await new Promise((resolve, reject) =>
     spawn(process.execPath, [WRITER, dir, "default", "observe", "t1", "I keep three hives of bees"], {
@@ -259,7 +268,7 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
     env: { ...env, OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: KEY, MODEL: "m" },
   });
   assert.equal(processed.status, 0, processed.stderr);
-  assert.deepEqual(JSON.parse(processed.stdout), { agent: "default", processed: ["t1"], failed: [] });
+  assert.deepEqual(JSON.parse(processed.stdout), { agents: [{ agent: "default", processed: ["t1"], failed: [] }] });
   const shown = await run(["show", ...enc], { env });
   assert.match(shown.stdout, /3 facts, revision 5/);
   assert.match(shown.stdout, /Keeps bees/);
@@ -286,7 +295,8 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
   noSecrets(wrong, "wrong horse", PASS);
   const plain = await run(["show", "--dir", dir]);
   assert.equal(plain.status, 5);
-  assert.match(plain.stderr, /DECRYPT_FAILED/);
+  assert.match(plain.stderr, /^error DECRYPT_FAILED: the memory "default" is encrypted: pass --passphrase-env NAME/);
+  assert.doesNotMatch(plain.stderr, /`encryption` option/, "CLI wording, not the API's");
   assert.deepEqual(
     files.map((f) => readFileSync(join(dir, f), "utf8")),
     before,
@@ -296,7 +306,7 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
   // The passphrase only ever comes from the environment: an unset variable or a value in place of a name is refused.
   const unset = await run(["show", ...enc]);
   assert.equal(unset.status, 2);
-  assert.match(unset.stderr, /the environment variable MEMORY_PASSPHRASE is not set/);
+  assert.match(unset.stderr, /--passphrase-env: the environment variable it names is not set or empty/);
   const inline = await run(["show", "--dir", dir, "--passphrase-env", PASS], { env });
   assert.equal(inline.status, 2);
   assert.match(inline.stderr, /--passphrase-env takes the name of an environment variable/);
@@ -314,9 +324,12 @@ function overUrl(name, url, { node = () => ({ path: process.execPath }), passwor
         if (!bin) return t.skip("no Node 22 binary for this platform");
         const store = ["--store", url(), "--agent", `cli-${name}`];
         const options = { node: bin.path };
-        const added = JSON.parse(await ok(["add", ...store, "--json", "Deploys on Fridays"], options));
+        const { added } = JSON.parse(await ok(["add", ...store, "--json", "Deploys on Fridays"], options));
         await ok(["add", ...store, "Lives in Lisbon"], options);
-        assert.equal(JSON.parse(await ok(["search", ...store, "--json", "deploy"], options))[0].fact.id, added.id);
+        assert.equal(
+          JSON.parse(await ok(["search", ...store, "--json", "deploy"], options)).results[0].fact.id,
+          added.id,
+        );
         await ok(["forget", ...store, "Lisbon"], options);
         const shown = await run(["show", ...store], options);
         assert.equal(shown.status, 0, shown.stderr);

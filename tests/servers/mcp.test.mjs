@@ -157,7 +157,18 @@ test("remember, search_memory, get_profile and forget work through the tools; th
       assert.match(text(r), /^INVALID_INPUT: /);
     }
     assert.equal((await call("search_memory", { query: "x", limit: 0 })).isError, true);
-    await assert.rejects(client.readResource({ uri: "memory://desk/nothing" }), /unknown resource/);
+    // A 100 000-character "fact" is refused, and nothing is stored.
+    const huge = await call("remember", { content: "word ".repeat(20_000) });
+    assert.equal(huge.isError, true);
+    assert.match(text(huge), /^INVALID_INPUT: `content` is 100000 characters long; .* at most 1000 characters/);
+    assert.doesNotMatch(text(await call("get_profile")), /word word/);
+    // The protocol error reads "MCP error -32602: unknown resource …", its prefix once.
+    const failed = await client.readResource({ uri: "memory://desk/nothing" }).then(
+      () => null,
+      (e) => e,
+    );
+    assert.equal(failed?.code, -32602);
+    assert.equal(failed.message, "MCP error -32602: unknown resource memory://desk/nothing");
   } finally {
     await client.close();
   }
