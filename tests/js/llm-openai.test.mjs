@@ -170,7 +170,10 @@ test("a server that never answers: LLM_TIMEOUT after timeoutMs, and the timeout 
   });
   assert.equal(llm.requests.length, 2);
   const gap = llm.requests[1].at - llm.requests[0].at;
-  assert.ok(gap >= 200 + 500 - 50, `timeout (200 ms) + backoff (500 ms) before the retry; got ${gap} ms`);
+  // The client waits timeout (200 ms) + backoff (500 ms) after sending the first request, but
+  // the server stamps a request when it arrives, and on a loaded machine the first one can
+  // arrive late; the backoff alone is a bound that arrival delays cannot break.
+  assert.ok(gap >= 500, `timeout (200 ms) + backoff (500 ms) before the retry; got ${gap} ms`);
   assert.deepEqual(events.codes(), ["LLM_TIMEOUT"]);
   assert.deepEqual(memory.status().pending, ["t"], "the entry stays queued");
   await memory.close();
