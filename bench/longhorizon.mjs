@@ -386,7 +386,8 @@ async function retrieval(args) {
     return;
   }
   const opts = Object.keys(args.set).length ? ` with ${JSON.stringify(args.set)}` : " at the default options";
-  console.log(`long-horizon set, ${args.half} half, ${where}${opts}`);
+  const scope = args.users ? `users ${args.users.join(", ")}` : `${args.half} half`;
+  console.log(`long-horizon set, ${scope}, ${where}${opts}`);
   for (const [id, u] of Object.entries(result.users))
     console.log(`  ${id} (${u.language}, ${u.half}): ${u.kept} of ${u.facts} facts kept after import`);
   for (const [ranker, { summary }] of Object.entries(result.rankers)) {
