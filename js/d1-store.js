@@ -11,15 +11,18 @@
 // `INSERT … ON CONFLICT (key) DO NOTHING` when absence is expected, else
 // `UPDATE … WHERE key = ? AND value = ?`; it succeeded when it changed one row. D1 stores
 // strings of up to 2 MB (a value above that rejects with STORAGE_QUOTA).
-import { DEFAULT_TABLE, prefixEnd, quoteTable, sqliteStatements } from "./sql-store.js";
+import { DEFAULT_TABLE, quoteTable, sqliteStatements } from "./sql-store.js";
 import { invalidInput, userMemoryError } from "./errors.js";
-import { messageOf } from "./store-error.js";
+import { messageOf, prefixEnd, retryingOnce } from "./store-util.js";
 
 const QUOTA = /SQLITE_FULL|SQLITE_TOOBIG|too big|maximum (DB|database) size|exceeded .*(size|storage)/i;
 const UNAVAILABLE =
   /Network connection lost|overloaded|object to be reset|Cannot resolve D1|internal error|no such table|D1 DB is unavailable|SQLITE_BUSY|SQLITE_CANTOPEN/i;
 
-/** Tables already created, per database binding (a Worker opens a store per request). */
+/**
+ * The creation of each table, per database binding (a Worker opens a store per request).
+ * @type {WeakMap<object, Map<string, () => Promise<unknown>>>}
+ */
 const created = new WeakMap();
 
 /**
@@ -104,13 +107,14 @@ export class D1Store {
   async #ensureTable() {
     let tables = created.get(this.#db);
     if (!tables) created.set(this.#db, (tables = new Map()));
-    let ready = tables.get(this.#tableName);
-    if (!ready) {
-      ready = this.#db.prepare(this.#sql.schema).run();
-      tables.set(this.#tableName, ready);
-      ready.catch(() => tables.delete(this.#tableName));
+    let create = tables.get(this.#tableName);
+    if (!create) {
+      const db = this.#db;
+      const schema = this.#sql.schema;
+      create = retryingOnce(() => db.prepare(schema).run());
+      tables.set(this.#tableName, create);
     }
-    await ready;
+    await create();
   }
 
   #error(e) {

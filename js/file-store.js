@@ -31,6 +31,7 @@ import { constants, readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { invalidInput, userMemoryError } from "./errors.js";
+import { retryingOnce } from "./store-util.js";
 
 const LOCK = ".lock";
 const TEMP = ".tmp-";
@@ -68,7 +69,7 @@ export function fileStore(dir, options) {
 export class FileStore {
   /** @type {string} */ dir;
   /** @type {number} */ #staleLockMs;
-  /** @type {Promise<void> | undefined} */ #ready;
+  #ready = retryingOnce(() => this.#check());
 
   /**
    * @param {string} dir the directory (created if missing, when its parent exists)
@@ -208,11 +209,7 @@ export class FileStore {
 
   /** Checks (once) that the directory exists and is writable, creating it if needed. */
   #prepare() {
-    this.#ready ??= this.#check().catch((e) => {
-      this.#ready = undefined; // try again next time (the user may fix the directory)
-      throw e;
-    });
-    return this.#ready;
+    return this.#ready(); // a failure is tried again next time (the user may fix the directory)
   }
 
   async #check() {

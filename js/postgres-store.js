@@ -22,22 +22,18 @@
 // Errors: an unreachable or restarting server, a refused login, a missing database or table
 // reject with code STORAGE_UNAVAILABLE, a full disk with STORAGE_QUOTA, anything else with
 // STORAGE_FAILED; the driver's error is the `cause`, and no message carries the password.
-import { DEFAULT_TABLE, prefixEnd, quoteTable } from "./sql-store.js";
+import { DEFAULT_TABLE, quoteTable } from "./sql-store.js";
 import { invalidInput, userMemoryError } from "./errors.js";
-import { messageOf, redact, urlPassword } from "./store-error.js";
+import {
+  keepErrorsFromEndingProcess,
+  messageOf,
+  NETWORK_CODES,
+  prefixEnd,
+  redact,
+  retryingOnce,
+  urlPassword,
+} from "./store-util.js";
 
-/** Node's socket errors that mean "the server cannot be reached". */
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EPIPE",
-  "EAI_AGAIN",
-  "ECONNABORTED",
-]);
 /** node-postgres's own messages for a lost or closed connection (they carry no code). */
 const LOST =
   /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client was closed|connection is closed/i;
@@ -65,7 +61,7 @@ export class PostgresStore {
   #table;
   #tableName;
   #createTable;
-  /** @type {Promise<void> | null} */ #ready = null;
+  #ready = retryingOnce(() => this.#ensureTable());
   #secrets;
   #sql;
 
@@ -79,15 +75,8 @@ export class PostgresStore {
     this.#pool = pool;
     this.#secrets = secretsOf(pool);
     // node-postgres emits "error" on the pool when an idle connection dies (the server
-    // restarted); with no listener that would end the process. The pool replaces the
-    // connection by itself, so an application that listens for nothing loses nothing.
-    if (
-      typeof pool.on === "function" &&
-      typeof pool.listenerCount === "function" &&
-      pool.listenerCount("error") === 0
-    ) {
-      pool.on("error", () => {});
-    }
+    // restarted); the pool replaces the connection by itself.
+    keepErrorsFromEndingProcess(pool);
     const t = this.#table;
     this.#sql = {
       get: `SELECT value FROM ${t} WHERE key = $1`,
@@ -145,13 +134,7 @@ export class PostgresStore {
   }
 
   async #query(text, values) {
-    if (this.#createTable) {
-      this.#ready ??= this.#ensureTable().catch((e) => {
-        this.#ready = null; // try again on the next call (the server may be back)
-        throw e;
-      });
-      await this.#ready;
-    }
+    if (this.#createTable) await this.#ready(); // a failure is tried again on the next call
     try {
       return await this.#pool.query(text, values);
     } catch (e) {

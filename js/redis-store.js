@@ -19,9 +19,8 @@
 // instead of waiting in the client's offline queue (a write that was reported as failed must
 // not happen later). Redis Cluster: put a hash tag in the prefix (`{memory}:`) so that a key
 // and the index live in one slot.
-import { prefixEnd } from "./sql-store.js";
 import { invalidInput, userMemoryError } from "./errors.js";
-import { messageOf, redact, urlPassword } from "./store-error.js";
+import { keepErrorsFromEndingProcess, messageOf, NETWORK_CODES, prefixEnd, redact, urlPassword } from "./store-util.js";
 
 const SET = `redis.call('SET', KEYS[1], ARGV[1]) redis.call('ZADD', KEYS[2], 0, ARGV[2]) return 1`;
 const DELETE = `redis.call('DEL', KEYS[1]) redis.call('ZREM', KEYS[2], ARGV[1]) return 1`;
@@ -36,17 +35,6 @@ redis.call('SET', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], 0, ARGV[4])
 return 1`;
 
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EPIPE",
-  "EAI_AGAIN",
-  "ECONNABORTED",
-]);
 /** Replies and client messages that mean the server cannot serve us now. */
 const UNAVAILABLE =
   /^(NOAUTH|WRONGPASS|LOADING|MASTERDOWN|READONLY|NOPERM)\b|client is closed|socket closed|connection is closed|connection timeout|not ready|offline queue|stream isn't writeable|Connection lost/i;
@@ -92,15 +80,8 @@ export class RedisStore {
     this.#secrets = [o.password, typeof o.url === "string" ? urlPassword(o.url) : ""].filter(
       (s) => typeof s === "string" && s.length >= 3,
     );
-    // Both clients emit "error" when the connection drops; with no listener that would end
-    // the process. The client reconnects by itself, and calls meanwhile reject.
-    if (
-      typeof client.on === "function" &&
-      typeof client.listenerCount === "function" &&
-      client.listenerCount("error") === 0
-    ) {
-      client.on("error", () => {});
-    }
+    // Both clients emit "error" when the connection drops; they reconnect by themselves.
+    keepErrorsFromEndingProcess(client);
   }
 
   /** Shown in error messages. */

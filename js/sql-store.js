@@ -1,11 +1,9 @@
-// What the SQL stores (Postgres, SQLite, D1) share: the table name option and the key range of
-// a prefix.
+// What the SQL stores (Postgres, SQLite, D1) share: the table name option and the statements.
 //
 // One table of two text columns, `key` (the primary key) and `value`. Keys compare in code
 // point order in all three (SQLite's BINARY collation and Postgres's "C" collation compare the
-// UTF-8 bytes), so the keys starting with a prefix are exactly those in [prefix, prefixEnd):
-// `keys(prefix)` is a range scan of the primary key index, never a pattern match that would
-// need escaping or scan the table.
+// UTF-8 bytes), so the keys starting with a prefix are exactly those in [prefix,
+// prefixEnd(prefix)) (store-util.js): `keys(prefix)` is a range scan of the primary key index.
 import { invalidInput } from "./errors.js";
 
 /** The default table name. */
@@ -27,23 +25,6 @@ export function quoteTable(table, what) {
     .split(".")
     .map((p) => `"${p}"`)
     .join(".");
-}
-
-/**
- * The smallest string above every string that starts with `prefix`, in code point order; null
- * when there is none (an empty prefix, or one of only U+10FFFF).
- * @param {string} prefix
- */
-export function prefixEnd(prefix) {
-  const chars = [...prefix];
-  while (chars.length > 0) {
-    const last = chars.pop().codePointAt(0);
-    if (last < 0x10ffff) {
-      // Surrogate code points cannot be stored as UTF-8: the next character after U+D7FF is U+E000.
-      return chars.join("") + String.fromCodePoint(last === 0xd7ff ? 0xe000 : last + 1);
-    }
-  }
-  return null;
 }
 
 /**

@@ -22,9 +22,9 @@
 // Errors: a file that cannot be opened, is read-only or is not a database, or a lock held past
 // the busy timeout reject with STORAGE_UNAVAILABLE; a full disk (or `max_page_count`) with
 // STORAGE_QUOTA; anything else with STORAGE_FAILED; the driver's error is the `cause`.
-import { DEFAULT_TABLE, prefixEnd, quoteTable, sqliteStatements } from "./sql-store.js";
+import { DEFAULT_TABLE, quoteTable, sqliteStatements } from "./sql-store.js";
 import { invalidInput, userMemoryError } from "./errors.js";
-import { messageOf } from "./store-error.js";
+import { messageOf, prefixEnd, retryingOnce } from "./store-util.js";
 
 /** SQLite's primary result codes, as numbers and names. */
 const QUOTA = new Set([13, 18, "SQLITE_FULL", "SQLITE_TOOBIG"]);
@@ -63,7 +63,7 @@ export class SqliteStore {
   #table;
   #tableName;
   #busyTimeoutMs;
-  /** @type {Promise<Record<string, any>> | null} */ #ready = null;
+  #ready = retryingOnce(() => this.#open());
 
   constructor(database, { table = DEFAULT_TABLE, busyTimeoutMs = 5000 } = {}) {
     if (typeof database === "string") {
@@ -131,8 +131,7 @@ export class SqliteStore {
 
   /** Closes the database if this store opened it (a database passed in is left open). */
   async close() {
-    const ready = this.#ready;
-    this.#ready = null;
+    const ready = this.#ready.forget();
     if (ready) await ready.catch(() => {});
     if (this.#owned && this.#db) {
       this.#db.close();
@@ -141,11 +140,7 @@ export class SqliteStore {
   }
 
   async #run(statement, method, params) {
-    this.#ready ??= this.#open().catch((e) => {
-      this.#ready = null;
-      throw e;
-    });
-    const statements = await this.#ready;
+    const statements = await this.#ready(); // a failure is tried again on the next call
     try {
       return statements[statement][method](...params);
     } catch (e) {

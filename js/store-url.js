@@ -5,7 +5,7 @@
 // to install. Nothing returned or thrown carries the URL's password.
 import { fileStore } from "./file-store.js";
 import { userMemoryError } from "./errors.js";
-import { messageOf, redact } from "./store-error.js";
+import { messageOf, redact } from "./store-util.js";
 
 /**
  * @param {{ dir?: string, url?: string, table?: string, prefix?: string }} spec

@@ -245,8 +245,8 @@ test("a read-only directory is STORAGE_UNAVAILABLE, naming the path", (t) => {
   const source = fileURLToPath(import.meta.resolve("user-memory/node"));
   copyFileSync(source, copy);
   chmodSync(copy, 0o644);
-  // …with the modules it imports (memoryPool, the errors' helpers).
-  for (const dep of ["pool.js", "errors.js"]) {
+  // …with the modules it imports (memoryPool, the errors' helpers, the retrying set-up).
+  for (const dep of ["pool.js", "errors.js", "store-util.js"]) {
     copyFileSync(join(dirname(source), dep), join(scratch, dep));
     chmodSync(join(scratch, dep), 0o644);
   }
