@@ -21,12 +21,16 @@ export function init(input) {
   return ready;
 }
 
-// The static entry points wait for the wasm; everything else is reached through an
-// instance, which only exists once the wasm is loaded.
-for (const name of ["open", "inspect", "reset"]) {
-  const original = UserMemory[name];
-  UserMemory[name] = async function (options) {
+// Every static method (open, inspect, encrypt, reset, …) waits for the wasm: each is a way in
+// before any instance exists. Found on the class rather than listed, so a static added in Rust
+// cannot be missed; wasm-bindgen's own (`__wrap`, …) are internal and called synchronously.
+const statics = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (UserMemory));
+for (const name of Object.getOwnPropertyNames(UserMemory)) {
+  const original = statics[name];
+  if (typeof original !== "function" || name.startsWith("__")) continue;
+  /** @param {unknown[]} args */
+  statics[name] = async function (...args) {
     await init();
-    return original.call(UserMemory, options);
+    return original.apply(UserMemory, args);
   };
 }
