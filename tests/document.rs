@@ -168,3 +168,23 @@ fn decimal_strings_parse_like_numbers() {
         assert_eq!(parse_decimal(s), None, "{s:?}");
     }
 }
+
+#[test]
+fn happened_at_is_an_extra_fact_field_read_only_when_it_is_a_date() {
+    let input = json!({
+        "version": "1.0", "lastUpdated": "", "user": {}, "history": {},
+        "facts": [
+            {"id": "fact_00000001", "content": "Went to a support group", "category": "context", "confidence": 0.9,
+             "createdAt": "2023-05-08T13:56:00Z", "source": "t1", "happenedAt": "2023-05-07", "topics": ["lgbtq"]},
+            {"id": "fact_00000002", "content": "Moved to Berlin", "category": "context", "confidence": 0.9,
+             "createdAt": "2023-05-08T13:56:00Z", "source": "t1", "happenedAt": "the day before"},
+            {"id": "fact_00000003", "content": "Born in Lyon", "category": "context", "confidence": 0.9,
+             "createdAt": "2023-05-08T13:56:00Z", "source": "t1", "happenedAt": 1965}
+        ]
+    });
+    let doc = Document::from_value(&input, &RandomIds).unwrap();
+    let got: Vec<Option<&str>> = doc.facts.iter().map(|f| f.happened_at()).collect();
+    assert_eq!(got, vec![Some("2023-05-07"), None, None], "a malformed value counts as absent");
+    assert_eq!(doc.facts[0].happened_days(), Some(19_484));
+    assert_eq!(doc.to_value().get("facts"), input.get("facts"), "and every value, malformed or not, is written back as it was");
+}

@@ -104,6 +104,15 @@ struct FactMeaning {
     category: &'static str,
     confidence: f64,
     source_error: Option<String>,
+    happened_at: Option<String>,
+}
+
+/// An event time in the forms the prompt asks for: a date or a UTC date-time.
+fn event_time() -> impl Strategy<Value = String> {
+    (1950u32..2040, 1u32..=12, 1u32..=28, proptest::option::of((0u32..24, 0u32..60))).prop_map(|(y, m, d, t)| match t {
+        None => format!("{y}-{m:02}-{d:02}"),
+        Some((h, mi)) => format!("{y}-{m:02}-{d:02}T{h:02}:{mi:02}:00Z"),
+    })
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -111,8 +120,20 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn meaning() -> impl Strategy<Value = Meaning> {
-    let fact = (text(), prop::sample::select(KNOWN_CATEGORIES.to_vec()), 0u32..=100, proptest::option::of(text()))
-        .prop_map(|(content, category, c, source_error)| FactMeaning { content, category, confidence: f64::from(c) / 100.0, source_error });
+    let fact = (
+        text(),
+        prop::sample::select(KNOWN_CATEGORIES.to_vec()),
+        0u32..=100,
+        proptest::option::of(text()),
+        proptest::option::of(event_time()),
+    )
+        .prop_map(|(content, category, c, source_error, happened_at)| FactMeaning {
+            content,
+            category,
+            confidence: f64::from(c) / 100.0,
+            source_error,
+            happened_at,
+        });
     (
         prop::collection::vec(proptest::option::of(text()), 6),
         prop::collection::vec(fact, 0..4),
@@ -137,6 +158,9 @@ fn write(m: &Meaning, strict: bool) -> Value {
             o.insert("confidence".into(), json!(f.confidence));
             if strict || f.source_error.is_some() {
                 o.insert("sourceError".into(), opt(f.source_error.as_ref().map(|e| json!(e))));
+            }
+            if strict || f.happened_at.is_some() {
+                o.insert("happenedAt".into(), opt(f.happened_at.as_ref().map(|e| json!(e))));
             }
             Value::Object(o)
         })
@@ -186,6 +210,9 @@ proptest! {
         prop_assert_eq!(Ok(from_strict.clone()), from_lean, "lean: {}", lean);
         prop_assert!(from_strict.skipped.is_empty(), "{:?}", from_strict.skipped);
         prop_assert_eq!(from_strict.new_facts.len(), m.facts.len());
+        for (got, want) in from_strict.new_facts.iter().zip(&m.facts) {
+            prop_assert_eq!(&got.happened_at, &want.happened_at);
+        }
         for id in SectionId::ALL {
             prop_assert_eq!(from_strict.section(id).map(|s| s.summary.clone()), m.sections[id.index()].clone());
         }
@@ -237,6 +264,7 @@ fn the_prompt_examples_are_lean_and_their_strict_forms_fit_the_schema() {
                     category: KNOWN_CATEGORIES.iter().find(|c| **c == f.category).copied().unwrap(),
                     confidence: f.confidence,
                     source_error: f.source_error.clone(),
+                    happened_at: f.happened_at.clone(),
                 })
                 .collect(),
             removals: delta.facts_to_remove.iter().map(|r| (r.id.clone(), r.replacement.map(|i| i as u64))).collect(),

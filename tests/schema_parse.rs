@@ -31,10 +31,22 @@ fn text() -> impl Strategy<Value = String> {
     "[A-Za-z0-9 ,.'éü中文-]{1,40}".prop_filter("not blank", |s| !s.trim().is_empty())
 }
 
+/// A date or date-time as the prompt asks for it (any other string the schema lets through
+/// drops only the date: `a_happened_at_the_parser_cannot_read_drops_only_the_date`).
+fn event_time() -> impl Strategy<Value = Value> {
+    (1900u32..2100, 1u32..=12, 1u32..=28, 0u32..24, 0u32..60, 0u8..3).prop_map(|(y, m, d, h, mi, form)| {
+        Value::from(match form {
+            0 => format!("{y}-{m:02}-{d:02}"),
+            1 => format!("{y}-{m:02}-{d:02}T{h:02}:{mi:02}:00Z"),
+            _ => format!("{y}-{m:02}-{d:02}T{h:02}:{mi:02}:00.000+02:00"),
+        })
+    })
+}
+
 fn fact() -> impl Strategy<Value = Value> {
-    (text(), pick(enum_of("newFacts", "category")), 0.0f64..=1.0, or_null(text().prop_map(Value::from))).prop_map(
-        |(content, category, confidence, source_error)| {
-            json!({"content": content, "category": category, "confidence": confidence, "sourceError": source_error})
+    (text(), pick(enum_of("newFacts", "category")), 0.0f64..=1.0, or_null(text().prop_map(Value::from)), or_null(event_time())).prop_map(
+        |(content, category, confidence, source_error, happened_at)| {
+            json!({"content": content, "category": category, "confidence": confidence, "sourceError": source_error, "happenedAt": happened_at})
         },
     )
 }
@@ -65,7 +77,34 @@ proptest! {
         let parsed = parse_reply(&text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
         prop_assert!(parsed.skipped.is_empty(), "skipped {:?} in {text}", parsed.skipped);
         prop_assert_eq!(parsed.new_facts.len(), reply["newFacts"].as_array().map_or(0, Vec::len));
+        for (got, sent) in parsed.new_facts.iter().zip(reply["newFacts"].as_array().into_iter().flatten()) {
+            prop_assert_eq!(got.happened_at.as_deref(), sent["happenedAt"].as_str(), "the event time is kept as written");
+        }
     }
+}
+
+#[test]
+fn a_happened_at_the_parser_cannot_read_drops_only_the_date() {
+    for (bad, why) in [
+        (json!("yesterday"), "is not an ISO date"),
+        (json!("2023-02-30"), "is not an ISO date"),
+        (json!("07/05/2023"), "is not an ISO date"),
+        (json!(20230507), "must be an ISO date string, found a number"),
+    ] {
+        let reply = json!({"newFacts": [
+            {"content": "Went to a support group", "category": "context", "confidence": 0.9, "sourceError": null, "happenedAt": bad},
+            {"content": "Painted a sunrise", "category": "context", "confidence": 0.9, "sourceError": null, "happenedAt": "2023-05-07"}
+        ], "factsToRemove": [], "factsToReinforce": [], "sections": []});
+        let d = parse_reply(&reply.to_string()).unwrap();
+        assert_eq!(d.new_facts.len(), 2, "the fact stays: {bad}");
+        assert_eq!((d.new_facts[0].happened_at.as_deref(), d.new_facts[1].happened_at.as_deref()), (None, Some("2023-05-07")));
+        assert_eq!(d.skipped.len(), 1, "{:?}", d.skipped);
+        assert_eq!((d.skipped[0].path.as_str(), d.skipped[0].reason.as_str()), ("newFacts[0].happenedAt", "invalid"));
+        assert!(d.skipped[0].detail.contains(why), "{}", d.skipped[0].detail);
+    }
+    // Blank and null are "not given", not an error.
+    let d = parse_reply(r#"{"newFacts": [{"content": "x", "happenedAt": " "}, {"content": "y", "happenedAt": null}]}"#).unwrap();
+    assert!(d.skipped.is_empty() && d.new_facts.iter().all(|f| f.happened_at.is_none()));
 }
 
 #[test]

@@ -87,6 +87,69 @@ pub fn millis_from_iso(s: &str) -> Option<Millis> {
     Some((days as u64 * 86_400 + h * 3600 + mi * 60 + se) * 1000 + frac_ms)
 }
 
+/// Reads an event time, the optional `happenedAt` of a fact: an ISO-8601 calendar date
+/// `YYYY-MM-DD`, its reduced forms `YYYY-MM` and `YYYY`, or a date-time
+/// `YYYY-MM-DDTHH:MM[:SS[.fff…]]` with an optional `Z` or `±HH:MM` offset. Returns the
+/// written date as days since 1970-01-01 (negative before it; the offset is not applied,
+/// the date is the one the writer meant), or `None` for anything else, including
+/// impossible dates (`2023-02-30`).
+pub fn event_days(s: &str) -> Option<i64> {
+    let b = s.trim().as_bytes();
+    let y = digits(b.get(0..4)?)? as i64;
+    let (mo, d, rest) = match b.len() {
+        4 => (1, 1, &b[4..]),
+        7 if b[4] == b'-' => (digits(&b[5..7])? as u32, 1, &b[7..]),
+        n if n >= 10 && b[4] == b'-' && b[7] == b'-' => (digits(&b[5..7])? as u32, digits(&b[8..10])? as u32, &b[10..]),
+        _ => return None,
+    };
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) {
+        return None;
+    }
+    if !rest.is_empty() && !valid_time_of_day(rest) {
+        return None;
+    }
+    Some(days_from_civil(y, mo, d))
+}
+
+/// `THH:MM[:SS[.fff…]][Z|±HH:MM|±HHMM]` (or a space instead of `T`).
+fn valid_time_of_day(b: &[u8]) -> bool {
+    let two = |at: usize, max: u64| b.get(at..at + 2).and_then(digits).is_some_and(|v| v <= max);
+    if !matches!(b.first(), Some(b'T' | b't' | b' ')) || !two(1, 23) || b.get(3) != Some(&b':') || !two(4, 59) {
+        return false;
+    }
+    let mut rest = &b[6..];
+    if rest.first() == Some(&b':') {
+        if !rest.get(1..3).and_then(digits).is_some_and(|v| v <= 60) {
+            return false;
+        }
+        rest = &rest[3..];
+        if rest.first() == Some(&b'.') {
+            let n = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 {
+                return false;
+            }
+            rest = &rest[1 + n..];
+        }
+    }
+    match rest {
+        b"" | b"Z" | b"z" => true,
+        [b'+' | b'-', h1, h2, b':', m1, m2] | [b'+' | b'-', h1, h2, m1, m2] => {
+            digits(&[*h1, *h2]).is_some_and(|h| h <= 23) && digits(&[*m1, *m2]).is_some_and(|m| m <= 59)
+        }
+        _ => false,
+    }
+}
+
+/// Days in month `m` (1–12) of year `y`, leap years included.
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
 fn digits(b: &[u8]) -> Option<u64> {
     let mut v = 0u64;
     for &c in b {
@@ -164,6 +227,47 @@ mod tests {
     fn rejects_garbage() {
         for s in ["", "yesterday", "2026-13-01T00:00:00Z", "2026-03-14T10:30:00+02:00", "2026-03-14"] {
             assert_eq!(millis_from_iso(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn event_times_are_iso_dates_or_date_times_and_nothing_else() {
+        assert_eq!(event_days("1970-01-01"), Some(0));
+        assert_eq!(event_days("2023-05-07"), Some(19_484));
+        assert_eq!(event_days(" 2023-05-07T18:30:00.250+02:00 "), Some(19_484), "the written date, offset not applied");
+        for s in ["2023-05-07T18:30", "2023-05-07T18:30Z", "2023-05-07 18:30:59", "2023-05-07T23:59:60-0530", "2024-02-29"] {
+            assert_eq!(
+                event_days(s),
+                Some(days_from_civil(s[..4].parse().unwrap(), s[5..7].parse().unwrap(), s[8..10].parse().unwrap())),
+                "{s}"
+            );
+        }
+        assert_eq!(event_days("2023-05"), event_days("2023-05-01"));
+        assert_eq!(event_days("2019"), event_days("2019-01-01"));
+        assert!(event_days("1965-03-02").is_some_and(|d| d < 0), "before 1970 too");
+        for s in [
+            "",
+            "yesterday",
+            "last week",
+            "2023-02-29",
+            "2023-02-30",
+            "2023-13-01",
+            "2023-00-10",
+            "2023-05-00",
+            "2023-5-7",
+            "07/05/2023",
+            "2023-05-07T",
+            "2023-05-07T25:00",
+            "2023-05-07T12:60",
+            "2023-05-07T12:00:00.",
+            "2023-05-07T12:00+2",
+            "2023-05-07T12:00 CEST",
+            "20230507",
+            "2023-05-07x",
+            "１９９９",
+            "2023-05-07T12:00:00+24:00",
+        ] {
+            assert_eq!(event_days(s), None, "{s:?}");
         }
     }
 }

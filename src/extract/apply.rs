@@ -546,6 +546,9 @@ fn place_new_fact(
             let f = &mut doc.facts[pos];
             f.confidence = f.confidence.max(confidence.clamp(0.0, 1.0));
             f.confirm(ctx.now_iso);
+            if f.happened_at().is_none() {
+                set_happened_at(f, nf);
+            }
         }
         return match same.iter().find(|&&p| !removing[p]) {
             Some(&pos) => Placed::Confirmed(pos, reasons::DUPLICATE, "same text as an existing fact"),
@@ -631,8 +634,12 @@ impl Exact {
     }
 }
 
-/// Copies `expected_valid_days` and (on corrections) `sourceError` from a new fact.
+/// Copies `expected_valid_days`, `happenedAt` and (on corrections) `sourceError` from a new
+/// fact. A manual fact that already has a `happenedAt` keeps the user's.
 fn set_lifecycle(f: &mut Fact, nf: &NewFact) {
+    if !(f.is_manual() && f.happened_at().is_some()) {
+        set_happened_at(f, nf);
+    }
     if let Some(days) = nf.expected_valid_days.filter(|d| d.is_finite() && *d > 0.0) {
         f.set_expected_valid_days(days);
     }
@@ -640,6 +647,13 @@ fn set_lifecycle(f: &mut Fact, nf: &NewFact) {
         if let Some(err) = nf.source_error.as_deref().map(|e| strip_invisible(e.trim()).into_owned()).filter(|e| !e.trim().is_empty()) {
             f.set_source_error(err.trim());
         }
+    }
+}
+
+/// Sets the new fact's `happenedAt` on `f`, if it has a valid one.
+fn set_happened_at(f: &mut Fact, nf: &NewFact) {
+    if let Some(at) = nf.happened_at.as_deref().filter(|at| crate::base::time::event_days(at).is_some()) {
+        f.set_happened_at(at);
     }
 }
 

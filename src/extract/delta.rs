@@ -64,6 +64,9 @@ pub struct NewFact {
     pub expected_valid_days: Option<f64>,
     /// For a `correction`: what was wrong (stored as `sourceError`, rendered `(avoid: …)`).
     pub source_error: Option<String>,
+    /// When the event the fact tells of happened: an ISO-8601 date or date-time already
+    /// checked by [`event_days`](crate::base::time::event_days) (stored as `happenedAt`).
+    pub happened_at: Option<String>,
 }
 
 /// A section the reply gave as a bare string (`"workContext": "Neovim"`) instead of

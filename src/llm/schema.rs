@@ -10,7 +10,7 @@
 //! shortest path the grammar allows: no top-level key is nullable (an all-`null` reply
 //! that "changes nothing" about everything was what 0.5B models answered every time), the
 //! first key is `newFacts`, a list that is cheap to fill (content, category, confidence,
-//! and a correction's `sourceError` or `null`), and sections come last, as a list of only
+//! a correction's `sourceError` or `null`, and the event's date `happenedAt` or `null`), and sections come last, as a list of only
 //! those that changed (`[{"section": "workContext", "summary": "…"}]`). Nothing is an
 //! empty list. Labels and `expected_valid_days` are left out: a small model filling them
 //! at random gates or expires true facts (the parser still reads them in replies that are
@@ -24,7 +24,7 @@ pub const DELTA_SCHEMA_NAME: &str = "memory_delta";
 /// The delta's JSON schema, as compact JSON text.
 pub const DELTA_SCHEMA: &str = concat!(
     r##"{"type":"object","properties":{"##,
-    r##""newFacts":{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"category":{"type":"string","enum":["preference","knowledge","context","behavior","goal","correction"]},"confidence":{"type":"number"},"sourceError":{"type":["string","null"]}},"required":["content","category","confidence","sourceError"],"additionalProperties":false}},"##,
+    r##""newFacts":{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"category":{"type":"string","enum":["preference","knowledge","context","behavior","goal","correction"]},"confidence":{"type":"number"},"sourceError":{"type":["string","null"]},"happenedAt":{"type":["string","null"]}},"required":["content","category","confidence","sourceError","happenedAt"],"additionalProperties":false}},"##,
     r##""factsToRemove":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"replacementFactIndex":{"type":["integer","null"]}},"required":["id","replacementFactIndex"],"additionalProperties":false}},"##,
     r##""factsToReinforce":{"type":"array","items":{"type":"string"}},"##,
     r##""sections":{"type":"array","items":{"type":"object","properties":{"section":{"type":"string","enum":["workContext","personalContext","topOfMind","recentMonths","earlierContext","longTermBackground"]},"summary":{"type":"string"}},"required":["section","summary"],"additionalProperties":false}}},"##,
@@ -87,7 +87,7 @@ mod tests {
         };
         let fact = item("newFacts");
         let fields: Vec<&str> = fact.get("properties").and_then(Value::as_object).unwrap().keys().map(String::as_str).collect();
-        assert_eq!(fields, ["content", "category", "confidence", "sourceError"], "cheap to fill, content first");
+        assert_eq!(fields, ["content", "category", "confidence", "sourceError", "happenedAt"], "cheap to fill, content first");
         assert_eq!(enum_of(&fact, "category"), KNOWN_CATEGORIES);
         let sections: Vec<String> = SectionId::ALL.iter().map(|id| id.key().to_string()).collect();
         assert_eq!(enum_of(&item("sections"), "section"), sections);

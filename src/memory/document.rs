@@ -195,6 +195,11 @@ pub const SOURCE_ERROR: &str = "sourceError";
 pub const LAST_CONFIRMED_AT: &str = "lastConfirmedAt";
 /// Field of a fact (DeerFlow HEAD's name): how often it was confirmed.
 pub const CONFIRMATION_COUNT: &str = "confirmationCount";
+/// Field of a fact (this library's): when the event it tells of happened, an ISO-8601 date
+/// or date-time (`2023-05-07`, `2023-05-07T18:30:00Z`; see
+/// [`event_days`](crate::base::time::event_days) for every accepted form). Facts without
+/// one only have their `createdAt`, when they were learned.
+pub const HAPPENED_AT: &str = "happenedAt";
 /// The category whose facts are injected first and rendered with `(avoid: …)`.
 pub const CORRECTION: &str = "correction";
 /// Longest lifetime a fact may be given, in days (DeerFlow caps 90 × 20).
@@ -224,6 +229,17 @@ impl Fact {
     /// `confirmationCount` (0 when absent or malformed).
     pub fn confirmation_count(&self) -> u64 {
         self.extra.get(CONFIRMATION_COUNT).and_then(Value::as_u64).unwrap_or(0)
+    }
+
+    /// `happenedAt`, trimmed, when it is a valid event time (a malformed imported value is
+    /// kept in the document but counts as absent).
+    pub fn happened_at(&self) -> Option<&str> {
+        self.extra.get(HAPPENED_AT).and_then(Value::as_str).map(str::trim).filter(|s| crate::base::time::event_days(s).is_some())
+    }
+
+    /// The day `happenedAt` names, as days since 1970-01-01 (negative before), if valid.
+    pub fn happened_days(&self) -> Option<i64> {
+        self.happened_at().and_then(crate::base::time::event_days)
     }
 
     /// Whether the user wrote the fact by hand (`source: "manual"`).
@@ -264,6 +280,12 @@ impl Fact {
     pub fn set_expected_valid_days(&mut self, days: f64) {
         let days = days.clamp(1.0, MAX_VALID_DAYS).round() as u64;
         self.extra.insert(EXPECTED_VALID_DAYS.into(), days.into());
+    }
+
+    /// Sets `happenedAt` (the caller has checked it with
+    /// [`event_days`](crate::base::time::event_days)).
+    pub fn set_happened_at(&mut self, at: &str) {
+        self.extra.insert(HAPPENED_AT.into(), at.trim().into());
     }
 
     /// Sets `sourceError`.

@@ -72,6 +72,8 @@ export interface Fact {
   expected_valid_days?: number;
   /** On a `correction`: what was wrong; rendered as `(avoid: …)` in the block. */
   sourceError?: string;
+  /** When the event the fact tells of happened: an ISO-8601 date or date-time (`"2023-05-07"`, `"2023-05"`, `"2023"`, `"2023-05-07T18:30:00Z"`). Set by extraction when the conversation dates it; `createdAt` stays when it was learned. A malformed value is kept but ignored. */
+  happenedAt?: string;
   /** When the fact was last re-stated, merged into or reinforced (ISO-8601 UTC). */
   lastConfirmedAt?: string;
   /** How often that happened. */

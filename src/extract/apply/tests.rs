@@ -353,6 +353,41 @@ fn lifetimes_and_source_errors_are_stored() {
 }
 
 #[test]
+fn event_times_are_stored_as_happened_at_and_a_merge_keeps_the_users_own() {
+    let mut doc = Document::empty();
+    let mut manual = fact("fact_00000001", "Ran the Berlin marathon", 0.9, "2026-01-01T00:00:00Z");
+    manual.source = "manual".into();
+    manual.set_happened_at("2025-09-21");
+    let undated = fact("fact_00000003", "Learned to swim", 0.8, "2026-01-01T00:00:00Z");
+    doc.facts = vec![manual, undated, fact("fact_00000002", "Adopted a cat named Miso from the shelter", 0.8, "2026-01-01T00:00:00Z")];
+    let delta = Delta {
+        new_facts: vec![
+            NewFact { happened_at: Some("2023-05-07".into()), ..nf("Went to a LGBTQ support group", 0.9) },
+            NewFact { happened_at: Some("2023-05-07T18:30:00Z".into()), ..nf("Painted a lake sunrise", 0.9) },
+            // Not checked by a parser: apply still refuses a value that is not a date.
+            NewFact { happened_at: Some("last week".into()), ..nf("Started pottery classes", 0.9) },
+            NewFact { happened_at: Some("2025-09-28".into()), ..nf("Ran the Berlin marathon", 0.9) },
+            NewFact { happened_at: Some("1999-07-01".into()), ..nf("learned to  swim", 0.9) },
+            NewFact { happened_at: Some("2024-03-02".into()), ..nf("Adopted the cat named Miso from a shelter", 0.9) },
+        ],
+        ..Delta::default()
+    };
+    run(&mut doc, &delta, &CFG);
+    let at = |c: &str| doc.facts.iter().find(|f| f.content.contains(c)).unwrap().happened_at().map(str::to_string);
+    assert_eq!(at("support group").as_deref(), Some("2023-05-07"));
+    assert_eq!(at("sunrise").as_deref(), Some("2023-05-07T18:30:00Z"));
+    assert_eq!(at("pottery"), None);
+    assert_eq!(at("marathon").as_deref(), Some("2025-09-21"), "a manual fact keeps the date the user gave");
+    assert_eq!(at("cat").as_deref(), Some("2024-03-02"), "a near-duplicate merge takes the new date");
+    assert_eq!(at("swim").as_deref(), Some("1999-07-01"), "a duplicate gives a fact without a date its date");
+    assert_eq!(doc.facts.iter().find(|f| f.content.contains("support")).unwrap().created_at, NOW, "createdAt stays when it was learned");
+    let json = crate::json::ToJson::to_json(&doc);
+    assert!(json.contains(r#""happenedAt":"2023-05-07""#), "{json}");
+    let back = Document::from_json(&json, &SequentialIds::starting_at(1)).unwrap();
+    assert_eq!(back, doc, "happenedAt round-trips as a field of the fact");
+}
+
+#[test]
 fn eviction_drops_expired_then_lowest_confidence_then_newest_and_keeps_order() {
     let mut doc = Document::empty();
     doc.facts = vec![

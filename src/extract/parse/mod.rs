@@ -290,7 +290,13 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
                 match read_fact(item) {
-                    Ok(f) => delta.new_facts.push(f),
+                    Ok((f, bad_time)) => {
+                        if let Some(detail) = bad_time {
+                            let at = cat(&[&path("newFacts", i), ".happenedAt"]);
+                            delta.skipped.push(Skipped::new(at, reasons::INVALID, &detail));
+                        }
+                        delta.new_facts.push(f)
+                    }
                     Err(detail) => delta.skipped.push(Skipped::new(path("newFacts", i), reasons::INVALID, &detail)),
                 }
             }
@@ -450,8 +456,9 @@ fn read_section(v: &Value) -> Result<Option<SectionUpdate>, String> {
     }
 }
 
-/// One new fact, validated.
-fn read_fact(v: &Value) -> Result<NewFact, String> {
+/// One new fact, validated. A malformed `happenedAt` does not lose the fact: it is dropped
+/// and described in the second value (the caller reports it as skipped).
+fn read_fact(v: &Value) -> Result<(NewFact, Option<String>), String> {
     let obj = match v {
         Value::Object(o) => o,
         other => return Err(wrong_type("fact", "an object {content, category, confidence}", other).into()),
@@ -480,7 +487,19 @@ fn read_fact(v: &Value) -> Result<NewFact, String> {
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
         _ => None,
     };
-    Ok(NewFact { content, category, confidence, labels: read_labels(obj)?, expected_valid_days, source_error })
+    let (happened_at, bad_time) = match obj.get("happenedAt").or_else(|| obj.get("happened_at")) {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::String(s)) if s.trim().is_empty() => (None, None),
+        Some(Value::String(s)) if crate::base::time::event_days(s).is_some() => (Some(s.trim().to_string()), None),
+        Some(Value::String(s)) => {
+            let detail = cat(&["`happenedAt` \"", excerpt(s).as_str(), "\" is not an ISO date (2023-05-07) or date-time; dropped"]);
+            (None, Some(detail))
+        }
+        Some(other) => (None, Some(wrong_type("happenedAt", "an ISO date string", other).0)),
+    };
+    let labels = read_labels(obj)?;
+    let fact = NewFact { content, category, confidence, labels, expected_valid_days, source_error, happened_at };
+    Ok((fact, bad_time))
 }
 
 /// Trims a category; a known one in any letter case becomes lower case, a blank one
