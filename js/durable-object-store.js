@@ -11,10 +11,27 @@
 // object (and the object's input/output gates already keep other events out while a
 // storage call is pending). So two requests committing at once cannot both win.
 //
-// Values are strings. SQLite-backed Durable Objects (`new_sqlite_classes`, the default for
-// new classes) accept values up to 2 MB; the older key-value backend only 128 KiB, which
-// a queue of very long conversations can exceed.
-import { invalidInput } from "./errors.js";
+// Value size. Key-value-backed Durable Objects (the older backend) refuse a value whose V8
+// serialization is over 128 KiB; SQLite-backed ones (`new_sqlite_classes`) a key and value
+// over 2 MB together. Encrypted memory with its history passes 128 KiB at about 160 facts.
+// So a value over SPLIT_BYTES is split: its parts go under `<key>\u0000part:<i>` and the key
+// itself holds a small header object ({ parts, length, hash }), all written by ONE
+// `storage.put({...})` of several keys, which Durable Objects apply atomically: a reader sees
+// the old value or the new one, never a mix. A read joins the parts and checks the header's
+// length and hash, so a missing or stale part is CORRUPT_MEMORY, never a wrong value. The
+// split lives here, below encryption, so it works the same for plain and encrypted memory.
+// The header is an object and values are strings, so an old unsplit value reads as before.
+// Limits are in docs/storage.md#value-size-limits.
+import { invalidInput, userMemoryError } from "./errors.js";
+
+/** The V8-serialized size a part may reach: under the 128 KiB (131 072 bytes) limit. */
+const SPLIT_BYTES = 130_000;
+/** Keys per `put`/`get`/`delete` call, the Durable Object limit: the header + 127 parts. */
+const MAX_KEYS = 128;
+/** What separates a key from its parts' suffix; keys of this package never contain it. */
+const PART = "\u0000part:";
+/** Marks a header object. */
+const HEADER = "user-memory/parts";
 
 /**
  * Creates a store over `storage` (a Durable Object's `ctx.storage`). See
@@ -45,23 +62,26 @@ export class DurableObjectStore {
   }
 
   /** @param {string} key @returns {Promise<string | null>} */
-  async get(key) {
-    return (await this.#storage.get(key)) ?? null;
+  get(key) {
+    return read(this.#storage, key);
   }
 
   /** @param {string} key @param {string} value */
   async set(key, value) {
-    await this.#storage.put(key, value);
+    const old = await this.#storage.get(key);
+    await dropParts(this.#storage, key, old, await write(this.#storage, key, value));
   }
 
   /** @param {string} key */
   async delete(key) {
+    const old = await this.#storage.get(key);
     await this.#storage.delete(key);
+    await dropParts(this.#storage, key, old, 0);
   }
 
   /** @param {string} prefix @returns {Promise<string[]>} */
   async keys(prefix) {
-    return [...(await this.#storage.list({ prefix })).keys()];
+    return [...(await this.#storage.list({ prefix })).keys()].filter((k) => !k.includes(PART));
   }
 
   /**
@@ -71,11 +91,102 @@ export class DurableObjectStore {
    */
   compareAndSet(key, expected, value) {
     return this.#storage.transaction(async (txn) => {
-      if (((await txn.get(key)) ?? null) !== expected) return false;
-      await txn.put(key, value);
+      const old = await txn.get(key);
+      if ((await read(txn, key, old)) !== expected) return false;
+      await dropParts(txn, key, old, await write(txn, key, value));
       return true;
     });
   }
+}
+
+/** The parts of `value`, each within SPLIT_BYTES serialized (a lone string if it fits). */
+function split(value) {
+  const parts = [];
+  for (let at = 0; at < value.length;) {
+    // A string with a character over U+00FF is serialized as UTF-16: 2 bytes a code unit.
+    let end = Math.min(value.length, at + SPLIT_BYTES);
+    if (/[^\u0000-\u00ff]/.test(value.slice(at, end))) end = Math.min(value.length, at + SPLIT_BYTES / 2);
+    // Never between the two halves of a surrogate pair.
+    if (end < value.length && isHigh(value.charCodeAt(end - 1)) && isLow(value.charCodeAt(end))) end -= 1;
+    parts.push(value.slice(at, end));
+    at = end;
+  }
+  return parts;
+}
+
+const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
+
+/** A 32-bit FNV-1a hash of the code units, as 8 hex digits: tells a stale part apart. */
+function hash(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16).padStart(8, "0");
+}
+
+const partKey = (key, i) => `${key}${PART}${i}`;
+
+/**
+ * Writes `value` under `key`, split into parts when it is big, in one `put`; returns the
+ * number of parts (0: stored as it is).
+ */
+async function write(storage, key, value) {
+  const parts = value.length <= SPLIT_BYTES / 2 ? [value] : split(value);
+  if (parts.length === 1) {
+    await storage.put(key, value);
+    return 0;
+  }
+  if (parts.length > MAX_KEYS - 1) {
+    throw userMemoryError(
+      "STORAGE_QUOTA",
+      `Durable Object storage: a value of ${value.length} characters for "${key}" needs ${parts.length} parts of at most ${SPLIT_BYTES} bytes; one atomic write holds ${MAX_KEYS - 1} (about ${Math.floor(((MAX_KEYS - 1) * SPLIT_BYTES) / 1e6)} MB of ASCII). Nothing was written`,
+    );
+  }
+  const entries = { [key]: { [HEADER]: 1, parts: parts.length, length: value.length, hash: hash(value) } };
+  parts.forEach((p, i) => (entries[partKey(key, i)] = p));
+  await storage.put(entries);
+  return parts.length;
+}
+
+/** The value of `key` (joined from its parts and checked when it was split), or null. */
+async function read(storage, key, stored) {
+  const v = stored === undefined ? await storage.get(key) : stored;
+  if (v === undefined || v === null) return null;
+  if (typeof v === "string") return v;
+  if (!isHeader(v)) throw corrupt(key, "holds a value that is neither a string nor a header of parts");
+  const keys = Array.from({ length: v.parts }, (_, i) => partKey(key, i));
+  const got = await storage.get(keys);
+  let value = "";
+  for (const k of keys) {
+    const p = got.get(k);
+    if (typeof p !== "string") throw corrupt(key, `is missing its part "${k.replace(PART, "/part:")}"`);
+    value += p;
+  }
+  if (value.length !== v.length || hash(value) !== v.hash)
+    throw corrupt(key, `has parts that do not match its header (${value.length} of ${v.length} characters)`);
+  return value;
+}
+
+function isHeader(v) {
+  return (
+    typeof v === "object" &&
+    v[HEADER] === 1 &&
+    Number.isInteger(v.parts) &&
+    v.parts > 0 &&
+    v.parts < MAX_KEYS &&
+    Number.isInteger(v.length) &&
+    typeof v.hash === "string"
+  );
+}
+
+/** Deletes the parts of the old stored value `old` of `key` from index `from` on. */
+async function dropParts(storage, key, old, from) {
+  if (!isHeader(old) || old.parts <= from) return;
+  await storage.delete(Array.from({ length: old.parts - from }, (_, i) => partKey(key, from + i)));
+}
+
+function corrupt(key, what) {
+  return userMemoryError("CORRUPT_MEMORY", `Durable Object storage: "${key}" ${what}; it was left as it is`);
 }
 
 // The D1 adapter is exported here too: `user-memory/workers` holds the Cloudflare stores.

@@ -7,11 +7,15 @@
 //   POST /memory?user=<id>  { add: "fact" }      → the document after adding it
 //   GET  /memory?user=<id>                        → the document
 //   GET  /too-big                                 → the codes of a value over D1's 2 MB limit
+//   GET  /limits?case=<name>                      → [{ name, ok, message, data }] of a value-size case
+// backend=do-kv: a key-value-backed Durable Object with production's 128 KiB value limit.
 import { DurableObject } from "cloudflare:workers";
 import { UserMemory } from "../../pkg/workers.js";
 import { d1Store, durableObjectStore } from "../../pkg/durable-object-store.js";
 import { runContract } from "../helpers/store-contract.mjs";
 import { ENCRYPTED_CASE, encryptedRoundTrip } from "../helpers/encrypted-roundtrip.mjs";
+import { limitedStorage } from "../helpers/do-limits.mjs";
+import { runLimitCases } from "../helpers/do-limit-cases.mjs";
 
 /** The encrypted round trip on `storage()` as a contract result. */
 async function encrypted(url, storage, raw) {
@@ -24,21 +28,45 @@ async function encrypted(url, storage, raw) {
 }
 
 export class ContractObject extends DurableObject {
+  /** The storage the adapter is given: the object's own. */
+  storage() {
+    return this.ctx.storage;
+  }
+
   async fetch(request) {
     const url = new URL(request.url);
-    const storage = this.ctx.storage;
+    const storage = this.storage();
+    if (url.pathname === "/limits")
+      return Response.json(
+        await runLimitCases({
+          storage: this.ctx.storage,
+          durableObjectStore,
+          UserMemory,
+          only: url.searchParams.get("case"),
+        }),
+      );
     // The raw values: the object's storage itself, not the adapter.
     if (url.pathname === "/encrypted")
       return encrypted(
         url,
         () => durableObjectStore(storage),
-        async () => [...(await storage.list()).entries()],
+        async () => [...(await this.ctx.storage.list()).entries()],
       );
     const name = url.searchParams.get("case");
     const backend = {
-      fresh: async () => ({ client: async () => durableObjectStore(storage), close: () => storage.deleteAll() }),
+      fresh: async () => ({
+        client: async () => durableObjectStore(storage),
+        close: () => this.ctx.storage.deleteAll(),
+      }),
     };
     return Response.json(await runContract(backend, [name]));
+  }
+}
+
+/** A key-value-backed object (`useSQLite: false`) with production's value limits enforced. */
+export class KvLimitObject extends ContractObject {
+  storage() {
+    return limitedStorage(this.ctx.storage);
   }
 }
 
@@ -54,6 +82,8 @@ export default {
       const name = url.searchParams.get("case");
       if (url.searchParams.get("backend") === "do")
         return env.CONTRACT.get(env.CONTRACT.idFromName(name)).fetch(request);
+      if (url.searchParams.get("backend") === "do-kv")
+        return env.KV_LIMIT.get(env.KV_LIMIT.idFromName(name)).fetch(request);
       const backend = {
         async fresh() {
           const table = `contract_${++tables}`;
@@ -68,6 +98,8 @@ export default {
     if (url.pathname === "/encrypted") {
       if (url.searchParams.get("backend") === "do")
         return env.CONTRACT.get(env.CONTRACT.idFromName("encrypted")).fetch(request);
+      if (url.searchParams.get("backend") === "do-kv")
+        return env.KV_LIMIT.get(env.KV_LIMIT.idFromName("encrypted")).fetch(request);
       const table = "encrypted_roundtrip";
       return encrypted(
         url,
@@ -75,6 +107,8 @@ export default {
         async () => (await env.DB.prepare(`SELECT key, value FROM ${table} ORDER BY key`).all()).results,
       );
     }
+    if (url.pathname === "/limits")
+      return env.KV_LIMIT.get(env.KV_LIMIT.idFromName(`limits ${url.searchParams.get("case")}`)).fetch(request);
     if (url.pathname === "/too-big") {
       // A value over D1's 2 MB limit, through the store and through UserMemory.
       const store = d1Store(env.DB, { table: "too_big" });

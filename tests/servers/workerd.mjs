@@ -1,6 +1,7 @@
 // Bundles tests/servers/contract-worker.js the way wrangler does (the workerd condition, the
 // .wasm kept as a module of its own, cloudflare:* left to the runtime) and runs it in workerd
-// through miniflare with a Durable Object class (SQLite-backed) and a D1 database, both in
+// through miniflare with two Durable Object classes (SQLite-backed, and key-value-backed
+// with production's value limits: tests/helpers/do-limits.mjs) and a D1 database, both in
 // memory.
 import { readdirSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
@@ -31,7 +32,10 @@ export async function startWorkerd() {
       { type: "CompiledWasm", path: join(out, wasm) },
     ],
     compatibilityDate: "2026-04-01",
-    durableObjects: { CONTRACT: { className: "ContractObject", useSQLite: true } },
+    durableObjects: {
+      CONTRACT: { className: "ContractObject", useSQLite: true },
+      KV_LIMIT: { className: "KvLimitObject", useSQLite: false },
+    },
     d1Databases: ["DB"],
     host: "127.0.0.1",
     port: 0,
