@@ -141,15 +141,17 @@ pub struct QueuedEvent {
 /// may not expect happened (a conversation not queued, memory that ends with the process).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DebugEvent {
-    /// A stable code: `"NOT_QUEUED"` (observe() resolved `false`), `"EPHEMERAL_STORAGE"`, or
-    /// `"EMPTY_EXTRACTIONS"` (a run of extractions that learned nothing).
+    /// A stable code: `"NOT_QUEUED"` (observe() resolved `false`), `"EPHEMERAL_STORAGE"`,
+    /// `"EMPTY_EXTRACTIONS"` (a run of extractions that learned nothing), or
+    /// `"HISTORY_DROPPED"` (a deletion on a full store was written without some history).
     pub code: &'static str,
     /// What happened and why, for a person.
     pub message: String,
     /// The thread concerned, if any.
     pub thread_id: Option<String>,
     /// For `NOT_QUEUED`: `"paused"`, `"empty"`, `"no-user-message"` or `"no-answer"`. For
-    /// `EMPTY_EXTRACTIONS`: `"nothing-proposed"` or `"all-refused"`.
+    /// `EMPTY_EXTRACTIONS`: `"nothing-proposed"` or `"all-refused"`. For `HISTORY_DROPPED`:
+    /// `"storage-full"`.
     pub reason: Option<&'static str>,
 }
 

@@ -1,7 +1,7 @@
 //! Storage read-modify-write loops: the document commit with replay on conflict, and the
 //! queue update that also writes pending observations.
 
-use super::{Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
+use super::{DebugEvent, Engine, ErrorEvent, Event, UpdateEvent, UpdateReason};
 use crate::base::error::{Error, Result};
 use crate::base::ids::IdSource;
 use crate::base::sync::LocalFuture;
@@ -211,11 +211,26 @@ impl Engine {
                 let last_updated = record.doc.last_updated.clone();
                 record.history.push(entry, self.config().history_limit, &last_updated);
             }
-            match store.commit(Slot::Document, revision, record.to_json()).await? {
+            let mut written = store.commit(Slot::Document, revision, record.to_json()).await;
+            // A deletion must succeed on a full store: the history entry makes the new record
+            // as large as the old one, so drop history entries (the oldest first, down to none,
+            // not even the deletion's own) until it fits, and say so.
+            let kept_before = record.history.entries.len();
+            if matches!(reason, UpdateReason::RemoveFact | UpdateReason::Clear) && record.doc != base.doc {
+                while matches!(written, Err(Error::StorageQuota(_))) && !record.history.entries.is_empty() {
+                    let keep = record.history.entries.len() / 2;
+                    record.history.entries.truncate(keep);
+                    written = store.commit(Slot::Document, revision, record.to_json()).await;
+                }
+            }
+            match written? {
                 Commit::Committed(rev) => {
                     if let Some(mut ev) = self.adopt(&record, rev, reason, thread_id) {
                         ev.evicted = edit.evicted;
                         self.emit_update(ev);
+                    }
+                    if record.history.entries.len() < kept_before {
+                        self.emit(Event::Debug(history_dropped(reason, &*store, kept_before, record.history.entries.len())));
                     }
                     return Ok(record);
                 }
@@ -235,5 +250,26 @@ impl Engine {
             return;
         }
         self.emit(Event::Update(ev));
+    }
+}
+
+/// The `HISTORY_DROPPED` note: a deletion on a full store was written with `kept` of its
+/// `before` history entries (the newest; 0: not even the deletion's own).
+fn history_dropped(reason: UpdateReason, store: &dyn Store, before: usize, kept: usize) -> DebugEvent {
+    let what = if kept == 0 {
+        "without any history entry, not even its own (it cannot be undone)".to_string()
+    } else {
+        format!("keeping only the newest {kept} history entries")
+    };
+    DebugEvent {
+        code: "HISTORY_DROPPED",
+        message: format!(
+            "{} is full: {}() was written {what}; {} of {before} history entries were left out to make room, and the changes they recorded can no longer be undone",
+            store.describe(),
+            reason.as_str(),
+            before - kept
+        ),
+        thread_id: None,
+        reason: Some("storage-full"),
     }
 }

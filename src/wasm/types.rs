@@ -632,12 +632,12 @@ export interface QueuedEvent {
 /** A diagnostic note: nothing failed, but something happened an application may not expect. */
 export interface DebugEvent {
   type: "debug";
-  /** `NOT_QUEUED`: `observe()` resolved `false` (`reason` says why). `EPHEMERAL_STORAGE`: a Node process queued into memory that ends with the process (once per process). `EMPTY_EXTRACTIONS`: 5 extractions in a row learned nothing (`message` names the likely cause and the setting to try). */
-  code: "NOT_QUEUED" | "EPHEMERAL_STORAGE" | "EMPTY_EXTRACTIONS";
+  /** `NOT_QUEUED`: `observe()` resolved `false` (`reason` says why). `EPHEMERAL_STORAGE`: a Node process queued into memory that ends with the process (once per process). `EMPTY_EXTRACTIONS`: 5 extractions in a row learned nothing (`message` names the likely cause and the setting to try). `HISTORY_DROPPED`: storage was full, so `removeFact()` or `clear()` was written without its oldest history entries (or without any), which can no longer be undone (`reason: "storage-full"`). */
+  code: "NOT_QUEUED" | "EPHEMERAL_STORAGE" | "EMPTY_EXTRACTIONS" | "HISTORY_DROPPED";
   message: string;
   threadId: string | null;
   /** For `NOT_QUEUED`: learning paused, no messages, no user message with text, or no final answer. */
-  reason: "paused" | "empty" | "no-user-message" | "no-answer" | "already-extracted" | "nothing-proposed" | "all-refused" | null;
+  reason: "paused" | "empty" | "no-user-message" | "no-answer" | "already-extracted" | "nothing-proposed" | "all-refused" | "storage-full" | null;
 }
 
 /** Event names and their payloads. */

@@ -298,7 +298,7 @@ export async function everything(): Promise<void> {
     void [t, at, e.pending];
   });
   memory.on("debug", (e) => {
-    const code: "NOT_QUEUED" | "EPHEMERAL_STORAGE" | "EMPTY_EXTRACTIONS" = e.code;
+    const code: "NOT_QUEUED" | "EPHEMERAL_STORAGE" | "EMPTY_EXTRACTIONS" | "HISTORY_DROPPED" = e.code;
     if (e.reason === "no-answer") console.log(e.message, e.threadId);
     void code;
   });
