@@ -9,7 +9,7 @@
 // contains an API key, a store password or a passphrase, and stored text is printed with its
 // terminal control characters escaped (a fact cannot move the cursor, set the clipboard or
 // forge a line). docs/cli.md documents all of it.
-import { readFileSync, writeFileSync } from "node:fs";
+import { closeSync, fchmodSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline/promises";
 import { UserMemory } from "./node.js";
 import { byConfidence, factLine, MAX_FACT_CHARS, sectionLines, terminalSafe } from "./memory-text.js";
@@ -600,10 +600,24 @@ async function exportCommand(ctx) {
   await withMemory(ctx, async (m) => {
     const json = jsonText(await m.export(), 2);
     if (ctx.args[0] && ctx.args[0] !== "-") {
-      writeFileSync(ctx.args[0], `${json}\n`, { mode: 0o600 });
+      writeOwnerOnly(ctx.args[0], `${json}\n`);
       if (!ctx.flags.json) ctx.io.stderr.write(`exported to ${terminalSafe(ctx.args[0])}\n`);
     } else ctx.io.stdout.write(`${json}\n`);
   });
+}
+
+/**
+ * Writes `text` to `path` readable by its owner only: `mode` applies only to a file being
+ * created, so an existing file is narrowed to 0600 before the (decrypted) memory goes in.
+ */
+function writeOwnerOnly(path, text) {
+  const fd = openSync(path, "w", 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+    writeFileSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 async function importCommand(ctx) {

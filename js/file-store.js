@@ -22,12 +22,17 @@
 // the lock) and remove a lock only if it is still the one they judged stale, so a fresh
 // lock is never taken away.
 //
-// The directory is created if it is missing and its parent exists; a missing parent, a
+// Memory is personal: the directory is created 0700 and every file 0600 (owner only; a
+// directory that already exists keeps its mode). The directory is created if it is missing and its parent exists; a missing parent, a
 // file in its place or a read-only directory is an error with code STORAGE_UNAVAILABLE
 // that names the path (so a typo never silently starts an empty memory elsewhere).
 import { createHash, randomBytes } from "node:crypto";
 import { access, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { constants, readFileSync, readlinkSync } from "node:fs";
+
+/** Owner-only modes of what the store creates (no effect on Windows). */
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { invalidInput, userMemoryError } from "./errors.js";
@@ -171,7 +176,7 @@ export class FileStore {
     const name = fileName(key);
     const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
     const body = name.includes("~") ? `${JSON.stringify(key)}\n${value}` : value;
-    const fh = await open(temp, "wx");
+    const fh = await open(temp, "wx", FILE_MODE);
     try {
       await fh.writeFile(body, "utf8");
       await fh.sync();
@@ -215,7 +220,7 @@ export class FileStore {
   async #check() {
     const dir = this.dir;
     try {
-      await mkdir(dir);
+      await mkdir(dir, { mode: DIR_MODE });
     } catch (e) {
       if (e.code === "ENOENT")
         throw unavailable(
@@ -276,7 +281,7 @@ export class FileStore {
   async #temp(content) {
     const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
     try {
-      await writeFile(temp, content, { flag: "wx" });
+      await writeFile(temp, content, { flag: "wx", mode: FILE_MODE });
     } catch (e) {
       await unlink(temp).catch(() => {});
       throw e;
@@ -388,7 +393,7 @@ async function createLock(temp, path, content) {
   // removes what it created.
   let fh;
   try {
-    fh = await open(path, "wx");
+    fh = await open(path, "wx", FILE_MODE);
   } catch (e) {
     if (e.code === "EEXIST") return false;
     throw e;
