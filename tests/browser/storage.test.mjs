@@ -464,6 +464,74 @@ for (const engine of ENGINES)
       await follower.close();
     });
 
+    test("localstorage full: removeFact() and clear() still succeed, dropping the oldest history (HISTORY_DROPPED); addFact() does not", async () => {
+      const agent = freshAgent("full-delete");
+      const page = await newPage();
+      await open(page, { agent, storage: "localstorage" });
+      const result = await page.evaluate(async (agent) => {
+        const m = window.memory;
+        const debugs = [];
+        m.on("debug", (e) => debugs.push(e));
+        const ids = [];
+        for (let i = 0; i < 30; i++)
+          ids.push((await m.addFact({ content: `Fact ${i}: a long project with many details, tools and people` })).id);
+        const pointer = JSON.parse(localStorage.getItem(`user-memory/${agent}/doc`));
+        const recordLength = localStorage.getItem(pointer.key).length;
+        // Room for three quarters of the record: kept aside, then everything else filled
+        // to the last character, then given back.
+        localStorage.setItem("reserve", "r".repeat(Math.floor((recordLength * 3) / 4)));
+        let n = 0;
+        for (let size = 1 << 20; size >= 1;) {
+          try {
+            localStorage.setItem(`filler-${n}`, "x".repeat(size));
+            n++;
+          } catch {
+            size = Math.floor(size / 2);
+          }
+        }
+        localStorage.removeItem("reserve");
+        const add = await window.codeOf(() => m.addFact({ content: "Does not fit" }));
+        const removed = await m.removeFact(ids[3], { forget: true }).then(
+          (f) => f.id,
+          (e) => e.code,
+        );
+        const afterRemove = (await m.get()).facts.length;
+        const cleared = await m.clear().then(
+          () => "ok",
+          (e) => e.code,
+        );
+        const out = {
+          add,
+          removed: removed === ids[3],
+          afterRemove,
+          cleared,
+          facts: (await m.get()).facts.length,
+          forgotten: (await m.forgotten()).length,
+          dropped: debugs.filter((e) => e.code === "HISTORY_DROPPED").map((e) => e.reason),
+          fillers: n,
+        };
+        for (let i = 0; i < n; i++) localStorage.removeItem(`filler-${i}`);
+        return out;
+      }, agent);
+      assert.ok(result.fillers > 0);
+      assert.equal(result.add, "STORAGE_QUOTA", "an addition does not fit");
+      assert.equal(result.removed, true, "removeFact() succeeded");
+      assert.equal(result.afterRemove, 29);
+      assert.equal(result.cleared, "ok", "clear() succeeded");
+      assert.equal(result.facts, 0);
+      assert.equal(result.forgotten, 1, "the tombstone was kept");
+      assert.ok(
+        result.dropped.length >= 1 && result.dropped.every((r) => r === "storage-full"),
+        JSON.stringify(result),
+      );
+      // What is stored is what the page saw: a fresh page reads the cleared memory.
+      const again = await newPage();
+      await open(again, { agent, storage: "localstorage" });
+      assert.deepEqual(await storedFacts(again), []);
+      await again.close();
+      await page.close();
+    });
+
     test("status() and options() report the browser's own answer on persistence; persist: true asks once, and open() never waits for it", async () => {
       const page = await newPage();
       // What the browser itself says, asked without the library.
