@@ -24,7 +24,9 @@ export interface D1StoreOptions {
 
 /**
  * A storage adapter over a Cloudflare D1 table (`key TEXT PRIMARY KEY NOT NULL, value TEXT NOT
- * NULL`). `compareAndSet` is one statement, atomic in D1's single writer. Values up to 2 MB.
+ * NULL`). `compareAndSet` is one statement, atomic in D1's single writer. A value over 1.9 MB
+ * (D1 stores 2 MB a row) is split into rows `<key>\u001fpart:<i>` written in one `batch()` (a
+ * transaction) and checked (length, SHA-256) on read; over 16 rows it is `STORAGE_QUOTA`.
  *
  * ```ts
  * import { d1Store } from "user-memory/workers";

@@ -6,7 +6,7 @@
 //   GET  /encrypted?backend=do|d1&llm=<url>     → [{ name, ok, message }] of the encrypted round trip
 //   POST /memory?user=<id>  { add: "fact" }      → the document after adding it
 //   GET  /memory?user=<id>                        → the document
-//   GET  /too-big                                 → the codes of a value over D1's 2 MB limit
+//   GET  /d1-limits                               → values over D1's 2 MB limit, split and checked
 //   GET  /limits?case=<name>                      → [{ name, ok, message, data }] of a value-size case
 // backend=do-kv: a key-value-backed Durable Object with production's 128 KiB value limit.
 import { DurableObject } from "cloudflare:workers";
@@ -109,26 +109,72 @@ export default {
     }
     if (url.pathname === "/limits")
       return env.KV_LIMIT.get(env.KV_LIMIT.idFromName(`limits ${url.searchParams.get("case")}`)).fetch(request);
-    if (url.pathname === "/too-big") {
-      // A value over D1's 2 MB limit, through the store and through UserMemory.
-      const store = d1Store(env.DB, { table: "too_big" });
-      const direct = await store.set("k", "x".repeat(3_000_000)).then(
-        () => null,
-        (e) => e.code,
-      );
-      const memory = await UserMemory.open({ agent: "big", storage: d1Store(env.DB), autoProcess: false, llm: noLlm });
-      try {
-        await memory.addFact({ content: "Kept before the big import" });
-        const doc = await memory.export();
-        doc.facts.push({ content: "y".repeat(3_000_000) });
-        const viaLibrary = await memory.import(doc).then(
+    if (url.pathname === "/d1-limits") {
+      // Values over D1's 2 MB limit: split into rows of one batch, read back checked.
+      const table = `d1_limits_${++tables}`;
+      const store = d1Store(env.DB, { table });
+      const rows = async (prefix) =>
+        (
+          await env.DB.prepare(`SELECT key FROM ${table} WHERE key >= ? AND key < ?`)
+            .bind(prefix, `${prefix}\uffff`)
+            .all()
+        ).results.length;
+      const codeOf = (p) =>
+        p.then(
           () => null,
           (e) => e.code,
         );
-        return Response.json({ direct, viaLibrary, kept: (await memory.get()).facts.map((f) => f.content) });
-      } finally {
+      const out = {};
+      const a = "QUJD".repeat(750_000); // 3 MB of ASCII
+      const b = "é研🐝".repeat(300_000); // 1.2 M code units, 2.7 MB of UTF-8
+      await store.set("a", a);
+      out.ascii = { same: (await store.get("a")) === a, rows: await rows("a"), keys: await store.keys("a") };
+      await store.set("b", b);
+      out.utf8 = { same: (await store.get("b")) === b, rows: await rows("b") };
+      out.casStale = await store.compareAndSet("a", b, "x");
+      out.casBig = await store.compareAndSet("a", a, b);
+      out.afterCas = { same: (await store.get("a")) === b, rows: await rows("a") };
+      out.casSmall = await store.compareAndSet("a", b, "small");
+      out.afterSmall = { value: await store.get("a"), rows: await rows("a") };
+      out.tooBig = await codeOf(store.set("a", "z".repeat(31_000_000)));
+      out.keptAfterTooBig = await store.get("a");
+      await store.delete("b");
+      out.afterDelete = { value: await store.get("b"), rows: await rows("b") };
+      await store.set("c", a);
+      await env.DB.prepare(`UPDATE ${table} SET value = 'x' || substr(value, 2) WHERE key = ?`)
+        .bind("c\u001fpart:001")
+        .run();
+      out.altered = await codeOf(store.get("c"));
+      // UserMemory with 10 000 facts (a 2.3 MB record), plain and encrypted.
+      for (const encrypted of [false, true]) {
+        const open = () =>
+          UserMemory.open({
+            agent: encrypted ? "big-encrypted" : "big",
+            storage: d1Store(env.DB, { table }),
+            autoProcess: false,
+            maxFacts: 20_000,
+            llm: noLlm,
+            ...(encrypted ? { encryption: { passphrase: "d1 limits passphrase" } } : {}),
+          });
+        let memory = await open();
+        const doc = await memory.export();
+        doc.facts = Array.from({ length: 10_000 }, (_, i) => ({
+          id: `f${i}`,
+          content: `Fact ${i}: the user mentioned project ${i * 7} and a preference for tool ${i % 13}`,
+          category: "context",
+          confidence: 0.9,
+        }));
+        await memory.import(doc);
+        await memory.addFact({ content: "One more after ten thousand" });
+        await memory.removeFact("f1");
+        await memory.close();
+        memory = await open();
+        out[encrypted ? "encrypted10k" : "plain10k"] = (await memory.get()).facts.length;
         await memory.close();
       }
+      const longest = await env.DB.prepare(`SELECT max(length(CAST(value AS BLOB))) AS n FROM ${table}`).first();
+      out.largestRowBytes = longest.n;
+      return Response.json(out);
     }
     if (url.pathname === "/memory") {
       const memory = await UserMemory.open({
