@@ -41,7 +41,7 @@
 //!   smaller ones after it are still tried. The block never exceeds `max_tokens` as measured
 //!   by the counter on the whole block; `""` when not even the tags and one line fit.
 
-use crate::extract::sanitize::{neutralize_links, safe_category, strip_invisible};
+use crate::extract::sanitize::{angle_look_alike, is_double_angle, is_slash_like, neutralize_links, safe_category, strip_invisible};
 use crate::memory::document::{Document, SectionId, CORRECTION};
 use crate::memory::message::ChatMessage;
 use crate::recall::fusion::similarities;
@@ -501,6 +501,7 @@ fn push_value(out: &mut String, s: &str) -> bool {
                 '&' => "&amp;",
                 '<' => "&lt;",
                 '>' => "&gt;",
+                c if len > 1 => look_alike_entity(s, i + len, c),
                 _ => "",
             };
             if entity.is_empty() {
@@ -520,15 +521,26 @@ fn push_value(out: &mut String, s: &str) -> bool {
     out.len() > start
 }
 
-/// Like [`char_at`], but only decodes characters that can be whitespace (lead bytes
-/// `C2`, `E1`, `E2`, `E3`); other non-ASCII characters come back as `'x'` with their
-/// length, ASCII whitespace as `' '`.
+/// The entity an angle-bracket look-alike is rendered as (`＜/memory＞` as
+/// `&lt;/memory&gt;`), or `""`; `next` is where the text after `c` starts.
+fn look_alike_entity(s: &str, next: usize, c: char) -> &'static str {
+    match angle_look_alike(c) {
+        Some(true) => "&lt;",
+        Some(false) => "&gt;",
+        None if is_double_angle(c) && s[next..].trim_start().chars().next().is_some_and(is_slash_like) => "&lt;",
+        None => "",
+    }
+}
+
+/// Like [`char_at`], but only decodes characters that can be whitespace or an angle-bracket
+/// look-alike (lead bytes `C2`, `CB`, `E1`, `E2`, `E3`, `EF`); other non-ASCII characters
+/// come back as `'x'` with their length, ASCII whitespace as `' '`.
 #[inline(always)]
 fn char_at_if_special(s: &str, i: usize) -> (char, usize) {
     match s.as_bytes()[i] {
         b'\t'..=b'\r' | b' ' => (' ', 1),
         x @ 0..=0x7F => (char::from(x), 1),
-        0xC2 | 0xE1..=0xE3 => char_at(s, i),
+        0xC2 | 0xCB | 0xE1..=0xE3 | 0xEF => char_at(s, i),
         0xC0..=0xDF => ('x', 2),
         0xE0..=0xEF => ('x', 3),
         _ => ('x', 4),
@@ -566,5 +578,23 @@ mod tests {
         assert_eq!(out, "a &lt;b&gt; &amp; &lt;/memory&gt; c d");
         assert!(!push_value(&mut out, " \n "));
         assert_eq!(collapse(" x \n y "), "x y");
+    }
+
+    #[test]
+    fn closing_tag_look_alikes_are_escaped() {
+        let cases = [
+            ("a \u{FF1C}/memory\u{FF1E} b", "a &lt;/memory&gt; b"),
+            ("\u{2039}/memory\u{203A}", "&lt;/memory&gt;"),
+            ("\u{FE64}/memory\u{FE65} \u{3008}/memory\u{3009} \u{27E8}x\u{27E9}", "&lt;/memory&gt; &lt;/memory&gt; &lt;x&gt;"),
+            ("\u{02C2}/memory\u{02C3} \u{1438}/memory\u{1433}", "&lt;/memory&gt; &lt;/memory&gt;"),
+            ("\u{300A}\u{FF0F}memory\u{300B} \u{00AB} /memory\u{00BB}", "&lt;\u{FF0F}memory\u{300B} &lt; /memory\u{00BB}"),
+            // Double quotation marks stay what they are in prose.
+            ("\u{00AB}Le Monde\u{00BB}, \u{300A}红楼梦\u{300B}", "\u{00AB}Le Monde\u{00BB}, \u{300A}红楼梦\u{300B}"),
+        ];
+        for (input, want) in cases {
+            let mut out = String::new();
+            push_value(&mut out, input);
+            assert_eq!(out, want, "{input}");
+        }
     }
 }
