@@ -39,6 +39,10 @@ pub(crate) const MAX_REDIRECTS: usize = 3;
 /// `timeoutMs` when none is given.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
+/// `deadlineMs` when none is given: this many times `timeoutMs` (a reply that streams for
+/// longer than that is dripping, not answering).
+pub(crate) const DEADLINE_TIMEOUTS: u64 = 5;
+
 /// `maxRetries` when none is given.
 pub(crate) const DEFAULT_MAX_RETRIES: u64 = 2;
 
@@ -70,6 +74,10 @@ pub struct Connection {
     /// Abort a request after this many milliseconds without an answer (for a streamed reply:
     /// without new data); `0` means no timeout.
     pub timeout_ms: u64,
+    /// Abort the whole call (every try, the waits between them and a streamed reply however
+    /// steadily it drips) after this many milliseconds; `0` means no deadline. Default:
+    /// [`DEADLINE_TIMEOUTS`] × `timeout_ms`.
+    pub deadline_ms: u64,
     /// Retries within one attempt on 429, 5xx, timeouts and network errors (at most 10).
     pub max_retries: u32,
     /// Reading a response stops after this many (decoded) bytes.
@@ -84,6 +92,7 @@ impl std::fmt::Debug for Connection {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("headers", &self.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>())
             .field("timeout_ms", &self.timeout_ms)
+            .field("deadline_ms", &self.deadline_ms)
             .field("max_retries", &self.max_retries)
             .field("max_response_bytes", &self.max_response_bytes)
             .finish()
@@ -92,7 +101,7 @@ impl std::fmt::Debug for Connection {
 
 impl Connection {
     /// The option keys [`Connection::read`] takes.
-    pub const KEYS: [&'static str; 6] = ["baseUrl", "apiKey", "headers", "timeoutMs", "maxRetries", "maxResponseBytes"];
+    pub const KEYS: [&'static str; 7] = ["baseUrl", "apiKey", "headers", "timeoutMs", "deadlineMs", "maxRetries", "maxResponseBytes"];
 
     /// Reads the connection keys of an endpoint option object; `default_base_url` when it
     /// has no `baseUrl`. Other keys are left to the caller.
@@ -142,12 +151,14 @@ impl Connection {
         if max_response_bytes < 1024 {
             return Err(Error::invalid("`maxResponseBytes` must be at least 1024 (bytes)"));
         }
+        let timeout_ms = opt_uint(obj, "", "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS);
         Ok(Connection {
             name,
             base_url,
             api_key,
             headers,
-            timeout_ms: opt_uint(obj, "", "timeoutMs")?.unwrap_or(DEFAULT_TIMEOUT_MS),
+            timeout_ms,
+            deadline_ms: opt_uint(obj, "", "deadlineMs")?.unwrap_or(timeout_ms.saturating_mul(DEADLINE_TIMEOUTS)),
             max_retries: opt_uint(obj, "", "maxRetries")?.unwrap_or(DEFAULT_MAX_RETRIES).min(10) as u32,
             max_response_bytes,
         })
@@ -385,6 +396,10 @@ mod tests {
         let c = read(json!({})).unwrap();
         assert_eq!(c.base_url, "https://api.example.test/v1");
         assert_eq!((c.timeout_ms, c.max_retries, c.max_response_bytes), (DEFAULT_TIMEOUT_MS, 2, DEFAULT_MAX_RESPONSE_BYTES));
+        assert_eq!(c.deadline_ms, DEADLINE_TIMEOUTS * DEFAULT_TIMEOUT_MS);
+        assert_eq!(read(json!({"timeoutMs": 1000})).unwrap().deadline_ms, DEADLINE_TIMEOUTS * 1000);
+        assert_eq!(read(json!({"timeoutMs": 0})).unwrap().deadline_ms, 0, "no timeout, no deadline unless one is given");
+        assert_eq!(read(json!({"timeoutMs": 0, "deadlineMs": 7})).unwrap().deadline_ms, 7);
         let c = read(json!({"baseUrl": " http://127.0.0.1:9/v1/ ", "maxRetries": 99, "maxResponseBytes": 2048, "apiKey": ""})).unwrap();
         assert_eq!((c.base_url.as_str(), c.max_retries, c.max_response_bytes, c.api_key), ("http://127.0.0.1:9/v1", 10, 2048, None));
         for (bad, named) in [

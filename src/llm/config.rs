@@ -223,7 +223,7 @@ mod tests {
         let e = LlmConfig::from_value(&json!({"model": "m", "timeout": 5})).unwrap_err();
         assert_eq!(
             e.message(),
-            "unknown option `llm.timeout`: did you mean `timeoutMs`? (known: provider, model, temperature, maxTokens, jsonMode, stream, extraBody, baseUrl, apiKey, headers, timeoutMs, maxRetries, maxResponseBytes)"
+            "unknown option `llm.timeout`: did you mean `timeoutMs`? (known: provider, model, temperature, maxTokens, jsonMode, stream, extraBody, baseUrl, apiKey, headers, timeoutMs, deadlineMs, maxRetries, maxResponseBytes)"
         );
     }
 

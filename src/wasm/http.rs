@@ -186,12 +186,25 @@ impl HttpClient {
     /// try). `streamed`: the answer arrives over time, so `timeoutMs` counts from the last
     /// data received instead of from the start. A body longer than `maxResponseBytes` is
     /// `LLM_BAD_OUTPUT`.
+    ///
+    /// The whole call, its retries and their waits included, ends with `LLM_TIMEOUT` after
+    /// `deadlineMs`: a server that drips a byte (or an SSE comment) just often enough to keep
+    /// `timeoutMs` from firing cannot keep it pending.
     pub(crate) async fn post(&self, request: &HttpRequest, streamed: bool, sink: &mut dyn BodySink) -> Result<(), Failure> {
         let mut retry = 0;
+        let deadline = self.conn.deadline_ms;
+        let started = js_sys::Date::now();
+        // What is left of the deadline (`None`: no deadline), at least 1 ms.
+        let left = || (deadline > 0).then(|| (deadline as f64 - (js_sys::Date::now() - started)).max(1.0) as u64);
         loop {
-            match self.try_once(request, streamed, sink).await {
+            match self.try_once(request, streamed, sink, left()).await {
                 Ok(()) => return Ok(()),
-                Err(f) if !f.final_ && retry < self.conn.max_retries && is_retryable(&f.failure.error) => {
+                Err(f)
+                    if !f.final_
+                        && retry < self.conn.max_retries
+                        && is_retryable(&f.failure.error)
+                        && left().map_or(true, |ms| ms > delay_ms(retry, f.retry_after)) =>
+                {
                     // Waits without blocking the event loop; `CLOSED` if closed meanwhile.
                     self.cancel.until_closed(super::timer::sleep(delay_ms(retry, f.retry_after))).await?;
                     retry += 1;
@@ -202,10 +215,13 @@ impl HttpClient {
     }
 
     /// The error for a rejected `fetch()` or body read of `url`.
-    fn call_error(&self, e: &JsValue, url: &str, reading: bool, streamed: bool, timed_out: bool) -> Error {
+    fn call_error(&self, e: &JsValue, url: &str, reading: bool, streamed: bool, timed_out: bool, past_deadline: bool) -> Error {
         let option = self.conn.name.option;
         if self.cancel.is_cancelled() {
             Error::Closed
+        } else if past_deadline {
+            let ms = self.conn.deadline_ms;
+            Error::LlmTimeout(format!("no complete answer from {url} within {ms} ms ({option}.deadlineMs)"))
         } else if timed_out {
             let ms = self.conn.timeout_ms;
             Error::LlmTimeout(if streamed {
@@ -240,11 +256,17 @@ impl HttpClient {
     }
 
     /// One try: the request, the same-origin redirects it may follow, and the body.
-    async fn try_once(&self, request: &HttpRequest, streamed: bool, sink: &mut dyn BodySink) -> Result<(), TryFailure> {
+    /// `left`: what is left of the call's deadline, in ms (`None`: no deadline).
+    async fn try_once(&self, request: &HttpRequest, streamed: bool, sink: &mut dyn BodySink, left: Option<u64>) -> Result<(), TryFailure> {
         // Forgotten by `close()` when this try ends, however it ends.
         let (controller, _registered) = self.cancel.register()?;
         let watchdog = Watchdog::new(self.conn.timeout_ms, controller.clone());
-        let fail = |e: JsValue, url: &str, reading: bool| self.call_error(&e, url, reading, streamed, watchdog.fired.get());
+        // Never re-armed: it counts from the call's start (a retry gets what is left).
+        let deadline = Watchdog::new(left.unwrap_or(0), controller.clone());
+        let fail = |e: JsValue, url: &str, reading: bool| {
+            let error = self.call_error(&e, url, reading, streamed, watchdog.fired.get(), deadline.fired.get());
+            TryFailure { final_: deadline.fired.get(), ..TryFailure::from(error) }
+        };
         let global: GlobalScope = js_sys::global().unchecked_into();
         let init = Self::init(request, &controller);
         let mut url = request.url.clone();

@@ -127,6 +127,8 @@ export interface LlmEndpoint {
   headers?: Record<string, string>;
   /** Abort one HTTP request after this many ms without an answer (streamed: without new data; each retry gets its own); `0` means no timeout; at most about 24 days (2^31 − 1 ms, what `setTimeout` takes). Default 60 000. */
   timeoutMs?: number;
+  /** Abort the whole call after this many ms, its retries, their waits and a streamed reply included, however steadily the server drips data (`LLM_TIMEOUT`); `0` means none. Default 5 × `timeoutMs`. */
+  deadlineMs?: number;
   /**
    * Retries within one attempt on 429, 5xx, timeouts and network errors, waiting 0.5 s, 1 s,
    * 2 s … or the server's `Retry-After` (at most 60 s); other 4xx are never retried.
@@ -215,6 +217,8 @@ export interface EmbedEndpoint {
   batchSize?: number;
   /** Timeout of a batch of facts (background). Default 60 000; `0` means none. */
   timeoutMs?: number;
+  /** The whole call for a batch of facts, its retries and their waits included. Default 5 × `timeoutMs`; `0` means none. */
+  deadlineMs?: number;
   /** Timeout of the query embedding before `inject()` (one try, no retry; on the chat's critical path). Default 2000. */
   queryTimeoutMs?: number;
   /** Retries of a batch of facts on 429, 5xx, timeouts and network errors. Default 2. */

@@ -159,7 +159,7 @@ test("maxRetries is honoured: 1 + maxRetries requests, then LLM_HTTP with the la
 
 test("a server that never answers: LLM_TIMEOUT after timeoutMs, and the timeout is retried", async () => {
   llm.reset();
-  const { memory, events } = await open({ timeoutMs: 200, maxRetries: 1 });
+  const { memory, events } = await open({ timeoutMs: 200, deadlineMs: 0, maxRetries: 1 });
   llm.script.push({ hang: true }, { hang: true });
   memory.observe("t", turn("hello", "hi"));
   await assert.rejects(memory.flush(), (e) => {

@@ -66,7 +66,8 @@ for (const provider of ["openai", "anthropic"]) {
 }
 
 test("timeoutMs counts time without data: a slow but steady stream outlasting it succeeds, a stream that goes silent is LLM_TIMEOUT", async () => {
-  const { memory, events } = await open({ timeoutMs: 400, maxRetries: 0 });
+  // No whole-call deadline (by default 5 × timeoutMs, which a slow machine could reach).
+  const { memory, events } = await open({ timeoutMs: 400, deadlineMs: 0, maxRetries: 0 });
   const content = JSON.stringify(factsReply("Lives in Lisbon").json);
   const pieces = content.match(/[\s\S]{1,10}/g);
   // ~12 pieces 150 ms apart: about 1.8 s in all, never 400 ms without data.
