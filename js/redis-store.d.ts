@@ -22,6 +22,12 @@ export interface RedisStoreOptions {
    * (`"{memory}:"`) so a key and the store's index share a slot.
    */
   prefix?: string;
+  /**
+   * How long the first call waits for a client still on its first connect (`new Redis(url)`,
+   * or a node-redis `connect()` not awaited) to become ready, in ms (default 5000). Once the
+   * client has been ready, calls never wait: while it is disconnected they reject at once.
+   */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -29,7 +35,8 @@ export interface RedisStoreOptions {
  * `<prefix>` + byte 0xFF + `keys` indexes them, so `keys(prefix)` is one range lookup (no SCAN
  * of the database). Writes and `compareAndSet` are Lua scripts, atomic in Redis.
  *
- * While the client is disconnected every call rejects at once with `STORAGE_UNAVAILABLE`
+ * A client still on its first connect is waited for (up to `connectTimeoutMs`). Once it has
+ * been ready, while it is disconnected every call rejects at once with `STORAGE_UNAVAILABLE`
  * (nothing waits in the client's offline queue to happen later). Out of memory →
  * `STORAGE_QUOTA`; else `STORAGE_FAILED`. Messages never contain the password.
  *

@@ -14,10 +14,12 @@
 // Every write is one Lua script (SET or DEL plus the index update, atomic in Redis), and so
 // is compareAndSet: GET, compare, SET, in one script that no other command can interleave.
 //
-// The client must be connected (`await client.connect()` for node-redis; ioredis connects by
-// itself). While it is disconnected, every call rejects at once with STORAGE_UNAVAILABLE
-// instead of waiting in the client's offline queue (a write that was reported as failed must
-// not happen later). Redis Cluster: put a hash tag in the prefix (`{memory}:`) so that a key
+// node-redis must be connected (`await client.connect()`); ioredis connects by itself. A client
+// still on its first connect (`new Redis(url)`, or a connect() not awaited) is waited for, up
+// to `connectTimeoutMs` (5 s), before the first command is sent. Once it has been ready, a
+// disconnected client makes every call reject at once with STORAGE_UNAVAILABLE instead of
+// waiting in the client's offline queue (a write that was reported as failed must not happen
+// later; a command sent only after `ready` cannot be the late copy of a failed one). Redis Cluster: put a hash tag in the prefix (`{memory}:`) so that a key
 // and the index live in one slot.
 import { invalidInput, userMemoryError } from "./errors.js";
 import { keepErrorsFromEndingProcess, messageOf, NETWORK_CODES, prefixEnd, redact, urlPassword } from "./store-util.js";
@@ -56,10 +58,20 @@ export class RedisStore {
   #send;
   #ready;
   #secrets;
+  #connectTimeoutMs;
+  /** Whether the client has been ready since the store was made (then no call waits). */
+  #wasReady = false;
+  /** The client's last error while the store waited for its first connect. */
+  #lastError = "";
 
-  constructor(client, { prefix = "" } = {}) {
+  constructor(client, { prefix = "", connectTimeoutMs = 5000 } = {}) {
     if (typeof prefix !== "string")
       throw invalidInput(`redisStore(client, { prefix }) needs a string prefix, got ${typeof prefix}`);
+    if (typeof connectTimeoutMs !== "number" || !(connectTimeoutMs >= 0) || connectTimeoutMs > 600_000)
+      throw invalidInput(
+        `redisStore(client, { connectTimeoutMs }) needs a number of milliseconds from 0 to 600000, got ${String(connectTimeoutMs)}`,
+      );
+    this.#connectTimeoutMs = connectTimeoutMs;
     if (typeof client?.call === "function" && typeof client.status === "string") {
       // ioredis
       this.#send = (args) => client.call(...args);
@@ -75,6 +87,7 @@ export class RedisStore {
     }
     this.#client = client;
     this.#prefix = prefix;
+    this.#wasReady = this.#ready();
     this.#index = Buffer.concat([Buffer.from(prefix), Buffer.from([0xff]), Buffer.from("keys")]);
     const o = client.options ?? {};
     this.#secrets = [o.password, typeof o.url === "string" ? urlPassword(o.url) : ""].filter(
@@ -139,18 +152,61 @@ export class RedisStore {
   }
 
   async #command(args) {
-    if (!this.#ready()) {
-      const hint =
-        this.#client.isOpen === false || this.#client.status === "wait"
-          ? " (connect it first: await client.connect())"
-          : " (it is reconnecting or was closed)";
-      throw userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable: the client is not connected${hint}`);
+    if (!this.#wasReady) {
+      if (!this.#ready() && this.#connecting()) await this.#firstConnect();
+      this.#wasReady = this.#ready();
     }
+    if (!this.#ready()) throw this.#notConnected();
     try {
       return await this.#send(args);
     } catch (e) {
+      // A client closed while the command was on its way (ioredis right after quit()).
+      // (A reply of the server, `ERR …`, `OOM …`, `NOAUTH …`, is about the command instead.)
+      if (!this.#ready() && !/^[A-Z]{2,}\b/.test(messageOf(e))) throw this.#notConnected(e);
       throw this.#error(e);
     }
+  }
+
+  /** Whether the client is trying to connect (not closed, not waiting for connect()). */
+  #connecting() {
+    const c = this.#client;
+    if (typeof c.status === "string")
+      return c.status === "connecting" || c.status === "connect" || c.status === "reconnecting";
+    return c.isOpen === true;
+  }
+
+  /** Waits for the client's first `ready`, up to connectTimeoutMs; resolves either way. */
+  #firstConnect() {
+    const c = this.#client;
+    if (typeof c.on !== "function" || typeof c.off !== "function") return Promise.resolve();
+    return new Promise((resolve) => {
+      const failed = (e) => (this.#lastError = redact(messageOf(e) || e?.code, this.#secrets));
+      const done = () => {
+        clearTimeout(timer);
+        c.off("ready", done);
+        c.off("end", done);
+        c.off("error", failed);
+        resolve();
+      };
+      const timer = setTimeout(done, this.#connectTimeoutMs);
+      c.on("ready", done);
+      c.on("end", done);
+      c.on("error", failed);
+    });
+  }
+
+  /** The STORAGE_UNAVAILABLE error of a client that is not ready, saying what it is doing. */
+  #notConnected(cause) {
+    const c = this.#client;
+    const status = typeof c.status === "string" ? c.status : c.isOpen ? "connecting" : "closed";
+    let why;
+    if (status === "wait" || (c.isOpen === false && !this.#wasReady))
+      why = "is not connected (connect it first: await client.connect())";
+    else if (status === "end" || status === "close" || status === "closed") why = "was closed (quit() or disconnect())";
+    else if (!this.#wasReady)
+      why = `did not connect within ${this.#connectTimeoutMs} ms (${this.#lastError || "is the server running, is the URL right?"})`;
+    else why = "lost its connection and is reconnecting";
+    return userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable: the client ${why}`, cause);
   }
 
   #error(e) {

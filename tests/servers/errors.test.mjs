@@ -11,6 +11,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
 import { createClient } from "redis";
+import Redis from "ioredis";
 import { UserMemory } from "user-memory";
 import { createTableSql, postgresStore } from "user-memory/postgres";
 import { redisStore } from "user-memory/redis";
@@ -117,7 +118,7 @@ test("redis: a disconnected client is STORAGE_UNAVAILABLE at once (nothing waits
     const started = Date.now();
     const e = await rejectsWith(store.compareAndSet("k", "v", "late"), "STORAGE_UNAVAILABLE", redis.password);
     assert.ok(Date.now() - started < 2000, "rejected at once");
-    assert.match(e.message, /Redis is unreachable/);
+    assert.match(e.message, /Redis is unreachable: the client lost its connection and is reconnecting/);
     await rejectsWith(
       UserMemory.open({ agent: "down", storage: store, llm: noLlm }),
       "STORAGE_UNAVAILABLE",
@@ -163,9 +164,54 @@ test("redis: out of memory (maxmemory, noeviction) is STORAGE_QUOTA and the prev
   await admin.quit();
 });
 
-test("redis: a client of neither library and a wrong prefix are INVALID_INPUT", () => {
+test("redis: a client of neither library, a wrong prefix or connectTimeoutMs are INVALID_INPUT", () => {
   assert.throws(() => redisStore({ get() {} }), { code: "INVALID_INPUT" });
   assert.throws(() => redisStore(createClient(), { prefix: 3 }), { code: "INVALID_INPUT" });
+  for (const connectTimeoutMs of [-1, "5000", NaN, 1e9])
+    assert.throws(
+      () => redisStore(createClient(), { connectTimeoutMs }),
+      { code: "INVALID_INPUT" },
+      String(connectTimeoutMs),
+    );
+});
+
+test("redis: a client on its first connect is waited for (ioredis `new Redis(url)`, node-redis connect() not awaited), as the README writes it", async () => {
+  const io = new Redis(redis.url);
+  assert.notEqual(io.status, "ready", "ioredis is still connecting when the store is made");
+  const ioStore = redisStore(io, { prefix: "first:" });
+  await ioStore.set("k", "io");
+  const io2 = new Redis(redis.url);
+  const memory = await UserMemory.open({ agent: "first", storage: redisStore(io2), llm: noLlm });
+  await memory.addFact({ content: "Prefers TypeScript" });
+  assert.equal((await memory.get()).facts.length, 1);
+  await memory.close();
+  const node = createClient({ url: redis.url });
+  const connecting = node.connect();
+  assert.equal(node.isReady, false);
+  assert.equal(await redisStore(node, { prefix: "first:" }).get("k"), "io");
+  await connecting;
+  await Promise.all([io.quit(), io2.quit(), node.quit()]);
+});
+
+test("redis: the not-connected errors say what the client is doing: cannot connect (with the client's error), was closed, reconnecting", async () => {
+  const port = await freePort();
+  const nobody = new Redis({ port, host: "127.0.0.1", password: "hunter2-secret", retryStrategy: () => 50 });
+  const e = await rejectsWith(
+    redisStore(nobody, { connectTimeoutMs: 300 }).get("k"),
+    "STORAGE_UNAVAILABLE",
+    "hunter2-secret",
+  );
+  assert.match(e.message, /the client did not connect within 300 ms \(.*ECONNREFUSED/);
+  nobody.disconnect();
+  const closed = new Redis(redis.url);
+  const closedStore = redisStore(closed);
+  await closedStore.get("k");
+  await closed.quit();
+  assert.match((await rejectsWith(closedStore.get("k"), "STORAGE_UNAVAILABLE")).message, /the client was closed/);
+  const node = await createClient({ url: redis.url }).connect();
+  const nodeStore = redisStore(node);
+  await node.quit();
+  assert.match((await rejectsWith(nodeStore.get("k"), "STORAGE_UNAVAILABLE")).message, /the client was closed/);
 });
 
 test("sqlite: in Node 20 (no node:sqlite) the store says which runtimes have SQLite, as STORAGE_UNAVAILABLE", async () => {
