@@ -84,7 +84,7 @@ pub mod wasm;
 // code lives (see HACKING.md for the map).
 pub use base::{error, ids, sync, time};
 pub use engine::config;
-pub use extract::{apply, delta, filter, parse, prompt};
+pub use extract::{apply, delta, filter, parse, prompt, signals};
 pub use memory::{document, edit, forget, history, message, record};
 pub use recall::token_count as tokens;
 pub use recall::{embed, inject, relevance, search, vectors};

@@ -13,4 +13,5 @@ pub mod parse;
 pub mod prompt;
 pub(crate) mod sanitize;
 pub(crate) mod scrub;
+pub mod signals;
 pub(crate) mod tags;

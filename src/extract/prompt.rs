@@ -163,7 +163,9 @@ pub fn build_request(doc: &Document, conversation: &[ChatMessage], new_from: usi
         }
         render_message(&mut prompt, m);
     }
-    prompt.push_str("\n</conversation>\n\nAnswer with the JSON delta only.");
+    prompt.push_str("\n</conversation>\n\n");
+    crate::extract::signals::push_hints(&mut prompt, &conversation[new_from..]);
+    prompt.push_str("Answer with the JSON delta only.");
     LlmRequest { system: system_prompt(opts), prompt }
 }
 
