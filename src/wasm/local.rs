@@ -45,8 +45,14 @@ impl LocalStorageKv {
     }
 
     fn write(&self, key: &str, value: &str) -> Result<()> {
-        // QuotaExceededError → STORAGE_QUOTA; nothing was written.
-        self.storage.set_item(key, value).map_err(|e| storage_error(&e, "localStorage write"))
+        // QuotaExceededError → STORAGE_QUOTA; nothing was written. The message names the limit
+        // (docs/storage.md#value-size-limits).
+        self.storage.set_item(key, value).map_err(|e| match storage_error(&e, "localStorage write") {
+            Error::StorageQuota(m) => Error::StorageQuota(format!(
+                "{m} (localStorage holds about 5 MB per site, and a commit needs room for the old and the new version: about 8 000 facts; IndexedDB holds more)"
+            )),
+            other => other,
+        })
     }
 }
 

@@ -518,6 +518,7 @@ for (const engine of ENGINES)
       }, agent);
       assert.ok(result.fillers > 0);
       assert.equal(result.add?.code, "STORAGE_QUOTA", "an addition does not fit");
+      assert.match(result.add.message, /localStorage holds about 5 MB per site/, "the error names the limit");
       assert.equal(result.removed, true, "removeFact() succeeded");
       assert.equal(result.afterRemove, 29);
       assert.equal(result.cleared, "ok", "clear() succeeded");
