@@ -153,6 +153,47 @@ export const LIMIT_CASES = [
       };
     },
   },
+  {
+    name: "10 000 facts, plain and encrypted, on a key-value-backed object: every value within 128 KiB, all read back",
+    async run({ store, raw, stats, UserMemory }) {
+      const out = {};
+      for (const encrypted of [false, true]) {
+        const open = () =>
+          UserMemory.open({
+            agent: encrypted ? "ten-thousand-encrypted" : "ten-thousand",
+            storage: store,
+            autoProcess: false,
+            maxFacts: 20_000,
+            llm: async () => "{}",
+            ...(encrypted ? { encryption: { passphrase: "ten thousand facts" } } : {}),
+          });
+        let memory = await open();
+        const doc = await memory.export();
+        doc.facts = Array.from({ length: 10_000 }, (_, i) => ({
+          id: `f${i}`,
+          content: `Fact ${i}: the user mentioned project ${i * 7} and a preference for tool ${i % 13}`,
+          category: "context",
+          confidence: 0.9,
+        }));
+        await memory.import(doc);
+        await memory.addFact({ content: "One more after ten thousand" });
+        await memory.removeFact("f1");
+        await memory.close();
+        memory = await open();
+        const facts = (await memory.get()).facts.length;
+        await memory.close();
+        check(facts === 10_000, `${facts} facts after reopening (${encrypted ? "encrypted" : "plain"})`);
+        const doc2 = [
+          ...(
+            await raw.list({ prefix: `user-memory/${encrypted ? "ten-thousand-encrypted" : "ten-thousand"}/doc/v` })
+          ).keys(),
+        ];
+        out[encrypted ? "encryptedDocKeys" : "plainDocKeys"] = doc2.length;
+      }
+      check(stats.largest <= VALUE_LIMIT, `a stored value of ${stats.largest} bytes`);
+      return { ...out, largestStoredBytes: stats.largest, mostKeysInOnePut: stats.mostKeys };
+    },
+  },
 ];
 
 /** Runs the cases (or the one named `only`) on fresh storage each; never throws. */
