@@ -16,7 +16,15 @@
 // runs unchanged (its V4 middleware has the same hooks and parts).
 
 import { jsonSchema } from "ai";
-import { invalidInput } from "./errors.js";
+import { errorCode, invalidInput } from "./errors.js";
+
+/** @typedef {import("ai").LanguageModelMiddleware} Middleware */
+/** The call options of the wrapped model (V3): `prompt`, `providerOptions`, …  */
+/** @typedef {Parameters<NonNullable<Middleware["transformParams"]>>[0]["params"]} CallOptions */
+/** @typedef {CallOptions["prompt"]} Prompt */
+/** A part of a model's answer or of its stream (text, tool calls, …). */
+/** @typedef {{ type: string, text?: string, toolCallId?: string, toolName?: string, providerExecuted?: boolean }} AnswerPart */
+/** @typedef {import("./index.js").Message} Message */
 
 /** The `providerOptions` key read by the middleware: `{ userMemory: { threadId } }`. */
 export const PROVIDER_OPTIONS_KEY = "userMemory";
@@ -28,7 +36,10 @@ export const PROVIDER_OPTIONS_KEY = "userMemory";
 export function userMemoryMiddleware({ memory, threadId, inject = true, observe = true, onError = warn }) {
   if (!memory) throw invalidInput("userMemoryMiddleware({ memory }) needs a UserMemory (or the promise of one)");
 
-  /** Observes `params.prompt` followed by the model's answer; never throws. */
+  /**
+   * Observes `params.prompt` followed by the model's answer; never throws.
+   * @param {CallOptions} params @param {Message} answer
+   */
   async function remember(params, answer) {
     if (!observe) return;
     try {
@@ -67,6 +78,7 @@ export function userMemoryMiddleware({ memory, threadId, inject = true, observe 
     async wrapStream({ doStream, params }) {
       const { stream, ...rest } = await doStream();
       let text = "";
+      /** @type {AnswerPart[]} */
       const calls = [];
       let error = false;
       const tap = new TransformStream({
@@ -83,7 +95,11 @@ export function userMemoryMiddleware({ memory, threadId, inject = true, observe 
   };
 }
 
-/** The thread id: `providerOptions.userMemory.threadId`, the option, or one derived from the first user message. */
+/**
+ * The thread id: `providerOptions.userMemory.threadId`, the option, or one derived from the first user message.
+ * @param {CallOptions} params
+ * @param {import("./ai-sdk.js").UserMemoryMiddlewareOptions["threadId"]} option
+ */
 function threadOf(params, option) {
   const fromCall = params.providerOptions?.[PROVIDER_OPTIONS_KEY]?.threadId;
   if (typeof fromCall === "string" && fromCall) return fromCall;
@@ -95,8 +111,13 @@ function threadOf(params, option) {
   return `auto-${hash(JSON.stringify(first?.content ?? ""))}`;
 }
 
-/** AI SDK prompt messages → the library's OpenAI-style messages (text parts only). */
+/**
+ * AI SDK prompt messages → the library's OpenAI-style messages (text parts only).
+ * @param {Prompt} prompt
+ * @returns {Message[]}
+ */
 function toMessages(prompt) {
+  /** @type {Message[]} */
   const out = [];
   for (const m of prompt) {
     if (m.role === "system") {
@@ -113,30 +134,50 @@ function toMessages(prompt) {
   return out;
 }
 
+/**
+ * The text parts of a message's content.
+ * @param {ReadonlyArray<{ type: string, text?: string }>} content
+ * @returns {import("./index.js").MessagePart[]}
+ */
 function textParts(content) {
-  return content.filter((p) => p.type === "text").map((p) => ({ type: "text", text: p.text }));
+  return content.filter((p) => p.type === "text").map((p) => ({ type: "text", text: p.text ?? "" }));
 }
 
-/** A tool call the application runs (its answer comes in a later step); not one the
- * provider already ran inside this response. */
+/**
+ * A tool call the application runs (its answer comes in a later step); not one the
+ * provider already ran inside this response.
+ * @param {AnswerPart} part
+ */
 function isClientToolCall(part) {
   return part.type === "tool-call" && !part.providerExecuted;
 }
 
-/** Whether a finish reason (V3: `{ unified, raw }`; older: a string) says the call failed. */
+/**
+ * Whether a finish reason (V3: `{ unified, raw }`; older: a string) says the call failed.
+ * @param {string | { unified?: string } | undefined} reason
+ */
 function failed(reason) {
   return (typeof reason === "string" ? reason : reason?.unified) === "error";
 }
 
-/** An assistant message; one with tool calls is an intermediate step the library skips. */
+/**
+ * An assistant message; one with tool calls is an intermediate step the library skips.
+ * @param {Message["content"]} content @param {AnswerPart[]} calls
+ * @returns {Message}
+ */
 function assistant(content, calls) {
+  /** @type {Message} */
   const message = { role: "assistant", content };
   if (calls.length)
     message.tool_calls = calls.map((c) => ({ id: c.toolCallId, type: "function", function: { name: c.toolName } }));
   return message;
 }
 
-/** The prompt with `block` appended to its first system message (or a new one in front). */
+/**
+ * The prompt with `block` appended to its first system message (or a new one in front).
+ * @param {Prompt} prompt @param {string} block
+ * @returns {Prompt}
+ */
 function withSystem(prompt, block) {
   if (prompt[0]?.role === "system") {
     return [{ ...prompt[0], content: `${prompt[0].content}\n\n${block}` }, ...prompt.slice(1)];
@@ -144,7 +185,7 @@ function withSystem(prompt, block) {
   return [{ role: "system", content: block }, ...prompt];
 }
 
-/** cyrb53: a small, well-mixed 53-bit string hash, as hex. */
+/** cyrb53: a small, well-mixed 53-bit string hash, as hex. @param {string} s */
 function hash(s) {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
@@ -158,12 +199,14 @@ function hash(s) {
   return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16);
 }
 
+/** @param {unknown} error */
 function warn(error) {
   console.warn("user-memory middleware:", error);
 }
 
 /** The fact categories the tools offer the model (others are kept as given, but a model
  * picks better from a short list). */
+/** @type {string[]} */
 const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
 
 /**
@@ -196,7 +239,8 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
       execute: async (input) => {
         const query = input?.query;
         if (typeof query !== "string" || !query.trim()) return { error: "`query` must be a non-empty string" };
-        const n = Number.isInteger(input.limit) && input.limit >= 1 ? Math.min(input.limit, 50) : limit;
+        const asked = input.limit;
+        const n = typeof asked === "number" && Number.isInteger(asked) && asked >= 1 ? Math.min(asked, 50) : limit;
         const hits = await (await memory).search(query, { limit: n, minScore });
         return {
           facts: hits.map(({ fact, score }) => ({
@@ -224,7 +268,7 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
       execute: async (input) => {
         const content = typeof input?.content === "string" ? input.content.trim() : "";
         if (!content) return { error: "`content` must be a non-empty string" };
-        const category = CATEGORIES.includes(input.category) ? input.category : undefined;
+        const category = CATEGORIES.includes(/** @type {string} */ (input.category)) ? input.category : undefined;
         // A fact with the same content (case and spacing aside) is returned as it is.
         const fact = await (await memory).addFact(category ? { content, category } : { content });
         return { remembered: { id: fact.id, content: fact.content, category: fact.category } };
@@ -247,7 +291,7 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
           return { forgotten: { id: fact.id, content: fact.content } };
         } catch (e) {
           // A wrong id is the model's mistake to correct, not a failure of the call.
-          if (e?.code === "NOT_FOUND") return { error: `no fact has the id ${id}; search first` };
+          if (errorCode(e) === "NOT_FOUND") return { error: `no fact has the id ${id}; search first` };
           throw e;
         }
       },

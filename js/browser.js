@@ -12,6 +12,7 @@ let ready;
  * Loads the wasm once. Optional: `UserMemory.open()` calls it. Pass a URL, Response or
  * WebAssembly.Module to load the .wasm from somewhere else. A failed load (offline, a
  * wrong URL) is not remembered: the next call tries again.
+ * @param {Parameters<typeof import("./index.js").init>[0]} [input]
  */
 export function init(input) {
   ready ??= wbgInit(input === undefined ? undefined : { module_or_path: input }).catch((e) => {

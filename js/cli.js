@@ -14,11 +14,41 @@ import { createInterface } from "node:readline/promises";
 import { UserMemory } from "./node.js";
 import { byConfidence, factLine, MAX_FACT_CHARS, sectionLines, terminalSafe } from "./memory-text.js";
 import { openStore } from "./store-url.js";
-import { userMemoryError } from "./errors.js";
+import { errorCode, userMemoryError } from "./errors.js";
+import { messageOf } from "./store-util.js";
 
+/** @typedef {import("./index.js").Fact} Fact */
+/** @typedef {import("./index.js").HistoryEntry} HistoryEntry */
+/** @typedef {Record<string, string | undefined>} Env */
+/**
+ * The options given, as parseArgs checked them against ALL_FLAGS: a string for those that
+ * take a value, `true` for switches.
+ * @typedef {{ [name: string]: string | true | undefined, json?: true, help?: true, version?: true,
+ *   yes?: true, all?: true, agent?: string, dir?: string, store?: string, table?: string,
+ *   prefix?: string, category?: string, confidence?: string, limit?: string,
+ *   "passphrase-env"?: string }} Flags
+ */
+/**
+ * Where a command reads and writes (process.stdin/out/err, or a test's streams).
+ * @typedef {{ stdout: import("node:stream").Writable, stderr: import("node:stream").Writable,
+ *   stdin: import("node:stream").Readable & { isTTY?: boolean, fd?: number } }} Io
+ */
+/** @typedef {Awaited<ReturnType<typeof openStore>>} Store */
+/**
+ * What a command's `run` gets.
+ * @typedef {{ name: string, args: string[], flags: Flags, env: Env, io: Io, store: Store,
+ *   encryption: import("./index.js").Encryption | undefined, agent: string }} Ctx
+ */
+/** An option: its value's placeholder (null: a switch) and what it does. @typedef {[string | null, string]} FlagSpec */
+/**
+ * @typedef {{ usage: string, summary: string, help?: string, json?: string,
+ *   flags?: Record<string, FlagSpec>, examples?: string[], run: ((ctx: Ctx) => Promise<unknown>) | null }} Command
+ */
+
+/** @type {string[]} */
 const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
 
-/** Exit status per error code: scripts can tell a usage error from a database outage. */
+/** Exit status per error code: scripts can tell a usage error from a database outage. @type {Record<string, number>} */
 const EXIT = {
   INVALID_INPUT: 2,
   NOT_FOUND: 3,
@@ -29,9 +59,10 @@ const EXIT = {
   CORRUPT_MEMORY: 5,
   DECRYPT_FAILED: 5,
 };
-const exitCode = (code) => EXIT[code] ?? (String(code).startsWith("LLM_") || code === "ABANDONED" ? 6 : 1);
+const exitCode = (/** @type {string} */ code) =>
+  EXIT[code] ?? (String(code).startsWith("LLM_") || code === "ABANDONED" ? 6 : 1);
 
-/** Options every command takes: where the memory is, and how to print. */
+/** Options every command takes: where the memory is, and how to print. @type {Record<string, FlagSpec>} */
 const GLOBAL_FLAGS = {
   dir: ["<folder>", "a file-store folder (user-memory/node)"],
   store: ["<url>", "postgres://…, redis://…, sqlite:<file> (or a folder path); or USER_MEMORY_STORE"],
@@ -42,11 +73,13 @@ const GLOBAL_FLAGS = {
   json: [null, "machine-readable output: one JSON value on stdout (errors: one JSON line on stderr)"],
   help: [null, "this command's help"],
 };
+/** @type {FlagSpec} */
 const LIMIT = ["<n>", "at most n entries (a whole number from 1 to 1000)"];
 
 /**
  * The commands: usage, one line for the list, the longer help, their own options, and `run`.
  * `json` says what --json prints.
+ * @type {Record<string, Command>}
  */
 const COMMANDS = {
   show: {
@@ -189,7 +222,7 @@ const ENV_HELP = `Environment:
   USER_MEMORY_STORE          the store, instead of --store (keeps a password out of the process list)
   OPENAI_BASE_URL, OPENAI_API_KEY, MODEL    the LLM of \`process\` (or ANTHROPIC_API_KEY and MODEL)`;
 
-const flagLines = (flags) =>
+const flagLines = (/** @type {Record<string, FlagSpec>} */ flags) =>
   Object.entries(flags).map(([name, [value, what]]) => `  ${`--${name}${value ? ` ${value}` : ""}`.padEnd(27)}${what}`);
 
 function usage() {
@@ -211,6 +244,7 @@ function usage() {
   ].join("\n");
 }
 
+/** @param {string} name a command */
 function commandHelp(name) {
   const c = COMMANDS[name];
   const out = [`user-memory ${c.usage} — ${c.summary}`];
@@ -226,7 +260,7 @@ function commandHelp(name) {
 /** An error with a library code, for the CLI's own checks. */
 const fail = userMemoryError;
 
-/** The edit distance of two short strings (for "did you mean"). */
+/** The edit distance of two short strings (for "did you mean"). @param {string} a @param {string} b */
 function distance(a, b) {
   // Optimal string alignment: insertions, deletions, substitutions and swaps of neighbours.
   const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
@@ -240,8 +274,12 @@ function distance(a, b) {
   return d[a.length][b.length];
 }
 
-/** ` (did you mean X?)` for the closest of `names` within a third of the word, else "". */
+/**
+ * The closest of `names` within a third of the word (or the one it is a prefix of), else null.
+ * @param {string} word @param {string[]} names
+ */
 function suggest(word, names) {
+  /** @type {{ n: string, d: number } | null} */
   let best = null;
   for (const n of names) {
     const d = distance(word.toLowerCase(), n.toLowerCase());
@@ -254,10 +292,16 @@ function suggest(word, names) {
   return prefixed.length === 1 ? prefixed[0] : null;
 }
 
-/** `argv` → { command, args, flags } (flags checked against the command's own). */
+/**
+ * `argv` → { command, args, flags, seen } (the flags' names checked; `seen`, in order, for checkFlags).
+ * @param {string[]} argv
+ */
 function parseArgs(argv) {
+  /** @type {Flags} */
   const flags = {};
+  /** @type {string[]} */
   const positional = [];
+  /** @type {string[]} */
   const seen = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -303,9 +347,10 @@ function parseArgs(argv) {
   return { command, args, flags, seen };
 }
 
+/** @type {Record<string, FlagSpec>} */
 const ALL_FLAGS = Object.assign({}, GLOBAL_FLAGS, ...Object.values(COMMANDS).map((c) => c.flags ?? {}));
 
-/** Refuses an option the command does not take, naming the ones it does. */
+/** Refuses an option the command does not take, naming the ones it does. @param {string} name @param {string[]} seen */
 function checkFlags(name, seen) {
   const own = COMMANDS[name].flags ?? {};
   for (const f of seen) {
@@ -324,12 +369,16 @@ function checkFlags(name, seen) {
   }
 }
 
-/** Runs one command; resolves to the exit status. */
+/**
+ * Runs one command; resolves to the exit status.
+ * @param {string[]} argv @param {Env} [env] @param {Io} [io]
+ */
 async function main(
   argv,
   env = process.env,
   io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
 ) {
+  /** @type {Flags} */
   let flags = {};
   let passphraseFlag = false;
   try {
@@ -363,14 +412,15 @@ async function main(
     }
     const store = await openStore(spec);
     try {
-      await COMMANDS[name].run({ name, args: parsed.args, flags, env, io, store, encryption, agent });
+      await COMMANDS[name].run?.({ name, args: parsed.args, flags, env, io, store, encryption, agent });
     } finally {
       await store.close();
     }
     return 0;
   } catch (e) {
-    const code = typeof e?.code === "string" && /^[A-Z_]+$/.test(e.code) ? e.code : "FAILED";
-    const message = explain(code, e?.message ?? String(e), passphraseFlag, flags.agent ?? "default");
+    const c = errorCode(e);
+    const code = typeof c === "string" && /^[A-Z_]+$/.test(c) ? c : "FAILED";
+    const message = explain(code, messageOf(e), passphraseFlag, flags.agent ?? "default");
     io.stderr.write(
       flags.json
         ? `${jsonText({ error: { code, message } })}\n`
@@ -380,7 +430,10 @@ async function main(
   }
 }
 
-/** The library's message, with what to do on the command line where the API's advice does not fit. */
+/**
+ * The library's message, with what to do on the command line where the API's advice does not fit.
+ * @param {string} code @param {string} message @param {boolean} passphraseFlag @param {string} agent
+ */
 function explain(code, message, passphraseFlag, agent) {
   if (code === "DECRYPT_FAILED")
     return passphraseFlag
@@ -389,7 +442,7 @@ function explain(code, message, passphraseFlag, agent) {
   return message;
 }
 
-/** JSON for stdout: C1 controls and DEL escaped too (JSON.stringify leaves them raw). */
+/** JSON for stdout: C1 controls and DEL escaped too (JSON.stringify leaves them raw). @param {unknown} value @param {number} [indent] */
 function jsonText(value, indent) {
   return JSON.stringify(value, null, indent).replace(
     /[\u007f-\u009f\u2028\u2029]/g,
@@ -397,13 +450,13 @@ function jsonText(value, indent) {
   );
 }
 
-/** Prints human-readable text, every control character but the line breaks escaped. */
+/** Prints human-readable text, every control character but the line breaks escaped. @param {Io} io @param {string} text */
 function print(io, text) {
   io.stdout.write(`${terminalSafe(text, { keepNewlines: true })}\n`);
   return 0;
 }
 
-/** Prints the JSON of a command (one value on stdout). */
+/** Prints the JSON of a command (one value on stdout). @param {Io} io @param {unknown} value @param {number} [indent] */
 function printJson(io, value, indent) {
   io.stdout.write(`${jsonText(value, indent)}\n`);
   return 0;
@@ -413,7 +466,11 @@ function readVersion() {
   return JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 }
 
-/** --dir / --store / USER_MEMORY_STORE → what openStore() takes. */
+/**
+ * --dir / --store / USER_MEMORY_STORE → what openStore() takes.
+ * @param {Flags} flags @param {Env} env
+ * @returns {Parameters<typeof openStore>[0]}
+ */
 function storeSpec(flags, env) {
   const extra = { table: flags.table, prefix: flags.prefix };
   if (flags.dir !== undefined && flags.store !== undefined)
@@ -435,6 +492,8 @@ function storeSpec(flags, env) {
  * --passphrase-env NAME → the `encryption` option, the passphrase read from that variable: a
  * value on the command line would be visible to every user of the machine in the process list.
  * No message repeats what was given: in place of a name it may be the passphrase itself.
+ * @param {Flags} flags @param {Env} env
+ * @returns {import("./index.js").Encryption | undefined}
  */
 function encryptionFromEnv(flags, env) {
   const name = flags["passphrase-env"];
@@ -453,7 +512,11 @@ function encryptionFromEnv(flags, env) {
   return { passphrase };
 }
 
-/** The LLM of `process`, from the environment; the key is passed on, never printed. */
+/**
+ * The LLM of `process`, from the environment; the key is passed on, never printed.
+ * @param {Env} env
+ * @returns {import("./index.js").LlmEndpoint}
+ */
 function llmFromEnv(env) {
   const model = env.MODEL ?? env.OPENAI_MODEL ?? env.ANTHROPIC_MODEL;
   if (env.OPENAI_BASE_URL || env.OPENAI_API_KEY) {
@@ -485,7 +548,14 @@ const noLlm = async () => {
   throw fail("LLM_FAILED", "this command has no LLM (user-memory process uses the one in the environment)");
 };
 
-/** Opens the memory of `agent` without timers, runs `fn(memory)`, closes it. */
+/**
+ * Opens the memory of `agent` without timers, runs `fn(memory)`, closes it.
+ * @template T
+ * @param {Pick<Ctx, "store" | "agent" | "encryption">} ctx
+ * @param {(memory: UserMemory) => Promise<T>} fn
+ * @param {import("./index.js").UserMemoryOptions["llm"]} [llm]
+ * @returns {Promise<T>}
+ */
 async function withMemory({ store, agent, encryption }, fn, llm = noLlm) {
   const memory = await UserMemory.open({
     agent,
@@ -501,7 +571,7 @@ async function withMemory({ store, agent, encryption }, fn, llm = noLlm) {
   }
 }
 
-/** Asks yes/no on a terminal; without one (a script) only --yes says yes. */
+/** Asks yes/no on a terminal; without one (a script) only --yes says yes. @param {Io} io @param {Flags} flags @param {string} question */
 async function confirm(io, flags, question) {
   if (flags.yes) return;
   if (!io.stdin.isTTY) throw fail("INVALID_INPUT", `${question} Refused without a terminal to ask on: pass --yes`);
@@ -514,15 +584,16 @@ async function confirm(io, flags, question) {
   }
 }
 
+/** The text of `file` (`-`: stdin). @param {string} file @param {Io} io */
 function readDocument(file, io) {
   try {
-    return readFileSync(file === "-" ? io.stdin.fd : file, "utf8");
+    return readFileSync(file === "-" ? (io.stdin.fd ?? 0) : file, "utf8");
   } catch (e) {
-    throw fail("INVALID_INPUT", `cannot read ${file === "-" ? "stdin" : file}: ${e.message}`);
+    throw fail("INVALID_INPUT", `cannot read ${file === "-" ? "stdin" : file}: ${messageOf(e)}`);
   }
 }
 
-/** The agents in a store: every `user-memory/<agent>/doc` or `/queue` pointer key. */
+/** The agents in a store: every `user-memory/<agent>/doc` or `/queue` pointer key. @param {import("./index.js").StorageAdapter} storage */
 async function listAgents(storage) {
   if (typeof storage.keys !== "function") throw fail("INVALID_INPUT", "this store cannot list its keys");
   const names = new Set();
@@ -533,20 +604,25 @@ async function listAgents(storage) {
   return [...names].sort();
 }
 
-/** A whole number from `min` to `max` typed as --name, or its default. */
+/**
+ * A whole number from `min` to `max` typed as --name, or its default.
+ * @param {Flags} flags @param {string} name @param {number} fallback @param {number} [min] @param {number} [max]
+ */
 function wholeNumber(flags, name, fallback, min = 1, max = 1000) {
-  if (flags[name] === undefined) return fallback;
-  const n = Number(flags[name]);
-  if (!(Number.isInteger(n) && n >= min && n <= max) || !/^\s*\d+\s*$/.test(flags[name]))
+  const typed = flags[name];
+  if (typed === undefined) return fallback;
+  const n = Number(typed);
+  if (!(Number.isInteger(n) && n >= min && n <= max) || !/^\s*\d+\s*$/.test(String(typed)))
     throw fail(
       "INVALID_INPUT",
-      `--${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(terminalSafe(flags[name]))}`,
+      `--${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(terminalSafe(typed))}`,
     );
   return n;
 }
 
-const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const plural = (/** @type {number} */ n, /** @type {string} */ one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
+/** @param {Ctx} ctx */
 async function show(ctx) {
   await withMemory(ctx, async (m) => {
     const doc = await m.get();
@@ -595,6 +671,7 @@ async function show(ctx) {
   });
 }
 
+/** @param {Ctx} ctx */
 async function exportCommand(ctx) {
   if (ctx.args.length > 1) throw fail("INVALID_INPUT", "export takes at most one file");
   await withMemory(ctx, async (m) => {
@@ -609,6 +686,7 @@ async function exportCommand(ctx) {
 /**
  * Writes `text` to `path` readable by its owner only: `mode` applies only to a file being
  * created, so an existing file is narrowed to 0600 before the (decrypted) memory goes in.
+ * @param {string} path @param {string} text
  */
 function writeOwnerOnly(path, text) {
   const fd = openSync(path, "w", 0o600);
@@ -620,6 +698,7 @@ function writeOwnerOnly(path, text) {
   }
 }
 
+/** @param {Ctx} ctx */
 async function importCommand(ctx) {
   const file = ctx.args[0];
   if (!file || ctx.args.length > 1) throw fail("INVALID_INPUT", "import needs one file (or - for stdin)");
@@ -640,8 +719,12 @@ async function importCommand(ctx) {
   });
 }
 
-/** --confidence and --category as typed: refused when out of range, never clamped. */
+/**
+ * --confidence and --category as typed: refused when out of range, never clamped.
+ * @param {Flags} flags
+ */
 function factFields(flags) {
+  /** @type {{ category?: import("./index.js").FactCategory, confidence?: number }} */
   const fact = {};
   if (flags.category !== undefined) {
     if (!CATEGORIES.includes(flags.category)) {
@@ -651,7 +734,7 @@ function factFields(flags) {
         `--category must be one of ${CATEGORIES.join(", ")}; got ${JSON.stringify(terminalSafe(flags.category))}${near ? ` (did you mean ${near}?)` : ""}`,
       );
     }
-    fact.category = flags.category;
+    fact.category = /** @type {import("./index.js").FactCategory} */ (flags.category);
   }
   if (flags.confidence !== undefined) {
     const c = Number(flags.confidence);
@@ -665,6 +748,7 @@ function factFields(flags) {
   return fact;
 }
 
+/** @param {Ctx} ctx */
 async function add(ctx) {
   const content = ctx.args.join(" ").trim();
   if (!content) throw fail("INVALID_INPUT", 'add needs the fact\'s text: user-memory add "Prefers TypeScript"');
@@ -682,6 +766,7 @@ async function add(ctx) {
   });
 }
 
+/** @param {Ctx} ctx */
 async function remove(ctx) {
   if (ctx.args.length !== 1) throw fail("INVALID_INPUT", "remove needs one fact id (user-memory show lists them)");
   await withMemory(ctx, async (m) => {
@@ -691,6 +776,7 @@ async function remove(ctx) {
   });
 }
 
+/** @param {Ctx} ctx */
 async function forget(ctx) {
   const what = ctx.args.join(" ").trim();
   if (!what) throw fail("INVALID_INPUT", "forget needs a fact id or some of its text");
@@ -723,12 +809,16 @@ async function forget(ctx) {
  * takes back. Any other change (a revert to elsewhere included) is ordinary and empties the
  * redo stack. Returns each undo/redo entry's kind, the redo stack (revisions to revert to),
  * and the revision the next undo reverts to.
+ * @param {HistoryEntry[]} entries newest first
  */
 function undoState(entries) {
   const byRevision = new Map(entries.map((e) => [e.revision, e]));
+  /** @type {Map<number, number>} */
   const baseOf = new Map(); // an undo/redo entry's revision → the ordinary change it stands for
-  const base = (revision) => baseOf.get(revision) ?? revision;
+  const base = (/** @type {number} */ revision) => baseOf.get(revision) ?? revision;
+  /** @type {Map<number, "undo" | "redo">} */
   const kinds = new Map();
+  /** @type {number[]} */
   let redo = [];
   for (const e of [...entries].reverse()) {
     if (e.reason === "revert" && e.revertedTo !== undefined) {
@@ -749,19 +839,24 @@ function undoState(entries) {
 }
 
 /** All of the history (it is bounded by historyLimit and 256 KiB). */
-const fullHistory = (m) => m.history({ limit: 1_000_000 });
+const fullHistory = (/** @type {UserMemory} */ m) => m.history({ limit: 1_000_000 });
 
-/** `undo` / `redo`: one step back or forward, named in the output. */
+/**
+ * `undo` / `redo`: one step back or forward, named in the output.
+ * @param {Ctx} ctx @param {"undo" | "redo"} which
+ */
 async function step(ctx, which) {
   if (ctx.args.length) throw fail("INVALID_INPUT", `${which} takes no arguments (revert <revision> goes to one)`);
   await withMemory(ctx, async (m) => {
     const entries = await fullHistory(m);
     const state = undoState(entries);
+    /** @type {number} the revision to go back to */
     let target;
+    /** @type {HistoryEntry | null | undefined} */
     let taken;
     if (which === "undo") {
       if (state.current === null || state.current < 1) throw fail("NOT_FOUND", "nothing to undo: the history is empty");
-      target = state.undoTarget;
+      target = state.current - 1; // state.undoTarget
       taken = state.byRevision.get(state.current);
       if (!taken)
         throw fail(
@@ -770,7 +865,7 @@ async function step(ctx, which) {
         );
     } else {
       if (!state.redo.length) throw fail("NOT_FOUND", "nothing to redo: no undo since the last change");
-      target = state.redo.at(-1);
+      target = /** @type {number} */ (state.redo.at(-1));
       taken = state.byRevision.get(target + 1) ?? null; // the undo this takes back
     }
     // The library's undo names the entry (the change, or the undo a redo takes back): two
@@ -789,12 +884,13 @@ async function step(ctx, which) {
       return printJson(ctx.io, { revision, revertedTo: target, [which === "undo" ? "undid" : "redid"]: named });
     const what =
       which === "undo"
-        ? `undid revision ${taken.revision} (${describeEntry(taken)})`
+        ? `undid revision ${taken?.revision} (${taken ? describeEntry(taken) : ""})`
         : `redid: took back the undo of revision ${taken?.revision ?? target + 1}`;
     print(ctx.io, `${what}; memory is at revision ${revision}\n${entryDetails(done).join("\n")}`.trimEnd());
   });
 }
 
+/** @param {Ctx} ctx */
 async function revert(ctx) {
   if (ctx.args.length !== 1 || !/^\d+$/.test(ctx.args[0]))
     throw fail("INVALID_INPUT", "revert needs one revision number (user-memory history lists them)");
@@ -814,7 +910,10 @@ async function revert(ctx) {
   });
 }
 
-/** `addFact: +1 fact`, `removeFact: -2 facts, sections work`. */
+/**
+ * `addFact: +1 fact`, `removeFact: -2 facts, sections work`.
+ * @param {HistoryEntry} e @param {string | undefined} [kind] undo or redo
+ */
 function describeEntry(e, kind) {
   const counts = [
     e.added.length && `+${plural(e.added.length, "fact")}`,
@@ -831,10 +930,13 @@ function describeEntry(e, kind) {
   return `${why}: ${counts.join(", ") || "no fact or summary"}`;
 }
 
-/** The facts and summaries an entry changed, one per line. */
+/**
+ * The facts and summaries an entry changed, one per line.
+ * @param {HistoryEntry | undefined} e
+ */
 function entryDetails(e) {
   if (!e) return [];
-  const clip = (s) => (s.length > 80 ? `${s.slice(0, 79)}…` : s);
+  const clip = (/** @type {string} */ s) => (s.length > 80 ? `${s.slice(0, 79)}…` : s);
   return [
     ...e.added.map((f) => `      + ${factLine(f)}`),
     ...e.removed.map((f) => `      - ${factLine(f)}${e.forgot?.length ? " (forgotten)" : ""}`),
@@ -843,6 +945,7 @@ function entryDetails(e) {
   ];
 }
 
+/** @param {Ctx} ctx */
 async function history(ctx) {
   const limit = wholeNumber(ctx.flags, "limit", 20);
   if (ctx.args.length) throw fail("INVALID_INPUT", "history takes no arguments (--limit n for more entries)");
@@ -859,6 +962,7 @@ async function history(ctx) {
   });
 }
 
+/** @param {Ctx} ctx */
 async function search(ctx) {
   const query = ctx.args.join(" ").trim();
   if (!query) throw fail("INVALID_INPUT", 'search needs a query: user-memory search "which language?"');
@@ -876,6 +980,7 @@ async function search(ctx) {
   });
 }
 
+/** @param {Ctx} ctx */
 async function processCommand(ctx) {
   const llm = llmFromEnv(ctx.env);
   const agents = ctx.flags.all ? await listAgents(ctx.store.storage) : [ctx.agent];
@@ -891,7 +996,7 @@ async function processCommand(ctx) {
       reports.push({ agent, ...report });
     } catch (e) {
       firstError ??= e;
-      reports.push({ agent, processed: [], failed: [], error: { code: e.code, message: e.message } });
+      reports.push({ agent, processed: [], failed: [], error: { code: errorCode(e), message: messageOf(e) } });
     }
   }
   if (ctx.flags.json) printJson(ctx.io, { agents: reports });
@@ -908,16 +1013,19 @@ async function processCommand(ctx) {
   if (firstError) throw firstError;
 }
 
+/** @param {Ctx} ctx */
 async function agents(ctx) {
   const names = await listAgents(ctx.store.storage);
   if (ctx.flags.json) return printJson(ctx.io, { agents: names });
   print(ctx.io, names.length ? names.join("\n") : "(no memories in this store)");
 }
 
+/** @param {Ctx} ctx */
 async function inspect(ctx) {
   printJson(ctx.io, await UserMemory.inspect({ agent: ctx.agent, storage: ctx.store.storage }), 2);
 }
 
+/** @param {Ctx} ctx */
 async function reset(ctx) {
   await confirm(ctx.io, ctx.flags, `Delete the memory "${ctx.agent}" and its queue in ${ctx.store.label}?`);
   await UserMemory.reset({ agent: ctx.agent, storage: ctx.store.storage });

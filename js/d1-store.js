@@ -20,7 +20,7 @@
 // is CORRUPT_MEMORY, never a wrong value. Over MAX_PARTS: STORAGE_QUOTA, nothing written.
 // compareAndSet compares a split value by its header (the SHA-256 of the whole value).
 import { DEFAULT_TABLE, quoteTable, sqliteStatements } from "./sql-store.js";
-import { invalidInput, userMemoryError } from "./errors.js";
+import { errorCode, invalidInput, userMemoryError } from "./errors.js";
 import { messageOf, prefixEnd, retryingOnce } from "./store-util.js";
 
 /** The most UTF-8 bytes a row's value gets: under D1's 2 MB. */
@@ -42,6 +42,9 @@ const UNAVAILABLE =
  */
 const created = new WeakMap();
 
+/** @typedef {import("./d1-store.js").D1PreparedStatementLike} Statement */
+/** @typedef {keyof ReturnType<typeof sqliteStatements> | "dropParts" | "dropPartsIf" | "setIf"} StatementName */
+
 /**
  * Creates a store over a D1 database binding (`env.DB`). See {@link D1Store}.
  * @param {import("./d1-store.js").D1DatabaseLike} db
@@ -58,6 +61,10 @@ export class D1Store {
   #sql;
   #createTable;
 
+  /**
+   * @param {import("./d1-store.js").D1DatabaseLike} db
+   * @param {import("./d1-store.js").D1StoreOptions} [options]
+   */
   constructor(db, { table = DEFAULT_TABLE, createTable = true } = {}) {
     if (typeof db?.prepare !== "function" || typeof db.batch !== "function") {
       throw invalidInput("d1Store(db) needs a D1 database binding (env.DB)");
@@ -83,14 +90,14 @@ export class D1Store {
   async get(key) {
     for (let attempt = 0; ; attempt++) {
       const row = await this.#call("get", [key], (s) => s.first());
-      const value = row ? row.value : null;
+      const value = row ? /** @type {string} */ (row.value) : null;
       if (value === null || !value.startsWith(MARK)) return value;
       const header = parseHeader(key, value);
       // The header again and every part, in one batch: one snapshot, so a value replaced
       // since the first read shows as a changed header (read again), never as mixed parts.
       const reads = [this.#statement("get", [key])];
       for (let i = 0; i < header.parts; i++) reads.push(this.#statement("get", [partKey(key, i)]));
-      const rows = await this.#batch(reads);
+      const rows = /** @type {Array<{ results: Array<{ value?: unknown }> }>} */ (await this.#batch(reads));
       const now = rows[0].results[0]?.value ?? null;
       if (now !== value) {
         if (attempt < 4) continue;
@@ -137,7 +144,7 @@ export class D1Store {
       end === null
         ? await this.#call("keysFrom", [prefix], (s) => s.all())
         : await this.#call("keysRange", [prefix, end], (s) => s.all());
-    return r.results.map((row) => row.key).filter((k) => !k.includes(PART));
+    return r.results.map((row) => /** @type {string} */ (row.key)).filter((k) => !k.includes(PART));
   }
 
   /**
@@ -148,7 +155,7 @@ export class D1Store {
    */
   async compareAndSet(key, expected, value) {
     const before = expected === null ? null : this.#split(key, expected).length;
-    const stored = before === null || before === 1 ? expected : await header(expected, before);
+    const stored = expected === null || before === null || before === 1 ? expected : await header(expected, before);
     const parts = this.#split(key, value);
     const written = parts.length === 1 ? value : await header(value, parts.length);
     const swap =
@@ -164,13 +171,19 @@ export class D1Store {
     // The parts are written (and stale ones dropped) only if the key now holds the new
     // header: that is, if the swap changed it (or it already held the very same value).
     const holds = [key, written];
-    const [r] = await this.#batch([swap, ...this.#writeParts(key, parts.length === 1 ? [] : parts, holds)]);
+    const [r] = /** @type {Array<{ meta: { changes: number } }>} */ (
+      await this.#batch([swap, ...this.#writeParts(key, parts.length === 1 ? [] : parts, holds)])
+    );
     return r.meta.changes === 1;
   }
 
-  /** `value` in parts of at most PART_BYTES UTF-8 bytes (one part: stored as it is). */
+  /**
+   * `value` in parts of at most PART_BYTES UTF-8 bytes (one part: stored as it is).
+   * @param {string} key @param {string} value
+   */
   #split(key, value) {
     if (value.length <= PART_BYTES / 3) return [value];
+    /** @type {string[]} */
     const parts = [];
     for (let at = 0; at < value.length;) {
       let end = Math.min(value.length, at + PART_BYTES);
@@ -189,14 +202,20 @@ export class D1Store {
     return parts;
   }
 
-  /** Deletes the part rows of `key` (only while it holds `holds[1]`, when given). */
+  /**
+   * Deletes the part rows of `key` (only while it holds `holds[1]`, when given).
+   * @param {string} key @param {string[]} [holds] [key, the value it must hold]
+   */
   #dropParts(key, holds) {
     const lo = `${key}${PART}`;
-    const hi = prefixEnd(lo);
+    const hi = /** @type {string} */ (prefixEnd(lo)); // lo ends in ":", so there is one
     return holds ? this.#statement("dropPartsIf", [lo, hi, ...holds]) : this.#statement("dropParts", [lo, hi]);
   }
 
-  /** Statements dropping the old parts of `key` and writing `parts` (conditional on `holds`). */
+  /**
+   * Statements dropping the old parts of `key` and writing `parts` (conditional on `holds`).
+   * @param {string} key @param {string[]} parts @param {string[]} [holds]
+   */
   #writeParts(key, parts, holds) {
     const out = [this.#dropParts(key, holds)];
     parts.forEach((p, i) =>
@@ -207,25 +226,37 @@ export class D1Store {
     return out;
   }
 
+  /** @param {StatementName} name @param {string[]} params @returns {Statement} */
   #statement(name, params) {
     return this.#db.prepare(this.#sql[name]).bind(...params);
   }
 
+  /**
+   * Runs `statements` as one transaction (creating the table first if needed).
+   * @param {Statement[]} statements
+   */
   async #batch(statements) {
     try {
       if (this.#createTable) await this.#ensureTable();
       return await this.#db.batch(statements);
     } catch (e) {
-      throw e?.code && String(e.code).startsWith("STORAGE_") ? e : this.#error(e);
+      throw String(errorCode(e) ?? "").startsWith("STORAGE_") ? e : this.#error(e);
     }
   }
 
+  /**
+   * Runs one statement (creating the table first if needed), its errors mapped to codes.
+   * @template T
+   * @param {StatementName} statement @param {string[]} params
+   * @param {(s: Statement) => Promise<T>} run
+   * @returns {Promise<T>}
+   */
   async #call(statement, params, run) {
     try {
       if (this.#createTable) await this.#ensureTable();
       return await run(this.#db.prepare(this.#sql[statement]).bind(...params));
     } catch (e) {
-      throw e?.code && String(e.code).startsWith("STORAGE_") ? e : this.#error(e);
+      throw String(errorCode(e) ?? "").startsWith("STORAGE_") ? e : this.#error(e);
     }
   }
 
@@ -242,6 +273,7 @@ export class D1Store {
     await create();
   }
 
+  /** @param {unknown} e */
   #error(e) {
     const detail = messageOf(e);
     if (QUOTA.test(detail))
@@ -251,13 +283,14 @@ export class D1Store {
   }
 }
 
-const partKey = (key, i) => `${key}${PART}${String(i).padStart(3, "0")}`;
+const partKey = (/** @type {string} */ key, /** @type {number} */ i) => `${key}${PART}${String(i).padStart(3, "0")}`;
 
-/** The header row of a value split into `parts`: `<MARK><parts> <length> <sha256>`. */
+/** The header row of a value split into `parts`: `<MARK><parts> <length> <sha256>`. @param {string} value @param {number} parts */
 async function header(value, parts) {
   return `${MARK}${parts} ${value.length} ${await sha256(value)}`;
 }
 
+/** The parts, length and SHA-256 a header row names. @param {string} key @param {string} raw */
 function parseHeader(key, raw) {
   const m = /^(\d+) (\d+) ([0-9a-f]{64})$/.exec(raw.slice(MARK.length));
   const parts = m ? Number(m[1]) : 0;
@@ -265,7 +298,7 @@ function parseHeader(key, raw) {
   return { parts, length: Number(m[2]), sha256: m[3] };
 }
 
-/** The SHA-256 of the UTF-16 code units of `text`, as hex (WebCrypto: Workers and Node). */
+/** The SHA-256 of the UTF-16 code units of `text`, as hex (WebCrypto: Workers and Node). @param {string} text */
 async function sha256(text) {
   const units = new Uint16Array(text.length);
   for (let i = 0; i < text.length; i++) units[i] = text.charCodeAt(i);
@@ -273,6 +306,7 @@ async function sha256(text) {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** @param {string} name @param {string} key @param {string} what */
 function corrupt(name, key, what) {
   return userMemoryError("CORRUPT_MEMORY", `${name}: "${key}" ${what}; it was left as it is`);
 }

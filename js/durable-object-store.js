@@ -33,6 +33,12 @@ const PART = "\u0000part:";
 /** Marks a header object. */
 const HEADER = "user-memory/parts";
 
+/** @typedef {import("./durable-object-store.js").DurableObjectStorageLike} DurableObjectStorageLike */
+/** Storage or a transaction of it: what reads and writes need. */
+/** @typedef {import("./durable-object-store.js").DurableObjectTransactionLike} Storage */
+/** The stored header of a split value. */
+/** @typedef {{ [HEADER]: 1, parts: number, length: number, hash: string }} Header */
+
 /**
  * Creates a store over `storage` (a Durable Object's `ctx.storage`). See
  * {@link DurableObjectStore}.
@@ -48,7 +54,7 @@ export class DurableObjectStore {
 
   /** @param {DurableObjectStorageLike} storage the object's `ctx.storage` (or `state.storage`) */
   constructor(storage) {
-    for (const m of ["get", "put", "delete", "list", "transaction"]) {
+    for (const m of /** @type {const} */ (["get", "put", "delete", "list", "transaction"])) {
       if (typeof storage?.[m] !== "function") {
         throw invalidInput(`durableObjectStore(storage) needs a Durable Object's ctx.storage; \`${m}\` is missing`);
       }
@@ -99,8 +105,12 @@ export class DurableObjectStore {
   }
 }
 
-/** The parts of `value`, each within SPLIT_BYTES serialized (a lone string if it fits). */
+/**
+ * The parts of `value`, each within SPLIT_BYTES serialized (a lone string if it fits).
+ * @param {string} value
+ */
 function split(value) {
+  /** @type {string[]} */
   const parts = [];
   for (let at = 0; at < value.length;) {
     // A string with a character over U+00FF is serialized as UTF-16: 2 bytes a code unit.
@@ -114,21 +124,22 @@ function split(value) {
   return parts;
 }
 
-const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
-const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
+const isHigh = (/** @type {number} */ c) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (/** @type {number} */ c) => c >= 0xdc00 && c <= 0xdfff;
 
-/** A 32-bit FNV-1a hash of the code units, as 8 hex digits: tells a stale part apart. */
+/** A 32-bit FNV-1a hash of the code units, as 8 hex digits: tells a stale part apart. @param {string} text */
 function hash(text) {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   return (h >>> 0).toString(16).padStart(8, "0");
 }
 
-const partKey = (key, i) => `${key}${PART}${i}`;
+const partKey = (/** @type {string} */ key, /** @type {number} */ i) => `${key}${PART}${i}`;
 
 /**
  * Writes `value` under `key`, split into parts when it is big, in one `put`; returns the
  * number of parts (0: stored as it is).
+ * @param {Storage} storage @param {string} key @param {string} value
  */
 async function write(storage, key, value) {
   const parts = value.length <= SPLIT_BYTES / 2 ? [value] : split(value);
@@ -142,13 +153,18 @@ async function write(storage, key, value) {
       `Durable Object storage: a value of ${value.length} characters for "${key}" needs ${parts.length} parts of at most ${SPLIT_BYTES} bytes; one atomic write holds ${MAX_KEYS - 1} (about ${Math.floor(((MAX_KEYS - 1) * SPLIT_BYTES) / 1e6)} MB of ASCII). Nothing was written`,
     );
   }
+  /** @type {Record<string, Header | string>} */
   const entries = { [key]: { [HEADER]: 1, parts: parts.length, length: value.length, hash: hash(value) } };
   parts.forEach((p, i) => (entries[partKey(key, i)] = p));
   await storage.put(entries);
   return parts.length;
 }
 
-/** The value of `key` (joined from its parts and checked when it was split), or null. */
+/**
+ * The value of `key` (joined from its parts and checked when it was split), or null.
+ * @param {Storage} storage @param {string} key @param {unknown} [stored] what `key` holds, if read already
+ * @returns {Promise<string | null>}
+ */
 async function read(storage, key, stored) {
   const v = stored === undefined ? await storage.get(key) : stored;
   if (v === undefined || v === null) return null;
@@ -167,10 +183,14 @@ async function read(storage, key, stored) {
   return value;
 }
 
-function isHeader(v) {
+/** @param {unknown} value @returns {value is Header} */
+function isHeader(value) {
+  const v = /** @type {Record<string, unknown>} */ (value);
   return (
     typeof v === "object" &&
+    v !== null &&
     v[HEADER] === 1 &&
+    typeof v.parts === "number" &&
     Number.isInteger(v.parts) &&
     v.parts > 0 &&
     v.parts < MAX_KEYS &&
@@ -179,12 +199,16 @@ function isHeader(v) {
   );
 }
 
-/** Deletes the parts of the old stored value `old` of `key` from index `from` on. */
+/**
+ * Deletes the parts of the old stored value `old` of `key` from index `from` on.
+ * @param {Storage} storage @param {string} key @param {unknown} old @param {number} from
+ */
 async function dropParts(storage, key, old, from) {
   if (!isHeader(old) || old.parts <= from) return;
   await storage.delete(Array.from({ length: old.parts - from }, (_, i) => partKey(key, from + i)));
 }
 
+/** @param {string} key @param {string} what */
 function corrupt(key, what) {
   return userMemoryError("CORRUPT_MEMORY", `Durable Object storage: "${key}" ${what}; it was left as it is`);
 }

@@ -12,11 +12,24 @@
 export function userMemoryError(code, message, cause) {
   const e = new Error(message, cause === undefined ? undefined : { cause });
   e.name = "UserMemoryError";
-  e.code = code;
-  return e;
+  return Object.assign(e, { code });
 }
 
-/** A `TypeError` with code INVALID_INPUT, for wrong arguments to a function of this package. */
+/**
+ * A `TypeError` with code INVALID_INPUT, for wrong arguments to a function of this package.
+ * @param {string} message
+ */
 export function invalidInput(message) {
   return Object.assign(new TypeError(message), { name: "UserMemoryError", code: "INVALID_INPUT" });
+}
+
+/**
+ * The `code` of a thrown value (Node's `ECONNREFUSED`, a driver's SQLSTATE or result code, this
+ * library's `STORAGE_FAILED`, …), or undefined when it has none.
+ * @param {unknown} e
+ * @returns {string | number | undefined}
+ */
+export function errorCode(e) {
+  const code = /** @type {{ code?: unknown } | null | undefined} */ (e)?.code;
+  return typeof code === "string" || typeof code === "number" ? code : undefined;
 }

@@ -35,8 +35,8 @@ const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { invalidInput, userMemoryError } from "./errors.js";
-import { retryingOnce } from "./store-util.js";
+import { errorCode, invalidInput, userMemoryError } from "./errors.js";
+import { messageOf, retryingOnce } from "./store-util.js";
 
 const LOCK = ".lock";
 const TEMP = ".tmp-";
@@ -114,7 +114,7 @@ export class FileStore {
     try {
       await unlink(this.#path(key));
     } catch (e) {
-      if (e.code === "ENOENT") return;
+      if (errorCode(e) === "ENOENT") return;
       throw e;
     }
     await syncDir(this.dir);
@@ -153,17 +153,19 @@ export class FileStore {
 
   // ---- files ----
 
+  /** @param {string} key */
   #path(key) {
     return join(this.dir, fileName(key));
   }
 
+  /** @param {string} key */
   async #read(key) {
     const name = fileName(key);
     let text;
     try {
       text = await readFile(join(this.dir, name), "utf8");
     } catch (e) {
-      if (e.code === "ENOENT") return null;
+      if (errorCode(e) === "ENOENT") return null;
       throw e;
     }
     if (!name.includes("~")) return text;
@@ -171,7 +173,10 @@ export class FileStore {
     return newline < 0 ? null : text.slice(newline + 1);
   }
 
-  /** Writes atomically; `beforeRename` may cancel (→ false). */
+  /**
+   * Writes atomically; `beforeRename` may cancel (→ false).
+   * @param {string} key @param {string} value @param {() => Promise<boolean>} [beforeRename]
+   */
   async #write(key, value, beforeRename) {
     const name = fileName(key);
     const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
@@ -200,6 +205,7 @@ export class FileStore {
     return true;
   }
 
+  /** The key a hashed file name holds on its first line, or null. @param {string} name */
   async #hashedKey(name) {
     try {
       const text = await readFile(join(this.dir, name), "utf8");
@@ -222,21 +228,21 @@ export class FileStore {
     try {
       await mkdir(dir, { mode: DIR_MODE });
     } catch (e) {
-      if (e.code === "ENOENT")
+      if (errorCode(e) === "ENOENT")
         throw unavailable(
           `the memory directory ${dir} does not exist and cannot be created: its parent ${dirname(dir)} is missing`,
           e,
         );
-      if (e.code === "ENOTDIR")
+      if (errorCode(e) === "ENOTDIR")
         throw unavailable(`the memory directory ${dir} cannot be created: a parent is not a directory`, e);
-      if (e.code !== "EEXIST")
-        throw unavailable(`the memory directory ${dir} cannot be created (${e.code}: ${e.message})`, e);
+      if (errorCode(e) !== "EEXIST")
+        throw unavailable(`the memory directory ${dir} cannot be created (${errorCode(e)}: ${messageOf(e)})`, e);
     }
     if (!(await stat(dir)).isDirectory()) throw unavailable(`the memory directory ${dir} is a file, not a directory`);
     try {
       await access(dir, constants.R_OK | constants.W_OK | constants.X_OK);
     } catch (e) {
-      throw unavailable(`the memory directory ${dir} is not writable (${e.code})`, e);
+      throw unavailable(`the memory directory ${dir} is not writable (${errorCode(e)})`, e);
     }
     await this.#removeOrphans();
   }
@@ -277,7 +283,10 @@ export class FileStore {
     }
   }
 
-  /** A new temp file holding `content`; if writing it fails (a full disk), it is removed. */
+  /**
+   * A new temp file holding `content`; if writing it fails (a full disk), it is removed.
+   * @param {string} content
+   */
   async #temp(content) {
     const temp = join(this.dir, `${TEMP}${HOST_TAG}-${process.pid}-${randomBytes(6).toString("hex")}`);
     try {
@@ -289,7 +298,10 @@ export class FileStore {
     return temp;
   }
 
-  /** Removes the lock if its holder is dead or it is too old; true if it is gone. */
+  /**
+   * Removes the lock if its holder is dead or it is too old; true if it is gone.
+   * @param {string} path
+   */
   async #breakIfStale(path) {
     const seen = await this.#readStale(path);
     if (seen === null) return true;
@@ -315,16 +327,20 @@ export class FileStore {
       return false;
     }
     try {
-      const now = await readFile(path, "utf8").catch((e) => (e.code === "ENOENT" ? null : Promise.reject(e)));
-      if (now === seen) await unlink(path).catch((e) => (e.code === "ENOENT" ? undefined : Promise.reject(e)));
+      const now = await readFile(path, "utf8").catch((e) => (errorCode(e) === "ENOENT" ? null : Promise.reject(e)));
+      if (now === seen) await unlink(path).catch((e) => (errorCode(e) === "ENOENT" ? undefined : Promise.reject(e)));
     } finally {
       await unlink(guard).catch(() => {});
     }
     return true;
   }
 
-  /** The content of lock file `path` if it is stale (holder dead here, or too old); false
-   * if it is live; null if there is none. */
+  /**
+   * The content of lock file `path` if it is stale (holder dead here, or too old); false
+   * if it is live; null if there is none.
+   * @param {string} path
+   * @returns {Promise<string | false | null>}
+   */
   async #readStale(path) {
     let raw;
     let mtime;
@@ -332,7 +348,7 @@ export class FileStore {
       raw = await readFile(path, "utf8");
       mtime = (await stat(path)).mtimeMs;
     } catch (e) {
-      if (e.code === "ENOENT") return null;
+      if (errorCode(e) === "ENOENT") return null;
       throw e;
     }
     const holder = parseLock(raw);
@@ -342,10 +358,12 @@ export class FileStore {
     return dead || age >= this.#staleLockMs ? raw : false;
   }
 
+  /** Whether the lock file is still the one taken with `token`. @param {string} token */
   async #holds(token) {
     return parseLock(await readFile(join(this.dir, LOCK), "utf8").catch(() => ""))?.token === token;
   }
 
+  /** @param {string} token */
   async #unlock(token) {
     if (await this.#holds(token)) await unlink(join(this.dir, LOCK)).catch(() => {});
   }
@@ -380,14 +398,20 @@ function decodeName(name) {
   }
 }
 
-/** Creates `path` exclusively with `content`; false if it exists. */
+/** @type {Set<unknown>} What link() fails with where the file system has no hard links. */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/**
+ * Creates `path` exclusively with `content` (`temp` holds it already); false if it exists.
+ * @param {string} temp @param {string} path @param {string} content
+ */
 async function createLock(temp, path, content) {
   try {
     await link(temp, path);
     return true;
   } catch (e) {
-    if (e.code === "EEXIST") return false;
-    if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"].includes(e.code)) throw e;
+    if (errorCode(e) === "EEXIST") return false;
+    if (!NO_HARD_LINKS.has(errorCode(e))) throw e;
   }
   // A file system without hard links: O_EXCL create, then write; a write that fails
   // removes what it created.
@@ -395,7 +419,7 @@ async function createLock(temp, path, content) {
   try {
     fh = await open(path, "wx", FILE_MODE);
   } catch (e) {
-    if (e.code === "EEXIST") return false;
+    if (errorCode(e) === "EEXIST") return false;
     throw e;
   }
   try {
@@ -409,6 +433,11 @@ async function createLock(temp, path, content) {
   return true;
 }
 
+/**
+ * The holder a lock file names, or null if it is not a lock.
+ * @param {string} raw
+ * @returns {{ token: string, pid?: number, host?: string, space?: string, at?: number } | null}
+ */
 function parseLock(raw) {
   try {
     const v = JSON.parse(raw);
@@ -427,18 +456,21 @@ function pidSpace() {
   }
 }
 
-/** Whether process `pid` exists on this host. */
+/** Whether process `pid` exists on this host. @param {unknown} pid */
 function alive(pid) {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
   } catch (e) {
-    return e.code === "EPERM";
+    return errorCode(e) === "EPERM";
   }
 }
 
-/** fsync of a directory, so a rename or unlink in it is durable (not possible on Windows). */
+/**
+ * fsync of a directory, so a rename or unlink in it is durable (not possible on Windows).
+ * @param {string} dir
+ */
 async function syncDir(dir) {
   if (process.platform === "win32") return;
   const fh = await open(dir, "r");
@@ -449,6 +481,7 @@ async function syncDir(dir) {
   }
 }
 
+/** @param {string} message @param {unknown} [cause] */
 function unavailable(message, cause) {
   return userMemoryError("STORAGE_UNAVAILABLE", message, cause);
 }

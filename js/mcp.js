@@ -11,8 +11,10 @@ import { readFileSync } from "node:fs";
 import { UserMemory } from "./node.js";
 import { byConfidence, factLine, MAX_FACT_CHARS, sectionLines } from "./memory-text.js";
 import { openStore } from "./store-url.js";
-import { userMemoryError } from "./errors.js";
+import { errorCode, userMemoryError } from "./errors.js";
+import { messageOf } from "./store-util.js";
 
+/** @type {unknown[]} */
 const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
 
 const TOOLS = [
@@ -76,7 +78,7 @@ async function loadSdk() {
     ]);
     return { Server: server.Server, StdioServerTransport: stdio.StdioServerTransport, types };
   } catch (e) {
-    if (e?.code === "ERR_MODULE_NOT_FOUND" || e?.code === "MODULE_NOT_FOUND") {
+    if (errorCode(e) === "ERR_MODULE_NOT_FOUND" || errorCode(e) === "MODULE_NOT_FOUND") {
       throw fail(
         "INVALID_INPUT",
         "user-memory mcp needs the MCP SDK: npm install @modelcontextprotocol/sdk (with npx: npx -y -p user-memory -p @modelcontextprotocol/sdk user-memory mcp --dir <folder>)",
@@ -86,16 +88,25 @@ async function loadSdk() {
   }
 }
 
-/** What a tool call does; a failure becomes an error result the model can read. */
+/**
+ * What a tool call does; a failure becomes an error result the model can read.
+ * @param {import("./index.js").UserMemory} memory
+ * @param {string} name
+ * @param {Record<string, unknown>} args the call's arguments, as the client sent them
+ */
 async function callTool(memory, name, args) {
   await memory.get(); // what other processes wrote meanwhile
   switch (name) {
     case "search_memory": {
       if (typeof args.query !== "string" || args.query.trim() === "")
         throw fail("INVALID_INPUT", "search_memory needs a non-empty `query`");
-      if (args.limit !== undefined && !(Number.isInteger(args.limit) && args.limit >= 1 && args.limit <= 50))
+      if (
+        args.limit !== undefined &&
+        !(typeof args.limit === "number" && Number.isInteger(args.limit) && args.limit >= 1 && args.limit <= 50)
+      )
         throw fail("INVALID_INPUT", "`limit` must be a whole number from 1 to 50");
-      const results = await memory.search(args.query, args.limit === undefined ? {} : { limit: args.limit });
+      const limit = /** @type {number | undefined} */ (args.limit);
+      const results = await memory.search(args.query, limit === undefined ? {} : { limit });
       return results.length
         ? results.map((r) => `- ${factLine(r.fact)} (score ${r.score.toFixed(2)})`).join("\n")
         : "No fact in memory matches.";
@@ -116,8 +127,9 @@ async function callTool(memory, name, args) {
       ) {
         throw fail("INVALID_INPUT", "`confidence` must be a number from 0 to 1");
       }
+      /** @type {import("./index.js").NewFact} */
       const fact = { content: args.content };
-      if (args.category !== undefined) fact.category = args.category;
+      if (args.category !== undefined) fact.category = /** @type {import("./index.js").FactCategory} */ (args.category);
       if (args.confidence !== undefined) fact.confidence = args.confidence;
       return `Remembered: ${factLine(await memory.addFact(fact))}`;
     }
@@ -132,7 +144,10 @@ async function callTool(memory, name, args) {
   }
 }
 
-/** The document as readable text. */
+/**
+ * The document as readable text.
+ * @param {import("./index.js").MemoryDocument} doc
+ */
 function profile(doc) {
   const lines = sectionLines(doc);
   if (doc.facts.length)
@@ -142,6 +157,13 @@ function profile(doc) {
 
 /**
  * Serves the memory of `agent` in the store `spec` over stdio until the client disconnects.
+ * @param {object} options
+ * @param {Parameters<typeof openStore>[0]} options.spec where the memory is
+ * @param {string} options.agent
+ * @param {import("./index.js").Encryption} [options.encryption]
+ * @param {import("node:stream").Readable} options.stdin
+ * @param {import("node:stream").Writable} options.stdout
+ * @param {import("node:stream").Writable} options.stderr
  * @returns {Promise<number>} the exit status
  */
 export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr }) {
@@ -193,7 +215,7 @@ export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr 
         content: [{ type: "text", text: await callTool(memory, request.params.name, request.params.arguments ?? {}) }],
       };
     } catch (e) {
-      return { isError: true, content: [{ type: "text", text: `${e.code ?? "FAILED"}: ${e.message}` }] };
+      return { isError: true, content: [{ type: "text", text: `${errorCode(e) ?? "FAILED"}: ${messageOf(e)}` }] };
     }
   });
   server.setRequestHandler(types.ListResourcesRequestSchema, async () => ({ resources }));
@@ -208,7 +230,7 @@ export async function serveMcp({ spec, agent, encryption, stdin, stdout, stderr 
     throw Object.assign(new Error(`unknown resource ${uri}`), { code: types.ErrorCode.InvalidParams });
   });
 
-  const closed = new Promise((resolve) => (server.onclose = resolve));
+  const closed = new Promise((resolve) => (server.onclose = () => resolve(undefined)));
   const stop = () => server.close().catch(() => {});
   stdin.once("end", stop);
   process.once("SIGTERM", stop);

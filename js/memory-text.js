@@ -18,6 +18,7 @@ export const SECTIONS = [
  * a fact is one short sentence; longer text is a document, not a memory. */
 export const MAX_FACT_CHARS = 1000;
 
+/** @type {Record<string, string>} */
 const ESCAPES = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 // C0 controls, DEL, C1 controls; and the line and paragraph separators, which some terminals
 // and every JSON-lines reader take as a line break.
@@ -27,6 +28,7 @@ const CONTROLS_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u20
 /**
  * `text` with every control character escaped, so it prints as what it is. `keepNewlines`:
  * for output the program itself lays out in lines (the values in it are escaped already).
+ * @param {unknown} text
  */
 export function terminalSafe(text, { keepNewlines = false } = {}) {
   return String(text).replace(keepNewlines ? CONTROLS_BUT_NEWLINE : CONTROLS, (c) => {
@@ -36,19 +38,32 @@ export function terminalSafe(text, { keepNewlines = false } = {}) {
   });
 }
 
-/** `fact_1a2b3c4d [knowledge | 0.90] Writes Go microservices` */
+/**
+ * `fact_1a2b3c4d [knowledge | 0.90] Writes Go microservices`
+ * @param {import("./index.js").Fact} f
+ */
 export function factLine(f) {
   return terminalSafe(`${f.id} [${f.category} | ${Number(f.confidence).toFixed(2)}] ${f.content}`);
 }
 
-/** `Work: …` for every section that has a summary. */
+/**
+ * `Work: …` for every section that has a summary.
+ * @param {import("./index.js").MemoryDocument} doc
+ */
 export function sectionLines(doc) {
-  return SECTIONS.filter(([g, k]) => doc[g]?.[k]?.summary).map(
-    ([g, k, label]) => `${label}: ${terminalSafe(doc[g][k].summary)}`,
+  const groups = /** @type {Record<string, Record<string, { summary?: string }> | undefined>} */ (
+    /** @type {unknown} */ (doc)
+  );
+  return SECTIONS.filter(([g, k]) => groups[g]?.[k]?.summary).map(
+    ([g, k, label]) => `${label}: ${terminalSafe(groups[g]?.[k]?.summary)}`,
   );
 }
 
-/** The facts, most confident first (then oldest first). */
+/**
+ * The facts, most confident first (then oldest first).
+ * @template {{ confidence: number, createdAt?: unknown }} F
+ * @param {readonly F[]} facts
+ */
 export function byConfidence(facts) {
   return [...facts].sort(
     (a, b) => b.confidence - a.confidence || String(a.createdAt).localeCompare(String(b.createdAt)),

@@ -5,7 +5,7 @@ import { webcrypto } from "node:crypto";
 import { initSync } from "./wasm/user_memory.js";
 
 // Node 18 has no global Web Crypto; fact ids come from crypto.getRandomValues.
-globalThis.crypto ??= webcrypto;
+globalThis.crypto ??= /** @type {Crypto} */ (/** @type {unknown} */ (webcrypto));
 initSync({ module: readFileSync(new URL("./wasm/user_memory_bg.wasm", import.meta.url)) });
 
 export * from "./wasm/user_memory.js";

@@ -14,7 +14,10 @@ export function memoryPool(options) {
   return new MemoryPool(options);
 }
 
-/** Closes an instance the pool let go of, then frees it (a failed close still frees). */
+/**
+ * Closes an instance the pool let go of, then frees it (a failed close still frees).
+ * @param {import("./index.js").UserMemory} memory
+ */
 async function shutDown(memory) {
   try {
     await memory.close();
@@ -32,7 +35,7 @@ export class MemoryPool {
   #closed = false;
 
   /** @param {import("./pool.js").MemoryPoolOptions} options */
-  constructor({ open, max = 100 } = {}) {
+  constructor({ open, max = 100 }) {
     if (typeof open !== "function")
       throw invalidInput("memoryPool({ open }) needs a function (key) => UserMemory.open({ … })");
     if (!Number.isInteger(max) || max < 1)

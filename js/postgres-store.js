@@ -23,7 +23,7 @@
 // reject with code STORAGE_UNAVAILABLE, a full disk with STORAGE_QUOTA, anything else with
 // STORAGE_FAILED; the driver's error is the `cause`, and no message carries the password.
 import { DEFAULT_TABLE, quoteTable } from "./sql-store.js";
-import { invalidInput, userMemoryError } from "./errors.js";
+import { errorCode, invalidInput, userMemoryError } from "./errors.js";
 import {
   keepErrorsFromEndingProcess,
   messageOf,
@@ -65,6 +65,10 @@ export class PostgresStore {
   #secrets;
   #sql;
 
+  /**
+   * @param {import("./postgres-store.js").PgQueryable} pool
+   * @param {import("./postgres-store.js").PostgresStoreOptions} [options]
+   */
   constructor(pool, { table = DEFAULT_TABLE, createTable = true } = {}) {
     if (typeof pool?.query !== "function") {
       throw invalidInput("postgresStore(pool) needs a pg.Pool or a connected pg.Client (an object with query())");
@@ -97,7 +101,7 @@ export class PostgresStore {
   /** @param {string} key @returns {Promise<string | null>} */
   async get(key) {
     const r = await this.#query(this.#sql.get, [key]);
-    return r.rows.length > 0 ? r.rows[0].value : null;
+    return r.rows.length > 0 ? /** @type {{ value: string }} */ (r.rows[0]).value : null;
   }
 
   /** @param {string} key @param {string} value */
@@ -117,7 +121,7 @@ export class PostgresStore {
       end === null
         ? await this.#query(this.#sql.keysFrom, [prefix])
         : await this.#query(this.#sql.keysRange, [prefix, end]);
-    return r.rows.map((row) => row.key);
+    return r.rows.map((row) => /** @type {{ key: string }} */ (row).key);
   }
 
   /**
@@ -133,6 +137,7 @@ export class PostgresStore {
     return r.rowCount === 1;
   }
 
+  /** @param {string} text @param {string[]} values */
   async #query(text, values) {
     if (this.#createTable) await this.#ready(); // a failure is tried again on the next call
     try {
@@ -147,18 +152,22 @@ export class PostgresStore {
   async #ensureTable() {
     try {
       const r = await this.#pool.query("SELECT to_regclass($1) IS NOT NULL AS present", [this.#table]);
-      if (r.rows[0]?.present) return;
+      if (/** @type {{ present?: boolean } | undefined} */ (r.rows[0])?.present) return;
       await this.#pool.query(createTableSql(this.#tableName));
     } catch (e) {
       // Two processes creating the table at the same moment: the loser sees a duplicate.
-      if (e?.code === "42P07" || e?.code === "23505") return;
+      if (errorCode(e) === "42P07" || errorCode(e) === "23505") return;
       throw this.#error(e);
     }
   }
 
+  /** @param {unknown} e */
   #error(e) {
-    const code = typeof e?.code === "string" ? e.code : "";
-    const detail = redact(messageOf(e) || code || (e?.errors ?? []).map(messageOf).join("; "), this.#secrets);
+    const c = errorCode(e);
+    const code = typeof c === "string" ? c : "";
+    // an AggregateError (every address of the host refused) has no message of its own
+    const errors = /** @type {{ errors?: unknown[] } | null | undefined} */ (e)?.errors ?? [];
+    const detail = redact(messageOf(e) || code || errors.map(messageOf).join("; "), this.#secrets);
     if (code === "53100" || code === "54000")
       return userMemoryError("STORAGE_QUOTA", `Postgres is out of space (${detail})`, e);
     if (code === "42P01" || code === "3F000") {
@@ -175,10 +184,18 @@ export class PostgresStore {
   }
 }
 
-/** The passwords a pool or client was configured with, to keep them out of messages. */
+/**
+ * The passwords a pool or client was configured with, to keep them out of messages.
+ * @param {unknown} pool
+ */
 function secretsOf(pool) {
   const out = [];
-  for (const o of [pool.options, pool.connectionParameters, pool]) {
+  const p = /** @type {{ options?: unknown, connectionParameters?: unknown }} */ (pool);
+  for (const o of /** @type {Array<{ password?: unknown, connectionString?: unknown } | undefined>} */ ([
+    p.options,
+    p.connectionParameters,
+    p,
+  ])) {
     if (typeof o?.password === "string") out.push(o.password);
     if (typeof o?.connectionString === "string") out.push(urlPassword(o.connectionString));
   }

@@ -12,7 +12,10 @@
 // optional peer dependency: only this subpath imports it.
 import { useEffect, useState } from "react";
 
-/** The state before an instance is there (or while its `open()` promise is pending). */
+/**
+ * The state before an instance is there (or while its `open()` promise is pending).
+ * @type {import("./react.js").UserMemoryState}
+ */
 const EMPTY = Object.freeze({ document: null, facts: Object.freeze([]), status: null, error: null });
 
 /**
@@ -26,7 +29,9 @@ export function useUserMemory(memory) {
     if (!memory) return undefined;
     let live = true;
     let reads = 0;
+    /** @type {Array<() => void>} */
     const unsubscribe = [];
+    /** @param {Partial<import("./react.js").UserMemoryState>} p */
     const patch = (p) => live && setState((s) => ({ ...s, ...p }));
     Promise.resolve(memory).then(
       (m) => {
@@ -39,7 +44,8 @@ export function useUserMemory(memory) {
             const document = await m.get();
             if (mine === reads) patch({ document, facts: document.facts, status: m.status() });
           } catch (error) {
-            if (mine === reads) patch({ error });
+            // what get() rejects with is always a UserMemoryError
+            if (mine === reads) patch({ error: /** @type {import("./index.js").UserMemoryError} */ (error) });
           }
         };
         unsubscribe.push(

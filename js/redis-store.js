@@ -21,7 +21,7 @@
 // waiting in the client's offline queue (a write that was reported as failed must not happen
 // later; a command sent only after `ready` cannot be the late copy of a failed one). Redis Cluster: put a hash tag in the prefix (`{memory}:`) so that a key
 // and the index live in one slot.
-import { invalidInput, userMemoryError } from "./errors.js";
+import { errorCode, invalidInput, userMemoryError } from "./errors.js";
 import { keepErrorsFromEndingProcess, messageOf, NETWORK_CODES, prefixEnd, redact, urlPassword } from "./store-util.js";
 
 const SET = `redis.call('SET', KEYS[1], ARGV[1]) redis.call('ZADD', KEYS[2], 0, ARGV[2]) return 1`;
@@ -41,6 +41,14 @@ return 1`;
 const UNAVAILABLE =
   /^(NOAUTH|WRONGPASS|LOADING|MASTERDOWN|READONLY|NOPERM)\b|client is closed|socket closed|connection is closed|connection timeout|not ready|offline queue|stream isn't writeable|Connection lost/i;
 
+/** @typedef {string | Buffer} RedisArg */
+/**
+ * What the store reads of either client besides its commands.
+ * @typedef {{ isOpen?: boolean, status?: string, options?: { password?: unknown, url?: unknown },
+ *   on?: (event: string, listener: (e?: unknown) => void) => unknown,
+ *   off?: (event: string, listener: (e?: unknown) => void) => unknown }} RedisClientState
+ */
+
 /**
  * Creates a store over a connected node-redis or ioredis client. See {@link RedisStore}.
  * @param {import("./redis-store.js").RedisClientLike} client
@@ -52,10 +60,13 @@ export function redisStore(client, options) {
 
 /** A {@link StorageAdapter} over Redis strings under a key prefix. */
 export class RedisStore {
+  /** @type {RedisClientState} */
   #client;
   #prefix;
   #index;
+  /** @type {(args: RedisArg[]) => Promise<unknown>} */
   #send;
+  /** @type {() => boolean} */
   #ready;
   #secrets;
   #connectTimeoutMs;
@@ -64,6 +75,10 @@ export class RedisStore {
   /** The client's last error while the store waited for its first connect. */
   #lastError = "";
 
+  /**
+   * @param {import("./redis-store.js").RedisClientLike} client
+   * @param {import("./redis-store.js").RedisStoreOptions} [options]
+   */
   constructor(client, { prefix = "", connectTimeoutMs = 5000 } = {}) {
     if (typeof prefix !== "string")
       throw invalidInput(`redisStore(client, { prefix }) needs a string prefix, got ${typeof prefix}`);
@@ -72,26 +87,31 @@ export class RedisStore {
         `redisStore(client, { connectTimeoutMs }) needs a number of milliseconds from 0 to 600000, got ${String(connectTimeoutMs)}`,
       );
     this.#connectTimeoutMs = connectTimeoutMs;
-    if (typeof client?.call === "function" && typeof client.status === "string") {
+    // Both clients take Buffers as well as strings (the index key is not UTF-8).
+    const io = /** @type {{ call?: (...args: RedisArg[]) => Promise<unknown>, status?: unknown }} */ (client);
+    const nr = /** @type {{ sendCommand?: (args: RedisArg[]) => Promise<unknown>, isReady?: unknown }} */ (client);
+    if (typeof io?.call === "function" && typeof io.status === "string") {
       // ioredis
-      this.#send = (args) => client.call(...args);
-      this.#ready = () => client.status === "ready";
-    } else if (typeof client?.sendCommand === "function" && "isReady" in client) {
+      const call = io.call.bind(io);
+      this.#send = (args) => call(...args);
+      this.#ready = () => io.status === "ready";
+    } else if (typeof nr?.sendCommand === "function" && "isReady" in nr) {
       // node-redis v4+
-      this.#send = (args) => client.sendCommand(args);
-      this.#ready = () => client.isReady === true;
+      const send = nr.sendCommand.bind(nr);
+      this.#send = (args) => send(args);
+      this.#ready = () => nr.isReady === true;
     } else {
       throw invalidInput(
         "redisStore(client) needs a connected client of `redis` (node-redis, createClient()) or `ioredis`",
       );
     }
-    this.#client = client;
+    this.#client = /** @type {RedisClientState} */ (client);
     this.#prefix = prefix;
     this.#wasReady = this.#ready();
     this.#index = Buffer.concat([Buffer.from(prefix), Buffer.from([0xff]), Buffer.from("keys")]);
-    const o = client.options ?? {};
+    const o = this.#client.options ?? {};
     this.#secrets = [o.password, typeof o.url === "string" ? urlPassword(o.url) : ""].filter(
-      (s) => typeof s === "string" && s.length >= 3,
+      /** @returns {s is string} */ (s) => typeof s === "string" && s.length >= 3,
     );
     // Both clients emit "error" when the connection drops; they reconnect by themselves.
     keepErrorsFromEndingProcess(client);
@@ -127,7 +147,7 @@ export class RedisStore {
       prefix === "" ? "-" : `[${prefix}`,
       end === null ? "+" : `(${end}`,
     ]);
-    return keys.map(String);
+    return /** @type {unknown[]} */ (keys).map(String);
   }
 
   /**
@@ -151,6 +171,7 @@ export class RedisStore {
     return Number(r) === 1;
   }
 
+  /** @param {RedisArg[]} args */
   async #command(args) {
     if (!this.#wasReady) {
       if (!this.#ready() && this.#connecting()) await this.#firstConnect();
@@ -178,24 +199,26 @@ export class RedisStore {
   /** Waits for the client's first `ready`, up to connectTimeoutMs; resolves either way. */
   #firstConnect() {
     const c = this.#client;
-    if (typeof c.on !== "function" || typeof c.off !== "function") return Promise.resolve();
+    const { on, off } = c;
+    if (typeof on !== "function" || typeof off !== "function") return Promise.resolve();
     return new Promise((resolve) => {
-      const failed = (e) => (this.#lastError = redact(messageOf(e) || e?.code, this.#secrets));
+      const failed = (/** @type {unknown} */ e) =>
+        (this.#lastError = redact(messageOf(e) || errorCode(e), this.#secrets));
       const done = () => {
         clearTimeout(timer);
-        c.off("ready", done);
-        c.off("end", done);
-        c.off("error", failed);
-        resolve();
+        off.call(c, "ready", done);
+        off.call(c, "end", done);
+        off.call(c, "error", failed);
+        resolve(undefined);
       };
       const timer = setTimeout(done, this.#connectTimeoutMs);
-      c.on("ready", done);
-      c.on("end", done);
-      c.on("error", failed);
+      on.call(c, "ready", done);
+      on.call(c, "end", done);
+      on.call(c, "error", failed);
     });
   }
 
-  /** The STORAGE_UNAVAILABLE error of a client that is not ready, saying what it is doing. */
+  /** The STORAGE_UNAVAILABLE error of a client that is not ready, saying what it is doing. @param {unknown} [cause] */
   #notConnected(cause) {
     const c = this.#client;
     const status = typeof c.status === "string" ? c.status : c.isOpen ? "connecting" : "closed";
@@ -209,8 +232,10 @@ export class RedisStore {
     return userMemoryError("STORAGE_UNAVAILABLE", `Redis is unreachable: the client ${why}`, cause);
   }
 
+  /** @param {unknown} e */
   #error(e) {
-    const code = typeof e?.code === "string" ? e.code : "";
+    const c = errorCode(e);
+    const code = typeof c === "string" ? c : "";
     const detail = redact(messageOf(e) || code, this.#secrets);
     if (/^OOM\b/.test(detail)) return userMemoryError("STORAGE_QUOTA", `Redis is out of memory (${detail})`, e);
     if (NETWORK_CODES.has(code) || UNAVAILABLE.test(detail))

@@ -23,11 +23,12 @@
 // the busy timeout reject with STORAGE_UNAVAILABLE; a full disk (or `max_page_count`) with
 // STORAGE_QUOTA; anything else with STORAGE_FAILED; the driver's error is the `cause`.
 import { DEFAULT_TABLE, quoteTable, sqliteStatements } from "./sql-store.js";
-import { invalidInput, userMemoryError } from "./errors.js";
+import { errorCode, invalidInput, userMemoryError } from "./errors.js";
 import { messageOf, prefixEnd, retryingOnce } from "./store-util.js";
 
-/** SQLite's primary result codes, as numbers and names. */
+/** SQLite's primary result codes, as numbers and names. @type {Set<unknown>} */
 const QUOTA = new Set([13, 18, "SQLITE_FULL", "SQLITE_TOOBIG"]);
+/** @type {Set<unknown>} */
 const UNAVAILABLE = new Set([
   3,
   5,
@@ -65,6 +66,10 @@ export class SqliteStore {
   #busyTimeoutMs;
   #ready = retryingOnce(() => this.#open());
 
+  /**
+   * @param {string | import("./sqlite-store.js").SqliteDatabaseLike} database
+   * @param {import("./sqlite-store.js").SqliteStoreOptions} [options]
+   */
   constructor(database, { table = DEFAULT_TABLE, busyTimeoutMs = 5000 } = {}) {
     if (typeof database === "string") {
       if (database === "") throw invalidInput("sqliteStore(path) needs a file path (a non-empty string)");
@@ -94,7 +99,7 @@ export class SqliteStore {
 
   /** @param {string} key @returns {Promise<string | null>} */
   async get(key) {
-    const row = await this.#run("get", "get", [key]);
+    const row = /** @type {{ value: string } | undefined | null} */ (await this.#run("get", "get", [key]));
     return row ? row.value : null;
   }
 
@@ -113,7 +118,7 @@ export class SqliteStore {
     const end = prefixEnd(prefix);
     const rows =
       end === null ? await this.#run("keysFrom", "all", [prefix]) : await this.#run("keysRange", "all", [prefix, end]);
-    return rows.map((r) => r.key);
+    return /** @type {Array<{ key: string }>} */ (rows).map((r) => r.key);
   }
 
   /**
@@ -126,7 +131,7 @@ export class SqliteStore {
       expected === null
         ? await this.#run("insert", "run", [key, value])
         : await this.#run("update", "run", [value, key, expected]);
-    return Number(r.changes) === 1;
+    return Number(/** @type {{ changes: number | bigint }} */ (r).changes) === 1;
   }
 
   /** Closes the database if this store opened it (a database passed in is left open). */
@@ -139,6 +144,13 @@ export class SqliteStore {
     }
   }
 
+  /**
+   * Runs one prepared statement (opening the database first if needed).
+   * @param {Exclude<keyof ReturnType<typeof sqliteStatements>, "schema">} statement
+   * @param {"get" | "all" | "run"} method
+   * @param {string[]} params
+   * @returns {Promise<unknown>}
+   */
   async #run(statement, method, params) {
     const statements = await this.#ready(); // a failure is tried again on the next call
     try {
@@ -151,14 +163,14 @@ export class SqliteStore {
   /** Opens the file (if given a path), sets WAL and the busy timeout, creates the table and
    * prepares the statements. */
   async #open() {
-    if (this.#db === null) this.#db = await openDatabase(this.#path, this.name);
-    const db = this.#db;
+    const db = (this.#db ??= await openDatabase(/** @type {string} */ (this.#path), this.name));
     try {
       // The busy timeout first: switching to WAL needs a moment of exclusive access.
       db.exec(`PRAGMA busy_timeout = ${this.#busyTimeoutMs}`);
       db.exec("PRAGMA journal_mode = WAL");
       const sql = sqliteStatements(this.#table);
       db.exec(sql.schema);
+      /** @type {Record<string, import("./sqlite-store.js").SqliteStatementLike>} */
       const out = {};
       for (const [name, text] of Object.entries(sql)) if (name !== "schema") out[name] = db.prepare(text);
       return out;
@@ -167,13 +179,16 @@ export class SqliteStore {
     }
   }
 
+  /** @param {unknown} e */
   #error(e) {
     // node:sqlite: `errcode` (the extended result code); bun:sqlite: `errno`; both and
     // better-sqlite3 may name it in `code` ("SQLITE_BUSY_SNAPSHOT" → "SQLITE_BUSY").
-    const number = [e?.errcode, e?.errno].find((n) => typeof n === "number");
+    const err = /** @type {{ errcode?: unknown, errno?: unknown } | null | undefined} */ (e);
+    const number = [err?.errcode, err?.errno].find((n) => typeof n === "number");
+    const code = errorCode(e);
     const codes = [
       number === undefined ? undefined : number & 0xff,
-      typeof e?.code === "string" ? e.code.match(/^SQLITE_[A-Z]+/)?.[0] : undefined,
+      typeof code === "string" ? code.match(/^SQLITE_[A-Z]+/)?.[0] : undefined,
     ];
     const detail = messageOf(e);
     if (codes.some((c) => QUOTA.has(c)))
@@ -184,11 +199,15 @@ export class SqliteStore {
   }
 }
 
-/** Opens `path` with the runtime's SQLite module. */
+/**
+ * Opens `path` with the runtime's SQLite module.
+ * @param {string} path @param {string} what the store, for messages
+ * @returns {Promise<import("./sqlite-store.js").SqliteDatabaseLike>}
+ */
 async function openDatabase(path, what) {
   let db;
   try {
-    if (typeof globalThis.Bun !== "undefined") {
+    if (typeof (/** @type {{ Bun?: unknown }} */ (globalThis).Bun) !== "undefined") {
       const { Database } = await import("bun:sqlite");
       db = new Database(path, { create: true });
     } else {
@@ -196,7 +215,7 @@ async function openDatabase(path, what) {
       db = new DatabaseSync(path);
     }
   } catch (e) {
-    if (e?.code === "ERR_UNKNOWN_BUILTIN_MODULE" || /node:sqlite|No such built-in module/i.test(messageOf(e))) {
+    if (errorCode(e) === "ERR_UNKNOWN_BUILTIN_MODULE" || /node:sqlite|No such built-in module/i.test(messageOf(e))) {
       const runtime = typeof process !== "undefined" ? `Node ${process.versions?.node}` : "this runtime";
       throw userMemoryError(
         "STORAGE_UNAVAILABLE",

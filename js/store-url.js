@@ -4,12 +4,12 @@
 // dependencies, loaded only when their URL is used; a missing one is a clear error saying what
 // to install. Nothing returned or thrown carries the URL's password.
 import { fileStore } from "./file-store.js";
-import { userMemoryError } from "./errors.js";
+import { errorCode, userMemoryError } from "./errors.js";
 import { messageOf, redact } from "./store-util.js";
 
 /**
  * @param {{ dir?: string, url?: string, table?: string, prefix?: string }} spec
- * @returns {Promise<{ storage: object, label: string, close(): Promise<void> }>}
+ * @returns {Promise<{ storage: import("./index.js").StorageAdapter, label: string, close(): Promise<void> }>}
  */
 export async function openStore({ dir, url, table, prefix }) {
   if (dir !== undefined && url !== undefined)
@@ -61,12 +61,16 @@ export async function openStore({ dir, url, table, prefix }) {
   );
 }
 
-/** Imports an optional peer dependency, or says how to install it. */
+/**
+ * Imports an optional peer dependency, or says how to install it.
+ * @param {string} name @param {string} url the store URL (for the message, its password masked)
+ * @returns {Promise<any>} the module (its types are the peer's, which need not be installed)
+ */
 async function peer(name, url) {
   try {
     return await import(name);
   } catch (e) {
-    if (e?.code === "ERR_MODULE_NOT_FOUND" || e?.code === "MODULE_NOT_FOUND") {
+    if (errorCode(e) === "ERR_MODULE_NOT_FOUND" || errorCode(e) === "MODULE_NOT_FOUND") {
       throw userMemoryError(
         "STORAGE_UNAVAILABLE",
         `${redact(url).split(":")[0]}: URLs need the \`${name}\` package: npm install ${name}`,
@@ -79,7 +83,9 @@ async function peer(name, url) {
 
 /** A connected node-redis client (or ioredis when only that is installed). It gives up after a
  * few tries while connecting for the first time (a wrong URL fails fast), and reconnects for as
- * long as it takes after that (a long-running MCP server outlives a Redis restart). */
+ * long as it takes after that (a long-running MCP server outlives a Redis restart).
+ * @param {string} url @param {string} label the URL with its password masked
+ */
 async function connectRedis(url, label) {
   let redis;
   try {
@@ -111,10 +117,11 @@ async function connectRedis(url, label) {
     url,
     socket: {
       connectTimeout: 10_000,
+      /** @param {number} retries @param {Error} cause */
       reconnectStrategy: (retries, cause) => (connected || retries < 3 ? Math.min(100 * 2 ** retries, 2000) : cause),
     },
   });
-  client.on("error", (e) => (lastError = e));
+  client.on("error", (/** @type {unknown} */ e) => (lastError = e));
   client.on("ready", () => (connected = true));
   try {
     await client.connect();

@@ -41,13 +41,14 @@ function wasmTests() {
 /** name → [description, command, args, extra env] */
 const STEPS = {
   lint: [
-    "rustfmt --check, clippy -D warnings (native, and wasm32 with the wasm tests), prettier --check (JS, TS)",
+    "rustfmt --check, prettier --check (JS, TS), tsc --checkJs --strict over js/ and each module against its .d.ts, clippy -D warnings (native, and wasm32 with the wasm tests)",
     "bash",
     [
       "-c",
       [
         "cargo fmt --check",
         `"${node}" node_modules/prettier/bin/prettier.cjs --check --log-level warn .`,
+        `"${node}" scripts/check-js.mjs`,
         "cargo clippy --quiet --all-targets -- -D warnings",
         "cargo clippy --quiet --lib --features serde -- -D warnings",
         "cargo clippy --quiet --target wasm32-unknown-unknown --lib " + wasmTests().join(" ") + " -- -D warnings",

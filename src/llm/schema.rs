@@ -107,6 +107,7 @@ mod tests {
             "// The JSON schema of the memory delta the extraction LLM answers with (OpenAI strict mode:\n\
              // every property required; newFacts first, sections as a list). Generated from src/llm/schema.rs;\n\
              // `UPDATE_DELTA_SCHEMA=1 cargo test --lib schema` rewrites it.\n\
+             /** @type {{typeof import(\"./index.js\").DELTA_SCHEMA}} */\n\
              export const DELTA_SCHEMA = {schema};\n"
         );
         if std::env::var_os("UPDATE_DELTA_SCHEMA").is_some() {
