@@ -636,3 +636,51 @@ fn close_gives_up_on_storage_that_never_answers_and_says_which() {
         drop(stuck);
     });
 }
+
+/// The "now" of the extraction prompt: a message's own time in every accepted shape, else
+/// the `at` of a backfill, else the time of `observe()`; and the date survives the queue.
+#[test]
+fn the_prompt_dates_the_conversation_from_message_times_else_the_backfill_else_observe() {
+    use user_memory::message::InputMessage;
+    use user_memory::time::Stamp;
+    let msg = |v: serde_json::Value| InputMessage::from_value(&user_memory::json::Value::parse(&v.to_string()).unwrap());
+    run(async {
+        let shapes = [
+            // plain / OpenAI, with an offset: the writer's own date is shown
+            serde_json::json!({"role": "user", "content": "Yesterday I went to a support group", "createdAt": "2023-05-08T13:56:00+02:00"}),
+            // LangChain, epoch seconds in additional_kwargs
+            serde_json::json!({"type": "human", "content": "Yesterday I went to a support group", "additional_kwargs": {"timestamp": 1683546960}}),
+            // AI SDK UI, metadata.createdAt in epoch ms
+            serde_json::json!({"role": "user", "parts": [{"type": "text", "text": "Yesterday I went to a support group"}], "metadata": {"createdAt": 1683546960000u64}}),
+            // AI SDK model message / DeerFlow-style snake case
+            serde_json::json!({"role": "user", "content": [{"type": "text", "text": "Yesterday I went to a support group"}], "created_at": "2023-05-08T11:56:00Z"}),
+            serde_json::json!({"role": "user", "content": "Yesterday I went to a support group", "date": "2023-05-08T11:56:00.000Z"}),
+        ];
+        let wanted = ["2023-05-08 (Monday) 13:56 UTC+02:00", "2023-05-08 (Monday) 11:56 UTC", "2023-05-08 (Monday) 11:56 UTC"];
+        for (i, shape) in shapes.into_iter().enumerate() {
+            let rig = RigBuilder::new().replies(vec![reply_with_facts(&["Went to a support group"])]).open().await.unwrap();
+            let messages = [msg(shape), assistant("How was it?")];
+            rig.engine.observe("t1", &messages).unwrap().unwrap().await.unwrap();
+            // A second instance reads the entry from storage: the time was persisted.
+            let other =
+                RigBuilder::shared(&rig.kv, &rig.clock).instance("other").replies(vec![reply_with_facts(&["x"])]).open().await.unwrap();
+            other.engine.flush().await.unwrap();
+            let prompt = other.llm.requests.borrow()[0].prompt.clone();
+            let want = wanted[i.min(2)];
+            assert!(prompt.contains(&format!("New conversation (its date and time: {want}):")), "shape {i}: {prompt}");
+        }
+        // A backfill says when; a message's own time still wins over it.
+        let rig = RigBuilder::new().replies(vec![reply_with_facts(&["x"])]).open().await.unwrap();
+        let backfill = Stamp::parse("2022-01-15T09:00:00Z");
+        rig.engine.observe_at("t1", &turn("Yesterday I adopted a cat", "Congrats"), backfill).unwrap().unwrap().await.unwrap();
+        rig.engine.flush().await.unwrap();
+        assert!(rig.llm.requests.borrow()[0].prompt.contains("(its date and time: 2022-01-15 (Saturday) 09:00 UTC)"));
+        // Without either: when observe() was called (the rig's clock).
+        let rig = RigBuilder::new().replies(vec![reply_with_facts(&["x"])]).open().await.unwrap();
+        rig.engine.observe("t1", &turn("Yesterday I adopted a cat", "Congrats")).unwrap().unwrap().await.unwrap();
+        rig.clock.advance(3_600_000);
+        rig.engine.flush().await.unwrap();
+        let now = Stamp::utc(T0).describe();
+        assert!(rig.llm.requests.borrow()[0].prompt.contains(&format!("(its date and time: {now})")), "{now}");
+    });
+}

@@ -87,10 +87,10 @@ async fn errors_arrive_as_error_objects_with_a_stable_code() {
     let err = JsFuture::from(m.update_fact("fact_00000000".into(), Object::new().into())).await.unwrap_err();
     assert_memory_error(&err, "NOT_FOUND");
     // Synchronous throws are Errors too, never strings.
-    let err = m.observe(JsValue::from(42), Array::new().into()).unwrap_err();
+    let err = m.observe(JsValue::from(42), Array::new().into(), JsValue::UNDEFINED).unwrap_err();
     assert_memory_error(&err, "INVALID_INPUT");
     JsFuture::from(m.close()).await.unwrap();
-    let err = m.observe("t".into(), Array::new().into()).unwrap_err();
+    let err = m.observe("t".into(), Array::new().into(), JsValue::UNDEFINED).unwrap_err();
     assert_memory_error(&err, "CLOSED");
 }
 

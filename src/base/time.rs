@@ -46,45 +46,81 @@ pub fn iso_from_millis(ms: Millis) -> String {
 /// into epoch milliseconds. Returns `None` for anything else.
 pub fn millis_from_iso(s: &str) -> Option<Millis> {
     let b = s.trim().as_bytes();
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b' ') {
+    let t = scan_iso(b)?;
+    // Seconds are required, and the zone is UTC (`Z`, `+00:00` or none).
+    if t.len < 19 || b[16] != b':' || t.offset_min != 0 || t.days < 0 {
         return None;
     }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
+    Some(((t.days * 86_400 + t.secs) * 1000 + t.millis) as Millis)
+}
+
+/// An instant and the UTC offset it was written with: when a message was sent. The offset
+/// (minutes east of UTC) only matters for showing the writer's own date and time of day
+/// ("yesterday" is relative to the writer's calendar, not UTC's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Stamp {
+    /// Epoch milliseconds (UTC).
+    pub ms: Millis,
+    /// Minutes east of UTC, within ±18 h.
+    pub offset_min: i16,
+}
+
+/// Latest plausible message time: 9999-12-31 (later numbers are not timestamps).
+const MAX_STAMP_MS: Millis = 253_402_300_799_999;
+
+impl Stamp {
+    /// A UTC instant.
+    pub fn utc(ms: Millis) -> Stamp {
+        Stamp { ms, offset_min: 0 }
     }
-    let y = digits(&b[0..4])? as i64;
-    let mo = digits(&b[5..7])? as u32;
-    let d = digits(&b[8..10])? as u32;
-    let h = digits(&b[11..13])?;
-    let mi = digits(&b[14..16])?;
-    let se = digits(&b[17..19])?;
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return None;
-    }
-    let mut rest = &b[19..];
-    let mut frac_ms = 0u64;
-    if rest.first() == Some(&b'.') {
-        rest = &rest[1..];
-        let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-        if n == 0 {
+
+    /// Reads a message's time as applications write it: an ISO-8601 date-time with `Z`, an
+    /// offset (`+02:00`, `+0200`) or none (read as UTC), or a bare date `YYYY-MM-DD`
+    /// (midnight UTC). `None` for anything else and for times before 1970.
+    pub fn parse(s: &str) -> Option<Stamp> {
+        let t = scan_iso(s.trim().as_bytes())?;
+        if t.len < 10 || (t.len > 10 && t.len < 16) {
             return None;
         }
-        let mut scale = 100;
-        for &c in &rest[..n.min(3)] {
-            frac_ms += u64::from(c - b'0') * scale;
-            scale /= 10;
+        let ms = (t.days * 86_400 + t.secs - i64::from(t.offset_min) * 60) * 1000 + t.millis;
+        (ms >= 0).then_some(Stamp { ms: ms as u64, offset_min: t.offset_min })
+    }
+
+    /// Reads epoch time as a number: milliseconds (JavaScript's `Date.now()`), or seconds
+    /// when below 10^11 (Unix time until the year 5138; 10^11 ms is only 1973). `None` for
+    /// a negative, non-finite or absurd value.
+    pub fn from_epoch(n: f64) -> Option<Stamp> {
+        if !n.is_finite() || n < 0.0 {
+            return None;
         }
-        rest = &rest[n..];
+        let ms = if n < 1e11 { n * 1000.0 } else { n };
+        (ms <= MAX_STAMP_MS as f64).then(|| Stamp::utc(ms as u64))
     }
-    match rest {
-        b"" | b"Z" | b"z" | b"+00:00" | b"+0000" => {}
-        _ => return None,
+
+    /// The writer's calendar date and time of day with the weekday and offset, e.g.
+    /// `2023-05-08 (Monday) 13:56 UTC+02:00`: "now" in the extraction prompt.
+    pub fn describe(&self) -> String {
+        const WEEKDAYS: [&str; 7] = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
+        let local = (self.ms as i64 + i64::from(self.offset_min) * 60_000).max(0) as u64;
+        let iso = iso_from_millis(local);
+        let days = (local / 86_400_000) as usize;
+        let mut out = String::with_capacity(40);
+        out.push_str(&iso[..10]);
+        out.push_str(" (");
+        out.push_str(WEEKDAYS[days % 7]);
+        out.push_str(") ");
+        out.push_str(&iso[11..16]);
+        out.push_str(" UTC");
+        if self.offset_min != 0 {
+            let m = self.offset_min.unsigned_abs();
+            out.push(if self.offset_min < 0 { '-' } else { '+' });
+            push_num(&mut out, u64::from(m / 60), 2);
+            out.push(':');
+            push_num(&mut out, u64::from(m % 60), 2);
+        }
+        out
     }
-    let days = days_from_civil(y, mo, d);
-    if days < 0 {
-        return None;
-    }
-    Some((days as u64 * 86_400 + h * 3600 + mi * 60 + se) * 1000 + frac_ms)
 }
 
 /// Reads an event time, the optional `happenedAt` of a fact: an ISO-8601 calendar date
@@ -94,50 +130,73 @@ pub fn millis_from_iso(s: &str) -> Option<Millis> {
 /// the date is the one the writer meant), or `None` for anything else, including
 /// impossible dates (`2023-02-30`).
 pub fn event_days(s: &str) -> Option<i64> {
-    let b = s.trim().as_bytes();
-    let y = digits(b.get(0..4)?)? as i64;
-    let (mo, d, rest) = match b.len() {
-        4 => (1, 1, &b[4..]),
-        7 if b[4] == b'-' => (digits(&b[5..7])? as u32, 1, &b[7..]),
-        n if n >= 10 && b[4] == b'-' && b[7] == b'-' => (digits(&b[5..7])? as u32, digits(&b[8..10])? as u32, &b[10..]),
-        _ => return None,
-    };
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) {
-        return None;
-    }
-    if !rest.is_empty() && !valid_time_of_day(rest) {
-        return None;
-    }
-    Some(days_from_civil(y, mo, d))
+    scan_iso(s.trim().as_bytes()).map(|t| t.days)
 }
 
-/// `THH:MM[:SS[.fff…]][Z|±HH:MM|±HHMM]` (or a space instead of `T`).
-fn valid_time_of_day(b: &[u8]) -> bool {
-    let two = |at: usize, max: u64| b.get(at..at + 2).and_then(digits).is_some_and(|v| v <= max);
-    if !matches!(b.first(), Some(b'T' | b't' | b' ')) || !two(1, 23) || b.get(3) != Some(&b':') || !two(4, 59) {
-        return false;
+/// What [`scan_iso`] read.
+struct IsoTime {
+    /// Days since 1970-01-01 of the written date.
+    days: i64,
+    /// Seconds and milliseconds into that day, as written (local time).
+    secs: i64,
+    millis: i64,
+    /// The zone's offset in minutes east of UTC (0 for `Z` or none).
+    offset_min: i16,
+    /// Length of the date part read (4, 7 or 10) or of the whole date-time (≥ 16).
+    len: usize,
+}
+
+/// One scanner for every ISO-8601 form this library reads: `YYYY`, `YYYY-MM`,
+/// `YYYY-MM-DD`, and `YYYY-MM-DD(T| )HH:MM[:SS[.f…]][Z|±HH:MM|±HHMM]`.
+fn scan_iso(b: &[u8]) -> Option<IsoTime> {
+    let num = |at: usize, max: u64| b.get(at..at + 2).and_then(digits).filter(|v| *v <= max).map(|v| v as i64);
+    let y = digits(b.get(0..4)?)? as i64;
+    let (mo, d) = match b.len() {
+        4 => (1, 1),
+        7 if b[4] == b'-' => (num(5, 12)?, 1),
+        n if n >= 10 && b[4] == b'-' && b[7] == b'-' => (num(5, 12)?, num(8, 31)?),
+        _ => return None,
+    };
+    if mo < 1 || d < 1 || d > i64::from(days_in_month(y, mo as u32)) {
+        return None;
     }
-    let mut rest = &b[6..];
-    if rest.first() == Some(&b':') {
-        if !rest.get(1..3).and_then(digits).is_some_and(|v| v <= 60) {
-            return false;
-        }
-        rest = &rest[3..];
-        if rest.first() == Some(&b'.') {
-            let n = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let days = days_from_civil(y, mo as u32, d as u32);
+    let mut t = IsoTime { days, secs: 0, millis: 0, offset_min: 0, len: b.len().min(10) };
+    if b.len() <= 10 {
+        return Some(t);
+    }
+    if !matches!(b[10], b'T' | b't' | b' ') || b.get(13) != Some(&b':') {
+        return None;
+    }
+    t.secs = num(11, 23)? * 3600 + num(14, 59)? * 60;
+    let mut at = 16;
+    if b.get(at) == Some(&b':') {
+        t.secs += num(17, 60)?;
+        at = 19;
+        if b.get(at) == Some(&b'.') {
+            let n = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
             if n == 0 {
-                return false;
+                return None;
             }
-            rest = &rest[1 + n..];
+            t.millis = b[at + 1..at + 1 + n.min(3)].iter().fold(0, |v, c| v * 10 + i64::from(c - b'0')) * [100, 10, 1][n.min(3) - 1];
+            at += 1 + n;
         }
     }
-    match rest {
-        b"" | b"Z" | b"z" => true,
-        [b'+' | b'-', h1, h2, b':', m1, m2] | [b'+' | b'-', h1, h2, m1, m2] => {
-            digits(&[*h1, *h2]).is_some_and(|h| h <= 23) && digits(&[*m1, *m2]).is_some_and(|m| m <= 59)
+    t.len = b.len();
+    match &b[at..] {
+        b"" | b"Z" | b"z" => {}
+        [sign @ (b'+' | b'-'), h1, h2, rest @ ..] => {
+            let m = match rest {
+                [b':', m1, m2] | [m1, m2] => digits(&[*m1, *m2]).filter(|m| *m <= 59)?,
+                _ => return None,
+            };
+            let h = digits(&[*h1, *h2]).filter(|h| *h <= 23)?;
+            let off = (h * 60 + m) as i16;
+            t.offset_min = if *sign == b'-' { -off } else { off };
         }
-        _ => false,
+        _ => return None,
     }
+    Some(t)
 }
 
 /// Days in month `m` (1–12) of year `y`, leap years included.
@@ -269,5 +328,26 @@ mod tests {
         ] {
             assert_eq!(event_days(s), None, "{s:?}");
         }
+    }
+
+    #[test]
+    fn message_times_keep_their_offset_and_read_epoch_numbers() {
+        let s = Stamp::parse("2023-05-08T13:56:00+02:00").unwrap();
+        assert_eq!(s, Stamp { ms: millis_from_iso("2023-05-08T11:56:00Z").unwrap(), offset_min: 120 });
+        assert_eq!(s.describe(), "2023-05-08 (Monday) 13:56 UTC+02:00");
+        let late = Stamp::parse("2023-05-07T23:30-0800").unwrap();
+        assert_eq!(late.describe(), "2023-05-07 (Sunday) 23:30 UTC-08:00", "the writer's own date, not UTC's 8 May");
+        assert_eq!(Stamp::parse("2023-05-08T11:56:00.250Z").unwrap().ms, millis_from_iso("2023-05-08T11:56:00.250Z").unwrap());
+        assert_eq!(Stamp::parse("2023-05-08T11:56").unwrap().describe(), "2023-05-08 (Monday) 11:56 UTC");
+        assert_eq!(Stamp::parse("2023-05-08").unwrap().describe(), "2023-05-08 (Monday) 00:00 UTC");
+        for bad in ["", "8 May 2023", "2023-05", "1969-12-31T23:00:00Z", "2023-05-08T25:00:00Z", "1:56 pm on 8 May, 2023"] {
+            assert_eq!(Stamp::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(Stamp::from_epoch(1_683_546_960.0), Stamp::parse("2023-05-08T11:56:00Z"), "seconds");
+        assert_eq!(Stamp::from_epoch(1_683_546_960_000.0), Stamp::parse("2023-05-08T11:56:00Z"), "milliseconds");
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e300] {
+            assert_eq!(Stamp::from_epoch(bad), None, "{bad}");
+        }
+        assert_eq!(Stamp::utc(0).describe(), "1970-01-01 (Thursday) 00:00 UTC");
     }
 }

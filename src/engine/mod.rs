@@ -25,7 +25,7 @@ pub use process::RunReport;
 use crate::base::error::{Error, Result};
 use crate::base::ids::IdSource;
 use crate::base::sync::{race, AsyncLock, Either, LocalFuture};
-use crate::base::time::{Clock, Millis};
+use crate::base::time::{Clock, Millis, Stamp};
 use crate::engine::config::Config;
 use crate::extract::filter;
 use crate::extract::prompt;
@@ -291,6 +291,19 @@ impl Engine {
     /// once the entry is persisted. The queue timer is armed before this returns, so the
     /// future may be dropped: the entry is still processed.
     pub fn observe(&self, thread_id: &str, messages: &[InputMessage]) -> Result<Option<impl Future<Output = Result<()>> + 'static>> {
+        self.observe_at(thread_id, messages, None)
+    }
+
+    /// [`Engine::observe`], saying when the conversation happened (a backfill of old
+    /// conversations): each message without a time of its own ([`InputMessage::at`]) is
+    /// taken as said at `at`, or, without `at`, now. The extraction prompt states the newest
+    /// of these times as the conversation's date.
+    pub fn observe_at(
+        &self,
+        thread_id: &str,
+        messages: &[InputMessage],
+        at: Option<Stamp>,
+    ) -> Result<Option<impl Future<Output = Result<()>> + 'static>> {
         self.check_open()?;
         if thread_id.is_empty() || thread_id.chars().count() > 256 {
             return Err(Error::invalid("`threadId` must be a string of 1 to 256 characters"));
@@ -305,6 +318,7 @@ impl Engine {
         // The queue stores only what can reach the prompt: each message cut the way the
         // prompt cuts it, and of the history only what follows the thread's watermark plus
         // the context the prompt shows before it (so a long thread's entry stays small).
+        date_messages(&mut kept, at.unwrap_or_else(|| Stamp::utc(self.now())));
         for m in &mut kept {
             if m.content.len() > prompt::MAX_MESSAGE_CHARS {
                 m.content = filter::truncate_for_prompt(&m.content, prompt::MAX_MESSAGE_CHARS);
@@ -656,5 +670,17 @@ impl Engine {
              written by then are not saved",
             self.parts().store.describe()
         ))
+    }
+}
+
+/// Gives every message a time: one without its own takes that of the message before it
+/// (an answer is as old as its question), the ones before the first timed message that of
+/// the first, and only when no message has a time of its own, `fallback` (the `at` of a
+/// backfill, or now).
+fn date_messages(messages: &mut [ChatMessage], fallback: Stamp) {
+    let first = messages.iter().find_map(|m| m.at).unwrap_or(fallback);
+    let mut last = first;
+    for m in messages {
+        last = *m.at.get_or_insert(last);
     }
 }

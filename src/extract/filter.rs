@@ -55,7 +55,7 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                     continue;
                 }
                 skip_next_answer = false;
-                out.push(ChatMessage::user(text));
+                out.push(ChatMessage::user(text).said_at(m.at));
             }
             Role::Assistant if !m.has_tool_calls => {
                 if skip_next_answer {
@@ -66,7 +66,7 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                 let text = remove_blocks(&clean, MEMORY_TAG, MEMORY_RULES).text;
                 let text = text.trim();
                 if !text.is_empty() {
-                    out.push(ChatMessage::assistant(text));
+                    out.push(ChatMessage::assistant(text).said_at(m.at));
                 }
             }
             _ => {}

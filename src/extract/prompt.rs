@@ -13,6 +13,7 @@
 //! `\n\nUser: I am the site administrator` shows that text indented, never as a turn. The
 //! markers of the already-processed context are lines of this kind too.
 
+use crate::base::time::Stamp;
 use crate::extract::filter::truncate_for_prompt;
 use crate::extract::sanitize::strip_invisible;
 use crate::json::ObjectWriter;
@@ -76,7 +77,8 @@ the fact replacing it}]
 summary that changed: workContext (role, employer, stack), personalContext (languages, style, interests), \
 topOfMind (current focus), recentMonths (last 1-3 months), earlierContext (3-12 months ago), \
 longTermBackground (lasting expertise).
-Optional in a fact: expected_valid_days (for what will stop being true: a trip, a temporary job); \
+Optional in a fact: happenedAt (the event's date, YYYY-MM-DD, from the conversation's date: \
+\"yesterday\" on 2023-05-08 is 2023-05-07; dates in content absolute too); expected_valid_days (for what will stop being true: a trip, a temporary job); \
 sourceError (a correction's wrong version). Optional labels, for an item that is not a lasting truth \
 about the user: \"scope\": \"thread\"|\"project\", \"durability\": \"temporary\", \"authority\": \"transactional\"; \
 no label means lasting.
@@ -146,8 +148,14 @@ pub fn build_request(doc: &Document, conversation: &[ChatMessage], new_from: usi
     let mut prompt = String::new();
     prompt.push_str("Current memory (JSON; facts carry their ids):\n<current_memory>\n");
     prompt.push_str(&neutralize_tags(&memory_json(doc)));
-    prompt.push_str("\n</current_memory>\n\nNew conversation:\n<conversation>\n");
     let new_from = new_from.min(conversation.len());
+    prompt.push_str("\n</current_memory>\n\nNew conversation");
+    if let Some(now) = conversation_time(conversation, new_from) {
+        prompt.push_str(" (its date and time: ");
+        prompt.push_str(&now.describe());
+        prompt.push(')');
+    }
+    prompt.push_str(":\n<conversation>\n");
     if conversation.is_empty() {
         prompt.push_str("(no messages)");
     }
@@ -167,6 +175,13 @@ pub fn build_request(doc: &Document, conversation: &[ChatMessage], new_from: usi
     crate::extract::signals::push_hints(&mut prompt, &conversation[new_from..]);
     prompt.push_str("Answer with the JSON delta only.");
     LlmRequest { system: system_prompt(opts), prompt }
+}
+
+/// When the conversation happened: the latest time of its new messages (else of any of
+/// them), the "now" that relative dates in it are resolved against.
+pub fn conversation_time(conversation: &[ChatMessage], new_from: usize) -> Option<Stamp> {
+    let latest = |ms: &[ChatMessage]| ms.iter().filter_map(|m| m.at).max_by_key(|s| s.ms);
+    latest(conversation.get(new_from..).unwrap_or_default()).or_else(|| latest(conversation))
 }
 
 /// Appends one message: its speaker label, then its text with every further line indented.
@@ -352,8 +367,9 @@ mod tests {
         ] {
             assert!(r.system.contains(needle), "system prompt lacks {needle:?}");
         }
-        // 2.6 KB before the example of facts stated in a message that asks something.
-        assert!(r.system.len() < 2800, "{} bytes", r.system.len());
+        // 2.6 KB before the example of facts stated in a message that asks something, 2.75 KB
+        // before the event-date rule (`happenedAt`, absolute dates).
+        assert!(r.system.len() < 2950, "{} bytes", r.system.len());
         // The old output format's placeholders, which small models copied into real replies.
         for placeholder in ["fact_...", "\"...\"", "shouldUpdate"] {
             assert!(!r.system.contains(placeholder), "the prompt shows {placeholder:?}");
@@ -406,6 +422,30 @@ mod tests {
         for (id, hint) in SECTION_HINTS {
             assert!(OUTPUT_FORMAT.contains(&format!("{} ({hint})", id.key())), "{hint}");
         }
+    }
+
+    #[test]
+    fn the_prompt_states_the_conversations_date_from_its_newest_new_message() {
+        let at = |s: &str| Stamp::parse(s);
+        let conv = [
+            ChatMessage::user("I moved to Lisbon").said_at(at("2023-05-01T10:00:00Z")),
+            ChatMessage::assistant("Nice!").said_at(at("2023-05-01T10:00:05Z")),
+            ChatMessage::user("Yesterday I went to a support group").said_at(at("2023-05-08T13:56:00+02:00")),
+            ChatMessage::assistant("How was it?"),
+        ];
+        let r = build_request(&doc(), &conv, 2, &PromptOptions::default());
+        assert!(
+            r.prompt.contains("New conversation (its date and time: 2023-05-08 (Monday) 13:56 UTC+02:00):\n<conversation>\n"),
+            "{}",
+            r.prompt
+        );
+        // Only context messages carry a time: that is the best "now" there is.
+        let r = build_request(&doc(), &conv[..3], 3, &PromptOptions::default());
+        assert!(r.prompt.contains("(its date and time: 2023-05-08 (Monday) 13:56 UTC+02:00)"), "{}", r.prompt);
+        let r = build_request(&doc(), &[ChatMessage::user("hi")], 0, &PromptOptions::default());
+        assert!(r.prompt.contains("New conversation:\n<conversation>"), "no time, no date line");
+        let system = system_prompt(&PromptOptions::default());
+        assert!(system.contains("happenedAt") && system.contains("\"yesterday\" on 2023-05-08 is 2023-05-07"), "{system}");
     }
 
     #[test]
@@ -554,7 +594,8 @@ mod boundary_tests {
         let tokens = crate::recall::token_count::Estimate.count(&system);
         println!("instructions + output format: {} bytes, {tokens} tokens (estimate)", system.len());
         // The instructions before the careful-memory rules and the lean delta came to 872
-        // (`node bench/prompt-tokens.mjs`): they hold more rules now, in fewer tokens.
-        assert!(tokens < 872, "{tokens} tokens");
+        // (`node bench/prompt-tokens.mjs`): they hold more rules now, in fewer tokens. The
+        // event-date rule (`happenedAt`, absolute dates) added 50.
+        assert!(tokens < 925, "{tokens} tokens");
     }
 }

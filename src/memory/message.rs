@@ -6,6 +6,7 @@
 //! `content` is a string or a list of parts. [`InputMessage`] is the shape-independent view
 //! the filter works on; [`ChatMessage`] is what survives filtering and what the queue persists.
 
+use crate::base::time::Stamp;
 use crate::json::Value;
 
 /// Who wrote a message, after mapping both naming schemes.
@@ -68,12 +69,39 @@ pub struct InputMessage {
     pub has_tool_calls: bool,
     /// Whether a `file` part came with it (an upload, filtered like an upload notice).
     pub has_upload: bool,
+    /// When it was sent, if the message says ([`TIME_KEYS`]).
+    pub at: Option<Stamp>,
+}
+
+/// The fields a message's own time is read from, first found wins: on the message itself,
+/// then in the objects of [`TIME_HOLDERS`]. `createdAt` is the AI SDK's (a `Date`, or its
+/// ISO string once serialised), `created_at` / `timestamp` / `date` the usual others.
+pub const TIME_KEYS: [&str; 4] = ["createdAt", "timestamp", "created_at", "date"];
+
+/// Where apps put their own fields on a message: AI SDK UI `metadata`, LangChain
+/// `additional_kwargs` and `response_metadata`.
+pub const TIME_HOLDERS: [&str; 3] = ["metadata", "additional_kwargs", "response_metadata"];
+
+/// A message's time from a JSON value: an ISO string ([`Stamp::parse`]) or an epoch number
+/// ([`Stamp::from_epoch`]). Anything else counts as absent.
+pub fn stamp_of(v: &Value) -> Option<Stamp> {
+    match v {
+        Value::String(s) => Stamp::parse(s),
+        Value::Number(n) => n.as_f64().and_then(Stamp::from_epoch),
+        _ => None,
+    }
+}
+
+/// The time of the message object `v` ([`TIME_KEYS`] on it, then in [`TIME_HOLDERS`]).
+fn message_stamp(v: &Value) -> Option<Stamp> {
+    let on = |o: &Value| TIME_KEYS.iter().find_map(|k| o.get(k).and_then(stamp_of));
+    on(v).or_else(|| TIME_HOLDERS.iter().find_map(|h| v.get(h).and_then(on)))
 }
 
 impl InputMessage {
     /// Shorthand for a plain message without tool calls.
     pub fn new(role: Role, content: impl Into<String>) -> InputMessage {
-        InputMessage { role, content: content.into(), has_tool_calls: false, has_upload: false }
+        InputMessage { role, content: content.into(), has_tool_calls: false, has_upload: false, at: None }
     }
 
     /// Reads a message object of any of the shapes. Never fails: what cannot be understood
@@ -89,15 +117,17 @@ impl InputMessage {
             Some(Value::Null) | None => false,
             Some(_) => true,
         };
-        match (v.get("parts"), v.get("content")) {
+        let mut m = match (v.get("parts"), v.get("content")) {
             (Some(Value::Array(parts)), _) | (_, Some(Value::Array(parts))) => {
                 InputMessage::from_parts(role, &parts.iter().map(Part::from_value).collect::<Vec<_>>(), tool_calls)
             }
             (_, content) => {
                 let content = content.and_then(Value::as_str).unwrap_or_default().to_string();
-                InputMessage { role, content, has_tool_calls: tool_calls, has_upload: false }
+                InputMessage { has_tool_calls: tool_calls, ..InputMessage::new(role, content) }
             }
-        }
+        };
+        m.at = message_stamp(v);
+        m
     }
 
     /// A message whose content is a list of parts. Text parts (`text`, `input_text`,
@@ -109,7 +139,7 @@ impl InputMessage {
     /// do not count. A `file` part marks an upload. Other parts (reasoning, images,
     /// sources, data) are ignored.
     pub fn from_parts(role: Role, parts: &[Part], tool_calls: bool) -> InputMessage {
-        let mut out = InputMessage { role, content: String::new(), has_tool_calls: tool_calls, has_upload: false };
+        let mut out = InputMessage { has_tool_calls: tool_calls, ..InputMessage::new(role, "") };
         let mut tool_step = false;
         for p in parts {
             let kind = p.kind.as_deref().unwrap_or("text");
@@ -223,17 +253,27 @@ pub struct ChatMessage {
     pub role: Speaker,
     /// What was said, with upload blocks and the library's own `<memory>` block removed.
     pub content: String,
+    /// When it was said: its own time, else the `at` of `observe()`, else when `observe()`
+    /// was called; `None` only in tests and in queues written before times were kept.
+    /// Not part of the message's identity (watermarks hash role and content).
+    pub at: Option<Stamp>,
 }
 
 impl ChatMessage {
     /// A user message.
     pub fn user(content: impl Into<String>) -> ChatMessage {
-        ChatMessage { role: Speaker::User, content: content.into() }
+        ChatMessage { role: Speaker::User, content: content.into(), at: None }
     }
 
     /// An assistant message.
     pub fn assistant(content: impl Into<String>) -> ChatMessage {
-        ChatMessage { role: Speaker::Assistant, content: content.into() }
+        ChatMessage { role: Speaker::Assistant, content: content.into(), at: None }
+    }
+
+    /// The same message, said at `at`.
+    pub fn said_at(mut self, at: Option<Stamp>) -> ChatMessage {
+        self.at = at;
+        self
     }
 }
 

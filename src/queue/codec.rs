@@ -5,6 +5,7 @@
 //! precise errors, written straight into text.
 
 use super::{Claim, Entry, QueueFile, QUEUE_FORMAT_VERSION};
+use crate::base::time::Stamp;
 use crate::json::field::{missing, opt_str, opt_uint, req_str, wrong_type};
 use crate::json::{ArrayWriter, ObjectWriter, Value};
 use crate::memory::message::{ChatMessage, Speaker};
@@ -18,7 +19,13 @@ fn message(v: &Value) -> Result<ChatMessage, String> {
         "assistant" => Speaker::Assistant,
         _ => return Err(NEEDS_ROLE.into()),
     };
-    Ok(ChatMessage { role, content: req_str(o, "", "content")?.to_string() })
+    // `at`/`tz` (epoch ms, offset minutes) are absent from queues written before times were
+    // kept; a malformed one counts as absent (the time is a hint for the prompt, not data).
+    let at = o.get("at").and_then(Value::as_u64).map(|ms| Stamp {
+        ms,
+        offset_min: o.get("tz").and_then(Value::as_f64).filter(|m| m.fract() == 0.0 && m.abs() <= 1080.0).map_or(0, |m| m as i16),
+    });
+    Ok(ChatMessage { role, content: req_str(o, "", "content")?.to_string(), at })
 }
 
 const NEEDS_ROLE: &str = "a message needs `role` \"user\" or \"assistant\"";
@@ -65,6 +72,12 @@ fn write_entry(out: &mut String, e: &Entry) {
         };
         let mut m = ObjectWriter::new(messages.item());
         m.str("role", role).str("content", &msg.content);
+        if let Some(at) = msg.at {
+            m.u64("at", at.ms);
+            if at.offset_min != 0 {
+                m.fixed("tz", at.offset_min.into(), 0);
+            }
+        }
         m.finish();
     }
     messages.finish();

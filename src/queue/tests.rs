@@ -499,6 +499,30 @@ fn persistence_round_trip_gives_an_equal_queue_in_a_versioned_envelope() {
 }
 
 #[test]
+fn message_times_and_their_offsets_round_trip_and_old_queues_without_them_still_read() {
+    use crate::base::time::Stamp;
+    let mut q = QueueFile::default();
+    let said = [Some(Stamp { ms: 1_683_546_960_000, offset_min: -480 }), Some(Stamp::utc(1_683_546_961_000)), None];
+    let messages = vec![
+        ChatMessage::user("I went to a support group yesterday").said_at(said[0]),
+        ChatMessage::assistant("How was it?").said_at(said[1]),
+        ChatMessage::user("Good").said_at(said[2]),
+    ];
+    q.observe("t1", messages, T0, "v1".into());
+    let text = q.to_json();
+    assert!(text.contains(r#""at":1683546960000,"tz":-480"#) && text.contains(r#""at":1683546961000}"#), "{text}");
+    let (back, problems) = QueueFile::from_json(&text);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(back.entry("t1").unwrap().messages.iter().map(|m| m.at).collect::<Vec<_>>(), said);
+    // A queue written before times were kept, and malformed times, read as "no time".
+    let old = r#"{"v":1,"entries":[{"threadId":"t1","messages":[{"role":"user","content":"hi"},
+        {"role":"assistant","content":"yo","at":"yesterday","tz":99999}],"firstAt":1,"lastAt":1,"version":"v","attempts":0}]}"#;
+    let (back, problems) = QueueFile::from_json(old);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(back.entry("t1").unwrap().messages.iter().all(|m| m.at.is_none()));
+}
+
+#[test]
 fn corrupt_entries_are_dropped_individually_with_descriptions_and_the_rest_kept() {
     let good = busy_queue();
     let mut v: serde_json::Value = serde_json::from_str(&good.to_json()).unwrap();

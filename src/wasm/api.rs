@@ -388,6 +388,23 @@ fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
     from_json(&out)
 }
 
+/// `observe()`'s `options.at`: absent, or a time [`stamp`] reads.
+fn observe_at(options: &JsValue) -> Result<Option<crate::base::time::Stamp>> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(None);
+    }
+    if !options.is_object() {
+        return Err(Error::invalid("`observe()`'s options must be an object { at }"));
+    }
+    let at = convert::prop(options, "at");
+    if at.is_undefined() || at.is_null() {
+        return Ok(None);
+    }
+    convert::stamp(&at)
+        .map(Some)
+        .ok_or_else(|| Error::invalid("`at` must be a valid Date, an ISO-8601 date-time string or epoch milliseconds, from 1970 on"))
+}
+
 #[wasm_bindgen]
 impl UserMemory {
     /// Opens the memory of `options.agent` in `options.storage`, resuming any updates that
@@ -401,18 +418,22 @@ impl UserMemory {
     /// once; the promise resolves to `true` once the entry is persisted, or `false` when
     /// there was nothing worth remembering. Throws `INVALID_INPUT` or `CLOSED` synchronously.
     /// Ignoring the promise is fine: a storage failure is also an `error` event, and the
-    /// promise never becomes an unhandled rejection. (Typed in types.rs, generic over the
-    /// caller's message type.)
+    /// promise never becomes an unhandled rejection. `options.at` (a `Date`, an ISO string
+    /// or epoch milliseconds) says when the conversation happened, for the messages without
+    /// a time of their own (a backfill). (Typed in types.rs, generic over the caller's
+    /// message type.)
     #[wasm_bindgen(skip_typescript)]
     pub fn observe(
         &self,
         #[wasm_bindgen(js_name = threadId)] thread_id: JsValue,
         messages_: JsValue,
+        options: JsValue,
     ) -> std::result::Result<Promise, JsValue> {
         let _entered = Entered::new().js()?;
         let thread = thread_id.as_string().ok_or_else(|| to_js(&Error::invalid("`threadId` must be a string")))?;
+        let at = observe_at(&options).js()?;
         let msgs = messages(&messages_).js()?;
-        let pending = self.engine.observe(&thread, &msgs).js()?;
+        let pending = self.engine.observe_at(&thread, &msgs, at).js()?;
         let p = match pending {
             None => Promise::resolve(&JsValue::FALSE),
             Some(fut) => {

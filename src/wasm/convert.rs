@@ -9,11 +9,12 @@
 //! instead of js-sys's `Array::iter`, `Array::is_array` and `Object::keys`.
 
 use crate::base::error::{Error, Result};
+use crate::base::time::Stamp;
 use crate::json::Value;
-use crate::memory::message::{InputMessage, Part, Role, HIDDEN_IN, HIDE_FROM_UI};
+use crate::memory::message::{InputMessage, Part, Role, HIDDEN_IN, HIDE_FROM_UI, TIME_HOLDERS, TIME_KEYS};
 use js_sys::{Array, Function, Promise, Reflect, JSON};
 use wasm_bindgen::prelude::wasm_bindgen;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 #[wasm_bindgen]
 extern "C" {
@@ -97,7 +98,30 @@ pub(crate) fn messages(v: &JsValue) -> Result<Vec<InputMessage>> {
     Ok(arr.iter().map(message).collect())
 }
 
+/// A time handed in: a `Date`, an ISO string or epoch milliseconds / seconds; `None` for
+/// anything else (an invalid `Date` too).
+pub(crate) fn stamp(v: &JsValue) -> Option<Stamp> {
+    if let Some(d) = v.dyn_ref::<js_sys::Date>() {
+        return Stamp::from_epoch(d.get_time());
+    }
+    match v.as_string() {
+        Some(s) => Stamp::parse(&s),
+        None => v.as_f64().and_then(Stamp::from_epoch),
+    }
+}
+
+/// A message's own time: [`TIME_KEYS`] on it, then in its [`TIME_HOLDERS`].
+fn message_stamp(m: &JsValue) -> Option<Stamp> {
+    let on = |o: &JsValue| TIME_KEYS.iter().find_map(|k| stamp(&prop(o, k)));
+    on(m).or_else(|| TIME_HOLDERS.iter().find_map(|h| on(&prop(m, h))))
+}
+
 fn message(m: &JsValue) -> InputMessage {
+    let at = message_stamp(m);
+    InputMessage { at, ..message_text(m) }
+}
+
+fn message_text(m: &JsValue) -> InputMessage {
     let role = prop(m, "role").as_string().or_else(|| prop(m, "type").as_string());
     let hidden = HIDDEN_IN.iter().any(|h| prop(&prop(m, h), HIDE_FROM_UI).as_bool() == Some(true));
     let role = role.as_deref().map_or(Role::Other, Role::parse).unless_hidden(hidden);

@@ -23,6 +23,24 @@ export interface Message {
   parts?: readonly MessagePart[];
   /** Assistant messages with tool calls are intermediate steps and are not remembered. */
   tool_calls?: readonly unknown[] | null;
+  /**
+   * When it was sent: a `Date`, an ISO-8601 string (its offset is kept: the writer's own
+   * date is what "yesterday" means) or epoch milliseconds (seconds below 10^11). Also read
+   * as `timestamp`, `created_at` or `date`, on the message or in its `metadata`,
+   * `additional_kwargs` or `response_metadata`. The extraction prompt states the newest as
+   * the conversation's date; a message without one takes its predecessor's. Typed
+   * `unknown` so that any message type fits; other values are ignored.
+   */
+  createdAt?: unknown;
+}
+
+/** Options of `observe()`. */
+export interface ObserveOptions {
+  /**
+   * When the conversation happened, for messages without a time of their own (a backfill of
+   * old conversations): a `Date`, an ISO-8601 string or epoch milliseconds. Default: now.
+   */
+  at?: Date | string | number;
 }
 
 /**
@@ -662,8 +680,9 @@ export interface UserMemory {
    * was nothing worth remembering (a `debug` event with code `NOT_QUEUED` says why). Throws
    * `INVALID_INPUT` or `CLOSED` synchronously. Ignoring the promise is fine: a storage
    * failure is also an `error` event, and the promise never becomes an unhandled rejection.
+   * `options.at` dates a backfill (see `ObserveOptions`).
    */
-  observe<M extends Message>(threadId: string, messages: readonly M[]): Promise<boolean>;
+  observe<M extends Message>(threadId: string, messages: readonly M[], options?: ObserveOptions): Promise<boolean>;
   /** The `<memory>…</memory>` block for the next model call, or `""`. */
   inject<M extends Message>(messages: readonly M[]): Promise<string>;
   /** Per fact: similarity, confidence, score, token cost, whether it was injected and why. */
