@@ -119,3 +119,23 @@ fn the_engine_searches_its_current_memory() {
         assert!(rig.engine.search("what does my rabbit eat", &SearchOptions::default()).await.is_empty());
     });
 }
+
+#[test]
+fn a_question_about_languages_finds_the_language_a_fact_names_but_not_the_other_way() {
+    let doc = Document {
+        facts: vec![
+            fact("f_ts", "Prefers TypeScript", 0.9),
+            fact("f_py", "Knows Python from university", 0.9),
+            fact("f_tea", "Drinks green tea in the morning", 0.9),
+        ],
+        ..Document::empty()
+    };
+    let ids = |q: &str| run(&doc, q, SearchOptions::default()).into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+    let mut languages = ids("which language?");
+    languages.sort();
+    assert_eq!(languages, ["f_py", "f_ts"], "the README's `search \"which language?\"`");
+    assert_eq!(ids("typescript"), ["f_ts"], "a query's TypeScript is not any language");
+    let mut known = ids("which programming languages does the user know?");
+    known.sort();
+    assert_eq!(known, ["f_py", "f_ts"], "the tea fact shares nothing with it");
+}

@@ -272,6 +272,7 @@ impl FactIndex {
                     len += if word { 1.0 } else { 0.0 };
                     intern(vocab, postings, concept_key(id, &mut [0; 8]))
                 }
+                Term::Broader(id) => intern(vocab, postings, concept_key(id, &mut [0; 8])),
             };
             tf.push((id, 1.0));
         });
@@ -302,6 +303,8 @@ impl FactIndex {
                     },
                 ),
                 Term::Concept { id, .. } => (self.vocab.get(concept_key(id, &mut [0; 8])), p.concept_weight),
+                // A query's "typescript" is not a question about languages in general.
+                Term::Broader(_) => return,
             };
             if let Some(&id) = id {
                 q.push((id, w));

@@ -40,6 +40,10 @@ pub(crate) enum Term<'a> {
         /// Whether it replaces an English word.
         word: bool,
     },
+    /// The broader concept of an English word (TypeScript → language), given after the
+    /// word's own term. Only a fact's text is indexed under it, never a query's: "which
+    /// language?" finds "Prefers TypeScript", but "typescript" does not find "Knows Python".
+    Broader(u32),
 }
 
 /// Tokenisation switches; [`TokenizerOptions::default`] is what relevance scoring uses.
@@ -284,14 +288,24 @@ fn tokenize(text: &str, opts: TokenizerOptions, f: &mut dyn FnMut(&str, TokenKin
 }
 
 /// The built-in bilingual concept lexicon: one concept per line, its English words and its
-/// Chinese (simplified and traditional) and Japanese terms separated by spaces.
+/// Chinese (simplified and traditional) and Japanese terms separated by spaces; after a `>`,
+/// the English words the concept is broader than (`language … > typescript python …`).
 const LEXICON: &str = include_str!("lexicon.txt");
 
-/// The parsed lexicon: English word (as is and stemmed) → concept; first character →
-/// `(CJK term, concept)`.
+/// The parsed lexicon: English word (as is and stemmed) → its concept and the concept broader
+/// than it (each `id + 1` in 16 bits, 0 for none: one map, so one instantiation in the wasm);
+/// first character → `(CJK term, concept)`.
 struct Lexicon {
     words: FxMap<Box<str>, u32>,
     cjk: FxMap<char, Vec<(&'static str, u32)>>,
+}
+
+/// The word's concept (`shift` 0) or broader concept (`shift` 16) is `id`, unless it has one.
+fn link_word(words: &mut FxMap<Box<str>, u32>, word: &str, id: usize, shift: u32) {
+    let v = words.entry(word.into()).or_insert(0);
+    if (*v >> shift) & 0xFFFF == 0 {
+        *v |= (id as u32 + 1) << shift;
+    }
 }
 
 fn lexicon() -> &'static Lexicon {
@@ -299,6 +313,10 @@ fn lexicon() -> &'static Lexicon {
     LEX.get_or_init(|| {
         let mut lex = Lexicon { words: FxMap::default(), cjk: FxMap::default() };
         for (id, line) in LEXICON.lines().enumerate() {
+            let (line, narrower) = line.split_once('>').unwrap_or((line, ""));
+            for term in narrower.split_whitespace() {
+                link_word(&mut lex.words, term, id, 16);
+            }
             for term in line.split_whitespace() {
                 let first = term.chars().next().unwrap_or(' ');
                 if is_cjk(first) {
@@ -307,8 +325,8 @@ fn lexicon() -> &'static Lexicon {
                 }
                 let mut stemmed = term.to_string();
                 stem(&mut stemmed);
-                lex.words.entry(stemmed.into()).or_insert(id as u32);
-                lex.words.entry(term.into()).or_insert(id as u32);
+                link_word(&mut lex.words, &stemmed, id, 0);
+                link_word(&mut lex.words, term, id, 0);
             }
         }
         lex
@@ -330,9 +348,15 @@ fn terms(text: &str, opts: TokenizerOptions, f: &mut dyn FnMut(Term)) {
         return;
     }
     let lex = lexicon();
-    tokenize(text, opts, &mut |t, kind| match lex.words.get(t) {
-        Some(&id) if kind == TokenKind::Word => f(Term::Concept { id, word: true }),
-        _ => f(Term::Token(t, kind)),
+    tokenize(text, opts, &mut |t, kind| {
+        let v = if kind == TokenKind::Word { lex.words.get(t).copied().unwrap_or(0) } else { 0 };
+        match v & 0xFFFF {
+            0 => f(Term::Token(t, kind)),
+            id => f(Term::Concept { id: id - 1, word: true }),
+        }
+        if v >> 16 != 0 {
+            f(Term::Broader((v >> 16) - 1));
+        }
     });
     let mut i = 0;
     while i < text.len() {
@@ -414,17 +438,29 @@ mod tests {
         let spicy = terms("Nothing too spicy");
         assert!(spicy.iter().any(|t| terms("不太能吃辣").contains(t) && t.starts_with('#')));
         assert_eq!(terms("Godot"), ["godot"]);
+        let ts = terms("Prefers TypeScript");
+        assert!(ts.contains(&"typescript".to_string()), "the word stays: {ts:?}");
+        let language = terms("which language?");
+        assert!(ts.iter().any(|t| t.starts_with('>') && language.contains(&format!("#{}", &t[1..]))), "{ts:?} / {language:?}");
     }
 
     #[test]
     fn lexicon_lines_are_well_formed() {
-        let mut seen = std::collections::HashSet::new();
+        let (mut seen, mut narrower_seen) = (std::collections::HashSet::new(), std::collections::HashSet::new());
         for line in LEXICON.lines() {
+            let (line, narrower) = line.split_once('>').unwrap_or((line, ""));
             assert!(line.split_whitespace().count() >= 2, "a concept needs two terms: {line}");
             for t in line.split_whitespace() {
                 assert!(seen.insert(t), "term {t} is in two concepts");
                 let first = t.chars().next().unwrap();
                 assert!(is_cjk(first) || t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()), "{t}");
+            }
+            for t in narrower.split_whitespace() {
+                assert!(narrower_seen.insert(t), "{t} has two broader concepts");
+                assert!(t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()), "{t}: an English word");
+                let mut stemmed = t.to_string();
+                stem(&mut stemmed);
+                assert_eq!(stemmed, t, "{t}: the tokenizer's stemmer changes it, so it would never match");
             }
         }
     }
@@ -434,6 +470,7 @@ mod tests {
             match self {
                 Term::Token(t, _) => t.to_string(),
                 Term::Concept { id, .. } => format!("#{id}"),
+                Term::Broader(id) => format!(">{id}"),
             }
         }
     }
