@@ -55,6 +55,8 @@ const app = {
   config: { configured: false, model: null },
   memory: null,
   storage: null,
+  /** The storage whose memory is encrypted and waits for its passphrase (nothing is open). */
+  locked: null,
   doc: null,
   history: [],
   explanation: null,
@@ -78,6 +80,12 @@ const app = {
   hasDraft: () => chat?.hasDraft() ?? false,
   /** Runs a memory action; on failure shows why and resolves to undefined. */
   async run(label, fn) {
+    if (!app.memory) {
+      toast(app.locked ? "Memory is locked: enter its passphrase under Data first." : "Memory is still opening.", {
+        kind: "error",
+      });
+      return undefined;
+    }
     try {
       return await fn();
     } catch (e) {
@@ -224,6 +232,8 @@ function subscribe(m) {
 
 /** The passphrase of encrypted memory: kept in this tab only, never stored. */
 let passphrase = null;
+/** The toast of the last refused passphrase, removed once one is accepted. */
+let failedToast = null;
 
 async function open(kind) {
   const options = {
@@ -249,12 +259,14 @@ async function open(kind) {
     } else if (e.code === "CORRUPT_MEMORY") {
       corruptNotice(kind, e);
     } else if (e.code === "DECRYPT_FAILED") {
+      // Locked: nothing is opened (an empty stand-in would look like lost memory).
       notice(
-        `${STORAGE_NAMES[kind]} holds encrypted memory: enter its passphrase under Data (${sentence(e.message)}) Meanwhile memory is kept in this tab only.`,
+        passphrase
+          ? `The memory in ${STORAGE_NAMES[kind]} is locked with another passphrase: enter it under Data to unlock it.`
+          : `The memory in ${STORAGE_NAMES[kind]} is locked with a passphrase: enter it under Data to unlock it.`,
         { kind: "warn", id: "storage" },
       );
-      $("toggle-encryption").checked = true;
-      showEncryption();
+      return { memory: null, kind, locked: true };
     } else {
       notice(`Could not open ${STORAGE_NAMES[kind]}: ${sentence(e.message)} Using in-memory storage instead.`, {
         kind: "error",
@@ -317,15 +329,24 @@ async function switchStorage(kind) {
   }
   app.memory = opened.memory;
   app.storage = opened.kind;
-  app.opts = app.memory.options();
-  globalThis.memory = app.memory;
-  subscribe(app.memory);
+  app.locked = opened.locked ? opened.kind : null;
+  if (app.locked) app.history = [];
+  app.opts = app.memory?.options() ?? null;
+  globalThis.memory = app.memory ?? undefined;
+  if (app.memory) subscribe(app.memory);
   app.activity = { kind: "idle", at: 0, queuedAt: 0 };
   queueWatch = { busy: false, since: 0, lastTick: Date.now() };
   $("storage-select").value = opened.kind;
-  $("storage-name").textContent = STORAGE_NAMES[opened.kind];
+  $("storage-name").textContent = STORAGE_NAMES[opened.kind] + (app.locked ? " (locked)" : "");
   document.body.dataset.storage = opened.kind;
+  document.body.dataset.locked = String(Boolean(app.locked));
+  if (app.locked) $("toggle-encryption").checked = true;
   showEncryption();
+  if (app.locked) {
+    pane.renderAll();
+    chat?.renderComposer();
+    return;
+  }
   $("toggle-learning").checked = app.opts.enabled;
   $("toggle-injection").checked = app.opts.injectionEnabled;
   chat?.renderComposer();
@@ -357,11 +378,13 @@ function showEncryption() {
   const on = $("toggle-encryption").checked;
   $("passphrase").hidden = $("encrypt-btn").hidden = !on || Boolean(app.opts?.encryption);
   $("toggle-encryption").disabled = Boolean(app.opts?.encryption);
-  $("encryption-note").textContent = app.opts?.encryption
-    ? "Encrypted (AES-256-GCM, key from your passphrase): storage holds only ciphertext. The passphrase is kept in this tab only."
-    : app.storage === "memory"
-      ? "In-memory storage is never written anywhere."
-      : "Stored as plain text in this browser.";
+  $("encryption-note").textContent = app.locked
+    ? "Locked: this memory is encrypted. Enter its passphrase to unlock it."
+    : app.opts?.encryption
+      ? "Encrypted (AES-256-GCM, key from your passphrase): storage holds only ciphertext. The passphrase is kept in this tab only."
+      : app.storage === "memory"
+        ? "In-memory storage is never written anywhere."
+        : "Stored as plain text in this browser.";
 }
 
 function wireControls() {
@@ -386,12 +409,14 @@ function wireControls() {
     const value = $("passphrase").value;
     const kind = app.storage === "memory" ? prefs.storage : app.storage;
     if (!value || kind === "memory") return;
+    const unlocking = app.locked === kind;
     await app.memory?.close().catch(() => {});
     try {
       // Plain memory is encrypted in place; encrypted memory is only checked against it.
       await UserMemory.encrypt({ agent, storage: kind, encryption: { passphrase: value } });
     } catch (err) {
-      toast(err.code === "DECRYPT_FAILED" ? "Wrong passphrase." : `Encryption failed: ${err.message}`, {
+      failedToast?.remove();
+      failedToast = toast(err.code === "DECRYPT_FAILED" ? "Wrong passphrase." : `Encryption failed: ${err.message}`, {
         kind: "error",
       });
       await switchStorage(kind);
@@ -399,8 +424,11 @@ function wireControls() {
     }
     passphrase = value;
     $("passphrase").value = "";
+    // The refusal of an earlier try is no longer true.
+    failedToast?.remove();
+    failedToast = null;
     await switchStorage(kind);
-    toast("Memory is encrypted.");
+    toast(unlocking ? "Unlocked." : "Memory is encrypted.");
   });
 
   $("toggle-learning").addEventListener("change", (e) => {

@@ -446,7 +446,7 @@ test("the encryption switch encrypts stored memory with a passphrase; after a re
     assert.ok(!raw.includes("penicillin") && !raw.includes("demo passphrase"), "IndexedDB holds only ciphertext");
 
     await reload(page);
-    await waitForText(page, ".notice", "encrypted memory");
+    await waitForText(page, ".notice", "locked with a passphrase");
     await page.getByRole("textbox", { name: "Passphrase" }).fill("not the passphrase");
     await page.getByRole("button", { name: "Unlock / encrypt" }).click();
     await waitForText(page, ".toast", "Wrong passphrase");
@@ -961,6 +961,67 @@ for (const [size, viewport] of [
       await page.waitForFunction(() => document.querySelectorAll("#facts-list .fact").length === 40, null, {
         timeout: T,
       });
+      assert.deepEqual(problems, { dialogs: [], errors: [] });
+    });
+  });
+}
+
+for (const [size, viewport] of [
+  ["1280×800", { width: 1280, height: 800 }],
+  ["390×844", { width: 390, height: 844 }],
+]) {
+  const phone = viewport.width < 900;
+  test(`at ${size}: a clicked suggestion enables Send; after a reload encrypted memory shows as locked, in user wording, until the passphrase unlocks it ("Unlocked", the refusal toast gone)`, async () => {
+    await withBrowser(async (context) => {
+      const { page, problems } = await openDemo(context, { viewport });
+      const send = page.locator("#send");
+      assert.equal(await send.isDisabled(), true, "nothing typed yet");
+      await page.locator(".suggestion").first().click();
+      assert.notEqual(await page.locator("#input").inputValue(), "", "the suggestion fills the box");
+      assert.equal(await send.isDisabled(), false, "and Send is enabled without typing a character");
+      script.chats.push("Noted.");
+      await send.click();
+      await waitForText(page, ".msg-assistant .bubble", "Noted.");
+
+      const memoryPane = async () => {
+        if (phone) await page.getByRole("button", { name: /^Memory/ }).click();
+      };
+      await memoryPane();
+      await addFact(page, "Allergic to penicillin");
+      await page.getByRole("checkbox", { name: "Encrypt with a passphrase" }).check();
+      await page.getByRole("textbox", { name: "Passphrase" }).fill("demo passphrase");
+      await page.getByRole("button", { name: "Unlock / encrypt" }).click();
+      await waitForText(page, ".toast", "Memory is encrypted.");
+
+      await reload(page);
+      await page.waitForSelector("body[data-locked=true]", { timeout: T });
+      const storageName = await page.locator("#storage-name").textContent();
+      assert.equal(storageName, "IndexedDB (locked)", "the page names the real storage, not in memory");
+      assert.equal(await page.locator("#mem-status").getAttribute("data-state"), "locked");
+      assert.doesNotMatch(await page.locator("#revision").textContent(), /rev 0/, "no empty memory at rev 0");
+      const banner = await page.locator(".notice").innerText();
+      assert.match(banner, /locked with a passphrase: enter it under Data to unlock it/);
+      assert.doesNotMatch(banner, /`|option|encryption|in this tab only/, `user wording: ${banner}`);
+      await memoryPane();
+      assert.match(await text(page, "#facts-list"), /Locked/);
+      assert.doesNotMatch(await text(page, "#facts-list"), /No facts yet/);
+      for (const sel of ["#preview-note", "#history-list"])
+        assert.match(await page.locator(sel).textContent(), /[Ll]ocked/, `${sel} says locked, not empty`);
+      await shot(page, `19-${phone ? "phone" : "desktop"}-locked`);
+
+      await page.getByRole("textbox", { name: "Passphrase" }).fill("not the passphrase");
+      await page.getByRole("button", { name: "Unlock / encrypt" }).click();
+      await waitForText(page, ".toast", "Wrong passphrase.");
+      assert.equal(await page.locator("body").getAttribute("data-locked"), "true", "still locked");
+      await page.getByRole("textbox", { name: "Passphrase" }).fill("demo passphrase");
+      await page.getByRole("button", { name: "Unlock / encrypt" }).click();
+      await waitForText(page, "#facts-list .fact-text", "Allergic to penicillin");
+      await waitForText(page, ".toast", "Unlocked.");
+      assert.equal(await page.locator(".toast", { hasText: "Wrong passphrase" }).count(), 0, "the refusal is gone");
+      assert.equal(await page.locator(".toast", { hasText: "Memory is encrypted" }).count(), 0);
+      assert.equal(await page.locator("#storage-name").textContent(), "IndexedDB");
+      assert.equal(await page.locator(".notice").count(), 0, "the locked banner is gone");
+      assert.match(await page.locator("#revision").textContent(), /^rev [1-9]/);
       assert.deepEqual(problems, { dialogs: [], errors: [] });
     });
   });

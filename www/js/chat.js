@@ -208,6 +208,7 @@ export function createChat(app) {
     input.value = s;
     autosize();
     input.focus();
+    renderComposer();
     app.onDraftChange();
   }
 

@@ -250,8 +250,8 @@ export function createMemoryPane(app) {
     });
     for (const id of factEditors.keys()) if (!facts.some((f) => f.id === id)) factEditors.delete(id);
     const included = (app.explanation?.facts ?? []).filter((f) => f.included).length;
-    $("facts-count").textContent = facts.length ? `${facts.length} · ${included} in prompt` : "0";
-    $("switch-count").textContent = String(facts.length);
+    $("facts-count").textContent = app.locked ? "–" : facts.length ? `${facts.length} · ${included} in prompt` : "0";
+    $("switch-count").textContent = app.locked ? "–" : String(facts.length);
     // A filter once the list gets long (memory holds up to maxFacts, 100 by default).
     const filter = $("facts-filter");
     filter.hidden = facts.length <= FILTER_FROM && !filter.value;
@@ -275,9 +275,11 @@ export function createMemoryPane(app) {
           : h(
               "li",
               { class: "empty-state" },
-              ordered.length
-                ? "No fact matches the filter."
-                : "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand.",
+              app.locked
+                ? "Locked: the facts show once the passphrase unlocks them."
+                : ordered.length
+                  ? "No fact matches the filter."
+                  : "No facts yet. Chat about yourself and they appear here after the pause, or add one by hand.",
             ),
       );
     });
@@ -310,7 +312,9 @@ export function createMemoryPane(app) {
           icon("edit"),
         ),
       ),
-      sec.summary ? h("p", { class: "section-text" }, sec.summary) : h("p", { class: "section-text empty" }, "Empty"),
+      sec.summary
+        ? h("p", { class: "section-text" }, sec.summary)
+        : h("p", { class: "section-text empty" }, app.locked ? "Locked" : "Empty"),
     );
   }
 
@@ -372,7 +376,9 @@ export function createMemoryPane(app) {
     }
     if (!ex?.block) {
       pre.hidden = true;
-      note.textContent = "Nothing to inject yet: memory is empty.";
+      note.textContent = app.locked
+        ? "Memory is locked: nothing is injected until its passphrase unlocks it."
+        : "Nothing to inject yet: memory is empty.";
       tokens.textContent = "0 tokens";
       return;
     }
@@ -390,9 +396,11 @@ export function createMemoryPane(app) {
     const m = app.memory;
     const box = $("mem-status");
     if (!m) {
-      box.dataset.state = "opening";
-      $("status-title").textContent = "Opening memory…";
-      $("status-detail").textContent = "";
+      box.dataset.state = app.locked ? "locked" : "opening";
+      $("status-title").textContent = app.locked ? "Memory is locked" : "Opening memory…";
+      $("status-detail").textContent = app.locked ? "Enter the passphrase under Data to unlock it." : "";
+      $("revision").textContent = "";
+      $("flush-btn").disabled = true;
       return;
     }
     const st = m.status();
@@ -477,10 +485,16 @@ export function createMemoryPane(app) {
   /** The history: newest first, each with what changed, when, why, and a revert. */
   function renderHistory() {
     const entries = app.history ?? [];
-    $("history-count").textContent = String(entries.length);
+    $("history-count").textContent = app.locked ? "–" : String(entries.length);
     replace(
       $("history-list"),
-      entries.length ? null : h("li", { class: "muted small" }, "Nothing has changed yet."),
+      entries.length
+        ? null
+        : h(
+            "li",
+            { class: "muted small" },
+            app.locked ? "Locked: the changes show once unlocked." : "Nothing has changed yet.",
+          ),
       ...entries.map((e, i) =>
         h(
           "li",
