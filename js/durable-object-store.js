@@ -74,15 +74,15 @@ export class DurableObjectStore {
 
   /** @param {string} key @param {string} value */
   async set(key, value) {
-    const old = await this.#storage.get(key);
-    await dropParts(this.#storage, key, old, await write(this.#storage, key, value));
+    await write(this.#storage, key, value, await this.#storage.get(key));
   }
 
   /** @param {string} key */
   async delete(key) {
     const old = await this.#storage.get(key);
-    await this.#storage.delete(key);
-    await dropParts(this.#storage, key, old, 0);
+    // The key and its parts in one call (atomic for up to 128 keys).
+    if (isHeader(old)) await this.#storage.delete([key, ...partKeys(key, 0, old.parts)]);
+    else await this.#storage.delete(key);
   }
 
   /** @param {string} prefix @returns {Promise<string[]>} */
@@ -99,7 +99,7 @@ export class DurableObjectStore {
     return this.#storage.transaction(async (txn) => {
       const old = await txn.get(key);
       if ((await read(txn, key, old)) !== expected) return false;
-      await dropParts(txn, key, old, await write(txn, key, value));
+      await write(txn, key, value, old);
       return true;
     });
   }
@@ -137,27 +137,33 @@ function hash(text) {
 const partKey = (/** @type {string} */ key, /** @type {number} */ i) => `${key}${PART}${i}`;
 
 /**
- * Writes `value` under `key`, split into parts when it is big, in one `put`; returns the
- * number of parts (0: stored as it is).
- * @param {Storage} storage @param {string} key @param {string} value
+ * Writes `value` under `key`, split into parts when it is big, in one `put`, and removes the
+ * parts of `old` (what `key` held) that the new value does not overwrite. Both calls are made
+ * without an await between them, so a Durable Object commits them together (its storage
+ * coalesces writes made without an await in between into one atomic write; inside a
+ * transaction they are atomic anyway): no stale part is ever left behind.
+ * @param {Storage} storage @param {string} key @param {string} value @param {unknown} old
  */
-async function write(storage, key, value) {
+function write(storage, key, value, old) {
   const parts = value.length <= SPLIT_BYTES / 2 ? [value] : split(value);
-  if (parts.length === 1) {
-    await storage.put(key, value);
-    return 0;
-  }
   if (parts.length > MAX_KEYS - 1) {
     throw userMemoryError(
       "STORAGE_QUOTA",
       `Durable Object storage: a value of ${value.length} characters for "${key}" needs ${parts.length} parts of at most ${SPLIT_BYTES} bytes; one atomic write holds ${MAX_KEYS - 1} (about ${Math.floor(((MAX_KEYS - 1) * SPLIT_BYTES) / 1e6)} MB of ASCII). Nothing was written`,
     );
   }
-  /** @type {Record<string, Header | string>} */
-  const entries = { [key]: { [HEADER]: 1, parts: parts.length, length: value.length, hash: hash(value) } };
-  parts.forEach((p, i) => (entries[partKey(key, i)] = p));
-  await storage.put(entries);
-  return parts.length;
+  /** @type {Promise<unknown>[]} */
+  const writes = [];
+  if (parts.length === 1) writes.push(storage.put(key, value));
+  else {
+    /** @type {Record<string, Header | string>} */
+    const entries = { [key]: { [HEADER]: 1, parts: parts.length, length: value.length, hash: hash(value) } };
+    parts.forEach((p, i) => (entries[partKey(key, i)] = p));
+    writes.push(storage.put(entries));
+  }
+  const kept = parts.length === 1 ? 0 : parts.length;
+  if (isHeader(old) && old.parts > kept) writes.push(storage.delete(partKeys(key, kept, old.parts)));
+  return Promise.all(writes);
 }
 
 /**
@@ -199,13 +205,9 @@ function isHeader(value) {
   );
 }
 
-/**
- * Deletes the parts of the old stored value `old` of `key` from index `from` on.
- * @param {Storage} storage @param {string} key @param {unknown} old @param {number} from
- */
-async function dropParts(storage, key, old, from) {
-  if (!isHeader(old) || old.parts <= from) return;
-  await storage.delete(Array.from({ length: old.parts - from }, (_, i) => partKey(key, from + i)));
+/** The part keys of `key` from index `from` up to `to` (exclusive). @param {string} key @param {number} from @param {number} to */
+function partKeys(key, from, to) {
+  return Array.from({ length: to - from }, (_, i) => partKey(key, from + i));
 }
 
 /** @param {string} key @param {string} what */
