@@ -12,6 +12,7 @@ pub mod embed;
 pub(crate) mod fusion;
 pub mod inject;
 pub mod relevance;
+pub(crate) mod render;
 pub mod search;
 pub(crate) mod similar;
 pub mod token_count;
