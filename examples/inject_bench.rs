@@ -1,6 +1,10 @@
 //! inject() natively at 100 … 10 000 facts: the selection without the JS boundary.
 //!
 //!   cargo run --release --example inject_bench
+//!
+//! For a profile with the functions kept apart (no LTO inlining across them):
+//!   CARGO_PROFILE_RELEASE_DEBUG=true CARGO_PROFILE_RELEASE_LTO=false \\
+//!   CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 perf record -g cargo run --release --example inject_bench
 
 // A native benchmark, not shipped in the wasm: std's sort and join are fine here.
 #![allow(clippy::disallowed_methods)]
@@ -60,12 +64,28 @@ fn facts(n: usize) -> Vec<Fact> {
         .collect()
 }
 
+/// 16 three-message conversations over the same words as the facts, used in turn.
+fn queries() -> Vec<[ChatMessage; 3]> {
+    let mut seed: u64 = 7;
+    let mut next = move |m: usize| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((seed >> 33) as usize) % m
+    };
+    (0..16)
+        .map(|_| {
+            let (a, b, c, d) = (EN[next(EN.len())], ZH[next(ZH.len())], EN[next(EN.len())], ZH[next(ZH.len())]);
+            let (e, f) = (EN[next(EN.len())], EN[next(EN.len())]);
+            [
+                ChatMessage::user(format!("我想优化 {a} {b}的{d}，团队在上海")),
+                ChatMessage::assistant(format!("可以先看 {c} 的批量大小和 {d} 命中率。")),
+                ChatMessage::user(format!("Also my {e} stopped eating, and I am training for a {f} in Berlin")),
+            ]
+        })
+        .collect()
+}
+
 fn main() {
-    let messages = [
-        ChatMessage::user("我想优化 kafka 服务的延迟，团队在上海"),
-        ChatMessage::assistant("可以先看 consumer 的批量大小和 redis 缓存命中率。"),
-        ChatMessage::user("Also my rabbit stopped eating, and I am training for a marathon in Berlin"),
-    ];
+    let queries = queries();
     let mut opts = Config::default().inject;
     opts.now_ms = Some(1_780_000_000_000);
     for n in [100, 500, 2000, 10_000] {
@@ -73,16 +93,16 @@ fn main() {
         doc.facts = facts(n);
         let mut index = FactIndex::new();
         index.sync(&doc.facts);
-        let runs = if n >= 10_000 { 300 } else { 1000 };
+        let runs = if n >= 10_000 { 800 } else { 3200 };
         let mut times: Vec<f64> = (0..runs)
-            .map(|_| {
+            .map(|i| {
                 let t = Instant::now();
-                let block = inject(&doc, &index, &messages, &opts, &Estimate);
+                let block = inject(&doc, &index, &queries[i % queries.len()], &opts, &Estimate);
                 assert!(block.contains("<memory>"));
                 t.elapsed().as_secs_f64() * 1e6
             })
             .collect();
         times.sort_by(f64::total_cmp);
-        println!("{n:>6} facts: inject {:>8.1} µs (median of {runs})", times[runs / 2]);
+        println!("{n:>6} facts: inject {:>8.1} µs (median of {runs}, 16 queries in turn)", times[runs / 2]);
     }
 }
