@@ -32,8 +32,15 @@ fn assert_same_scores(incremental: &FactIndex, facts: &[Fact]) {
     let fresh = scratch(facts);
     assert!(incremental.is_synced_with(facts));
     assert_eq!(incremental.len(), facts.len());
-    for (i, _) in facts.iter().enumerate() {
+    for (i, f) in facts.iter().enumerate() {
         assert_eq!(incremental.created_ms(i), fresh.created_ms(i));
+        // What ranking reads from the index instead of the fact is the fact's own.
+        assert_eq!(incremental.is_blank(i), f.content.trim().is_empty(), "{f:?}");
+        assert_eq!(incremental.is_correction(i), f.category == "correction", "{f:?}");
+        assert_eq!(incremental.confidence(i), f.confidence, "{f:?}");
+        for now in [0, 1_767_225_600_000, 1_767_225_600_000 + 3 * 86_400_000, u64::MAX / 2] {
+            assert_eq!(incremental.is_expired(i, now), f.is_expired(now), "{f:?} at {now}");
+        }
     }
     for q in QUERIES {
         let a = incremental.similarities(q);
@@ -108,6 +115,8 @@ enum Op {
     Edit(usize, String),
     Touch(usize),
     Swap(usize, usize),
+    /// Category, confidence or lifetime changed, content kept.
+    Meta(usize, u8),
 }
 
 fn content() -> impl Strategy<Value = String> {
@@ -145,6 +154,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<usize>(), content()).prop_map(|(i, c)| Op::Edit(i, c)),
         1 => any::<usize>().prop_map(Op::Touch),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Swap(a, b)),
+        2 => (any::<usize>(), any::<u8>()).prop_map(|(i, k)| Op::Meta(i, k)),
     ]
 }
 
@@ -174,6 +184,16 @@ proptest! {
                 Op::Edit(i, c) if n > 0 => facts[i % n].content = c,
                 Op::Touch(i) if n > 0 => facts[i % n].created_at = format!("2026-01-{:02}T00:00:00Z", 1 + i % 28),
                 Op::Swap(a, b) if n > 0 => facts.swap(a % n, b % n),
+                Op::Meta(i, k) if n > 0 => {
+                    let f = &mut facts[i % n];
+                    match k % 5 {
+                        0 => f.category = if f.category == "correction" { "context" } else { "correction" }.into(),
+                        1 => f.confidence = f64::from(k) / 255.0,
+                        2 => f.set_expected_valid_days(f64::from(1 + k % 3)),
+                        3 => { f.extra.insert("lastConfirmedAt".into(), format!("2026-01-{:02}T00:00:00Z", 1 + k % 28).into()); }
+                        _ => { f.extra.remove("expected_valid_days"); }
+                    }
+                }
                 _ => {}
             }
             index.sync(&facts);

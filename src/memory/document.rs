@@ -205,7 +205,8 @@ pub const CORRECTION: &str = "correction";
 /// Longest lifetime a fact may be given, in days (DeerFlow caps 90 × 20).
 pub const MAX_VALID_DAYS: f64 = 1800.0;
 
-const DAY_MS: f64 = 86_400_000.0;
+/// One day in milliseconds.
+pub(crate) const DAY_MS: f64 = 86_400_000.0;
 
 /// The lifecycle fields live in [`Fact::extra`] under DeerFlow's names, so a document
 /// written by DeerFlow keeps them and one written here reads there; these read them

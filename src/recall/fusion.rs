@@ -41,9 +41,20 @@ pub(crate) struct Similarities {
     /// Dense, min-max normalised into `[0, 1]`; `None` without a query vector, and per fact
     /// without a vector.
     pub dense: Option<Vec<Option<f32>>>,
-    /// What the score uses: the lexical similarity alone without a query vector, else the
-    /// fusion described in the module docs.
-    pub fused: Vec<f32>,
+    /// What the score uses when there is a query vector: the fusion described in the
+    /// module docs; `None`: the lexical similarity alone (not copied).
+    pub fused: Option<Vec<f32>>,
+}
+
+impl Similarities {
+    /// The similarity the score uses for the fact at `pos`.
+    #[inline]
+    pub(crate) fn fused(&self, pos: usize) -> f32 {
+        match &self.fused {
+            Some(f) => f[pos],
+            None => self.lexical[pos],
+        }
+    }
 }
 
 /// The similarities of every fact (in the order of the index's last sync) to `query`,
@@ -51,7 +62,7 @@ pub(crate) struct Similarities {
 pub(crate) fn similarities(index: &FactIndex, query: &str, dense: Option<&Dense>) -> Similarities {
     let lexical = index.similarities(query);
     let Some(d) = dense.filter(|d| d.aligned.len() == lexical.len()) else {
-        return Similarities { fused: lexical.clone(), lexical, dense: None };
+        return Similarities { fused: None, lexical, dense: None };
     };
     let cos = d.vectors.similarities(d.aligned, d.query);
     let (mut lo, mut hi, mut n) = (f32::MAX, f32::MIN, 0usize);
@@ -61,7 +72,7 @@ pub(crate) fn similarities(index: &FactIndex, query: &str, dense: Option<&Dense>
         n += 1;
     }
     if n < 2 || hi - lo <= f32::EPSILON {
-        return Similarities { fused: lexical.clone(), lexical, dense: Some(vec![None; cos.len()]) };
+        return Similarities { fused: None, lexical, dense: Some(vec![None; cos.len()]) };
     }
     let range = hi - lo;
     let mut dense = cos;
@@ -72,7 +83,7 @@ pub(crate) fn similarities(index: &FactIndex, query: &str, dense: Option<&Dense>
             *f = (*f + DENSE_WEIGHT * *c) / (1.0 + DENSE_WEIGHT);
         }
     }
-    Similarities { lexical, dense: Some(dense), fused }
+    Similarities { lexical, dense: Some(dense), fused: Some(fused) }
 }
 
 #[cfg(test)]
@@ -127,9 +138,9 @@ mod tests {
         assert_eq!(d[3], None, "no vector yet");
         assert_eq!(s.lexical[0], 1.0, "the dog fact matches lexically");
         for (i, d) in d.iter().enumerate().take(3) {
-            assert!((s.fused[i] - (s.lexical[i] + DENSE_WEIGHT * d.unwrap()) / (1.0 + DENSE_WEIGHT)).abs() < 1e-6);
+            assert!((s.fused(i) - (s.lexical[i] + DENSE_WEIGHT * d.unwrap()) / (1.0 + DENSE_WEIGHT)).abs() < 1e-6);
         }
-        assert_eq!(s.fused[3], s.lexical[3]);
+        assert_eq!(s.fused(3), s.lexical[3]);
         // Through explain: the vegetarian fact now ranks next to the lexical match, ahead of the
         // more confident work fact that ranked above it lexically.
         let lexical_only = explain_hybrid(
@@ -166,11 +177,11 @@ mod tests {
         for (s, q) in [(&one, &q), (&set, &QueryVector::new(vec![1.0, 0.0]).unwrap())] {
             let aligned = s.align(&doc.facts);
             let r = similarities(&index, "dog", Some(&Dense { vectors: s, aligned: &aligned, query: q }));
-            assert_eq!(r.fused, r.lexical);
+            assert_eq!(r.fused, None);
         }
         // A misaligned `aligned` (another document) is ignored rather than misread.
         assert_eq!(set.retain_facts(&doc.facts), 0);
         let r = similarities(&index, "dog", Some(&Dense { vectors: &set, aligned: &[0, 1], query: &q }));
-        assert_eq!((r.fused, r.dense), (r.lexical.clone(), None));
+        assert_eq!((r.fused, r.dense), (None, None));
     }
 }

@@ -13,7 +13,8 @@
 
 use crate::base::hash::FxMap;
 use crate::base::time::millis_from_iso;
-use crate::memory::document::Fact;
+use crate::memory::document::{Fact, CORRECTION, DAY_MS};
+use crate::recall::render::{clean, push_value};
 use crate::recall::tokenize::{for_each_term, Term, TokenKind};
 
 /// How text is cut into terms ([`Params::tokenizer`]).
@@ -61,7 +62,16 @@ struct Entry {
     created_at: Box<str>,
     /// Length in words and CJK characters (grams and CJK-derived concepts do not count).
     len: f32,
+    /// The content as the block renders it with links neutralised, when that differs from
+    /// the content itself (`None`: the content is rendered as it is, with or without
+    /// neutralising). Computed when the content is tokenised, so once per content.
+    rendered: Option<Box<str>>,
 }
+
+/// [`FactIndex::flags`]: the content is blank.
+const BLANK: u8 = 1;
+/// [`FactIndex::flags`]: the category is `correction`.
+const IS_CORRECTION: u8 = 2;
 
 /// Where an entry of the previous sync went.
 const DROPPED: u32 = u32::MAX;
@@ -77,8 +87,12 @@ pub struct FactIndex {
     entries: Vec<Entry>,
     /// Per position: `createdAt` in epoch ms (0 if unknown).
     created: Vec<u64>,
-    /// Per position: whether the content is blank.
-    blank: Vec<bool>,
+    /// Per position: [`BLANK`] and [`IS_CORRECTION`].
+    flags: Vec<u8>,
+    /// Per position: the confidence (read here so ranking touches no `Fact`).
+    conf: Vec<f64>,
+    /// Per position: when the fact's lifetime is over (epoch ms, `INFINITY` without one).
+    expires: Vec<f64>,
     /// Entry key → position.
     by_id: FxMap<Box<str>, u32>,
     total_len: f64,
@@ -159,7 +173,37 @@ impl FactIndex {
 
     /// Whether the fact at `position` (of the last sync) has blank content.
     pub fn is_blank(&self, position: usize) -> bool {
-        self.blank.get(position).copied().unwrap_or(true)
+        self.flags.get(position).map_or(true, |f| f & BLANK != 0)
+    }
+
+    /// Whether the fact at `position` (of the last sync) is of category `correction`.
+    pub fn is_correction(&self, position: usize) -> bool {
+        self.flags.get(position).is_some_and(|f| f & IS_CORRECTION != 0)
+    }
+
+    /// The confidence of the fact at `position` (of the last sync); 0 if out of range.
+    pub fn confidence(&self, position: usize) -> f64 {
+        self.conf.get(position).copied().unwrap_or(0.0)
+    }
+
+    /// Whether the lifetime (`expected_valid_days` from the last confirmation) of the fact at
+    /// `position` (of the last sync) is over at `now_ms`; see [`Fact::is_expired`].
+    pub fn is_expired(&self, position: usize, now_ms: u64) -> bool {
+        self.expires.get(position).is_some_and(|&at| at <= now_ms as f64)
+    }
+
+    /// How the block renders `content`, the content of the fact at `position`, with links
+    /// neutralised: `Some(content)` itself, or its prepared rendering; `None` when the index
+    /// holds other content at `position` (it was not synced since), so the caller renders it.
+    pub(crate) fn rendered<'a>(&'a self, position: usize, content: &'a str) -> Option<&'a str> {
+        let e = self.entries.get(position).filter(|e| *e.content == *content)?;
+        Some(e.rendered.as_deref().unwrap_or(content))
+    }
+
+    /// Whether `content` is rendered in the block exactly as it is (with or without
+    /// neutralising links).
+    pub(crate) fn renders_as_is(&self, position: usize, content: &str) -> bool {
+        self.entries.get(position).is_some_and(|e| *e.content == *content && e.rendered.is_none())
     }
 
     /// Brings the index in line with `facts`, re-tokenising only added or changed facts
@@ -177,6 +221,7 @@ impl FactIndex {
                 .zip(&self.entries)
                 .all(|(f, e)| key_matches(&e.key, &f.id) && *e.content == *f.content && *e.created_at == *f.created_at)
         {
+            self.read_fields(facts);
             return;
         }
         let mut old = std::mem::take(&mut self.entries);
@@ -247,13 +292,30 @@ impl FactIndex {
             self.link(pos);
         }
         self.created = self.entries.iter().map(|e| millis_from_iso(&e.created_at).unwrap_or(0)).collect();
-        self.blank = self.entries.iter().map(|e| e.content.trim().is_empty()).collect();
+        self.read_fields(facts);
         // Terms of edited and removed facts stay interned; rebuild once they dominate.
         if self.vocab.len() > 4 * self.live_terms + 4096 {
             let tokenised = self.tokenised;
             *self = FactIndex::with_params(self.params);
             self.sync(facts);
             self.tokenised += tokenised;
+        }
+    }
+
+    /// What ranking reads of every fact besides its terms: blank, correction, confidence and
+    /// the end of its lifetime. One pass over the facts (no allocation when their number is
+    /// unchanged); a timestamp is parsed only for a fact with a lifetime.
+    fn read_fields(&mut self, facts: &[Fact]) {
+        self.flags.clear();
+        self.conf.clear();
+        self.expires.clear();
+        for f in facts {
+            let blank = if f.content.trim().is_empty() { BLANK } else { 0 };
+            let correction = if f.category == CORRECTION { IS_CORRECTION } else { 0 };
+            self.flags.push(blank | correction);
+            self.conf.push(f.confidence);
+            let expires = f.expected_valid_days().and_then(|days| Some(f.confirmed_ms()? as f64 + days * DAY_MS));
+            self.expires.push(expires.unwrap_or(f64::INFINITY));
         }
     }
 
@@ -283,7 +345,11 @@ impl FactIndex {
             p.push(Posting { pos: pos as u32, tf: n, len });
         }
         self.tokenised += 1;
-        self.entries[pos].len = len;
+        let e = &mut self.entries[pos];
+        e.len = len;
+        let mut out = String::with_capacity(e.content.len());
+        push_value(&mut out, &clean(&e.content, true));
+        e.rendered = (*out != *e.content).then(|| out.into_boxed_str());
         self.total_len += f64::from(len);
     }
 

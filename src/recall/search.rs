@@ -102,11 +102,11 @@ pub fn search(
     let index = index.synced_or_temp(&doc.facts, &mut temp);
     let sims = similarities(index, query, dense);
     let rank = |pos: usize| {
-        let sim = f64::from(sims.fused[pos]);
-        let conf = doc.facts[pos].confidence;
+        let sim = f64::from(sims.fused(pos));
+        let conf = index.confidence(pos);
         Ranked { pos, sim, conf, score: weights.similarity_weight * sim + weights.confidence_weight * conf, created: index.created_ms(pos) }
     };
-    let matches = (0..doc.facts.len()).filter(|&p| sims.fused[p] > 0.0 && !index.is_blank(p));
+    let matches = (0..doc.facts.len()).filter(|&p| sims.fused(p) > 0.0 && !index.is_blank(p));
     top_k(matches, rank, opts.limit.min(doc.facts.len()))
         .into_iter()
         .filter(|r| r.score >= opts.min_score)
