@@ -325,6 +325,11 @@ fn main() {
     } else {
         println!("(no vectors for these sets in {DEFAULT_VECTORS}: lexical rankers only; pass --embed-url to compute them)");
     }
+    if args.iter().any(|a| a == "--fusions") {
+        assert!(have_vectors, "--fusions needs vectors");
+        compare_fusions(&emb, &files);
+        return;
+    }
     for file in files {
         let sets = load(file);
         let n: usize = sets.iter().map(|p| p.cases.len()).sum();
@@ -638,6 +643,75 @@ fn hybrid<'a>(
 /// The query text `inject()` ranks against for a case (its last `recentTurns` turns).
 fn library_query(case: &Case) -> String {
     user_memory::inject::query_text(&case.messages, Config::default().inject.recent_turns)
+}
+
+/// `--fusions`: the shipped fusion against the two candidates of issue 24 (min-max with dense
+/// weight 0.75, RRF with k = 10), per set and pooled over every case of every set given:
+/// recall@15 and nDCG@15, and the pooled difference to the shipped fusion with a 95 % paired
+/// bootstrap interval (2 000 resamples of the cases, fixed seed).
+fn compare_fusions(emb: &Embeddings, files: &[&String]) {
+    // (lexical + w·dense)/(1 + w): w = 1 is dense weight 0.5, w = 3 is 0.75.
+    let fusions = [
+        ("min-max, dense weight 0.5 (shipped)", Fuse::MinMax { w: 1.0 }),
+        ("min-max, dense weight 0.75", Fuse::MinMax { w: 3.0 }),
+        ("RRF k = 10", Fuse::Rrf { k: 10.0, w: 1.0 }),
+    ];
+    // Per fusion, per case: (set, recall@15, nDCG@15).
+    let mut per: Vec<Vec<(usize, f64, f64)>> = vec![Vec::new(); fusions.len()];
+    for (si, file) in files.iter().enumerate() {
+        let sets = load(file);
+        for (fi, (_, fuse)) in fusions.iter().enumerate() {
+            let r = hybrid(emb, *fuse, 0.6, 0.4, Precision::Int8);
+            for p in &sets {
+                for c in &p.cases {
+                    let (order, injected) = r(&p.doc, c);
+                    let m = metrics(&order, &injected, &p.doc, &c.relevant);
+                    per[fi].push((si, m[0], m[2]));
+                }
+            }
+        }
+    }
+    let mean = |xs: &[(usize, f64, f64)], f: &dyn Fn(&(usize, f64, f64)) -> f64| xs.iter().map(f).sum::<f64>() / xs.len() as f64;
+    print!("| fusion (recall@15 / nDCG@15) |");
+    for file in files {
+        print!(" {} |", file.rsplit('/').next().unwrap_or(file));
+    }
+    println!(" pooled | pooled recall@15 gain [95 % CI] | pooled nDCG@15 gain [95 % CI] |");
+    println!("|---|{}---|---|---|", "---|".repeat(files.len()));
+    for (fi, (name, _)) in fusions.iter().enumerate() {
+        print!("| {name} |");
+        for si in 0..files.len() {
+            let xs: Vec<_> = per[fi].iter().copied().filter(|x| x.0 == si).collect();
+            print!(" {:.3} / {:.3} |", mean(&xs, &|x| x.1), mean(&xs, &|x| x.2));
+        }
+        print!(" {:.3} / {:.3} |", mean(&per[fi], &|x| x.1), mean(&per[fi], &|x| x.2));
+        for metric in [1usize, 2] {
+            let d: Vec<f64> = per[fi].iter().zip(&per[0]).map(|(a, b)| if metric == 1 { a.1 - b.1 } else { a.2 - b.2 }).collect();
+            let (lo, hi) = bootstrap(&d);
+            print!(" {:+.3} [{lo:+.3}, {hi:+.3}] |", d.iter().sum::<f64>() / d.len() as f64);
+        }
+        println!();
+    }
+}
+
+/// The 95 % percentile interval of the mean of `d` over 2 000 resamples (xorshift, fixed seed).
+fn bootstrap(d: &[f64]) -> (f64, f64) {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut means: Vec<f64> = (0..2000)
+        .map(|_| {
+            (0..d.len())
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    d[(state % d.len() as u64) as usize]
+                })
+                .sum::<f64>()
+                / d.len() as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    (means[50], means[1949])
 }
 
 /// Where the vectors of the relevance sets are cached.
