@@ -1,4 +1,4 @@
-// Extraction by real models: the 25 conversations of tests/data/conversations.json (English,
+// Extraction by real models: the conversations of tests/data/conversations.json (English,
 // Chinese and both) run through the built package against an OpenAI-compatible endpoint,
 // once per output mode (`jsonMode: false` / `true` / `"schema"`), one extraction each.
 // Prints per mode: the valid-delta rate (extractions that committed, of all), output tokens
@@ -13,6 +13,7 @@
 //            --max-tokens N (llm.maxTokens; a cut-off reply is asked again with 4 × N)
 //            --prompt REV (the default prompt of git revision REV, e.g. 469e9f3^, as custom instructions:
 //            the "before" of a prompt change)
+//            --no-hints (the proxy strips the signal-hint lines from each prompt: the "before" of the hints)
 //
 // Between the library and the endpoint sits a recording proxy on 127.0.0.1: it reads every
 // reply (streamed or not) as the library received it, with the endpoint's token usage, so
@@ -66,6 +67,9 @@ function score(conv, doc) {
     captured: conv.expect.filter((e) => added.some((f) => matches(f.content, e))).length,
     removedExpected: (conv.remove ?? []).filter((id) => removed.includes(id)).length,
     removedOther: removed.filter((id) => !(conv.remove ?? []).includes(id)).length,
+    // Signals: a correction stored as one (with what was wrong), the confirmed fact confirmed.
+    corrections: added.filter((f) => f.category === "correction" && f.sourceError).length,
+    reinforced: (conv.reinforce ?? []).filter((id) => doc.facts.find((f) => f.id === id)?.lastConfirmedAt).length,
     sections: Object.entries({ ...doc.user, ...doc.history })
       .filter(([, s]) => s.summary)
       .map(([k]) => k),
@@ -73,6 +77,10 @@ function score(conv, doc) {
 }
 
 // ---- the recording proxy -----------------------------------------------------------------
+
+/** The signal hints the library adds after the conversation (src/extract/signals.rs). */
+const HINT = /^Hint: the user (corrects|confirms) something in the new messages/m;
+const HINT_LINES = /^Hint: the user (corrects|confirms) something in the new messages.*\n/gm;
 
 /** Forwards to `target` (…/v1) and records each reply's text, finish reason and usage. */
 async function startProxy(target) {
@@ -85,7 +93,13 @@ async function startProxy(target) {
       const abort = new AbortController();
       res.on("close", () => abort.abort());
       const body = JSON.parse(raw || "{}");
+      const hinted = body.messages?.some((m) => HINT.test(m.content ?? ""));
+      if (flag("no-hints") && hinted) {
+        for (const m of body.messages) if (typeof m.content === "string") m.content = m.content.replace(HINT_LINES, "");
+        raw = JSON.stringify(body);
+      }
       const entry = {
+        hinted,
         mode: body.response_format?.type ?? "text",
         stream: body.stream === true,
         reply: "",
@@ -202,6 +216,7 @@ async function extract(conv, mode, endpoint, proxy) {
     error: error ? `${error.code}: ${error.message}`.slice(0, 240) : null,
     seconds,
     calls: calls.length,
+    hinted: calls.filter((c) => c.hinted).length,
     outputTokens: calls.reduce((n, c) => n + (c.usage?.completion_tokens ?? cl100k.encode(c.reply).length), 0),
     usageReported: calls.every((c) => c.usage),
     skipped: processed?.skipped.map((s) => s.reason) ?? [],
@@ -230,6 +245,9 @@ function summarize(runs) {
     removed: `${runs.reduce((n, r) => n + r.removedExpected, 0)}/${removals}`,
     noise: runs.filter((r) => quiet.has(r.id)).reduce((n, r) => n + r.added.length, 0),
     wrongRemovals: runs.reduce((n, r) => n + r.removedOther, 0),
+    corrections: `${runs.reduce((n, r) => n + r.corrections, 0)}/${ran.filter((c) => c.signal === "correction").length}`,
+    reinforced: `${runs.reduce((n, r) => n + r.reinforced, 0)}/${ran.reduce((n, c) => n + (c.reinforce?.length ?? 0), 0)}`,
+    hinted: runs.reduce((n, r) => n + r.hinted, 0),
   };
 }
 
@@ -241,6 +259,13 @@ function table(rows) {
   for (const [mode, s] of rows)
     console.log(
       `| ${mode} | ${s.valid} | ${s.outputTokens} | ${s.seconds} | ${s.facts} | ${s.captured} | ${s.removed} | ${s.noise} | ${s.wrongRemovals} |`,
+    );
+  console.log(
+    "\n| mode | calls with a signal hint | corrections stored with sourceError | confirmed facts reinforced |\n|---|--:|--:|--:|",
+  );
+  for (const [mode, s] of rows)
+    console.log(
+      `| ${mode}${flag("no-hints") ? " (hints stripped)" : ""} | ${s.hinted} | ${s.corrections} | ${s.reinforced} |`,
     );
 }
 

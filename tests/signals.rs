@@ -30,7 +30,10 @@ fn user_messages() -> Vec<(String, String)> {
         v.as_array().into_iter().flatten().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_str().map(String::from)).collect()
     };
     for c in load("conversations.json")["conversations"].as_array().unwrap() {
-        out.extend(texts(&c["messages"]).into_iter().map(|t| (format!("conversations/{}", c["id"]), t)));
+        // The conversations marked with a signal are checked on their own (below).
+        if c.get("signal").is_none() {
+            out.extend(texts(&c["messages"]).into_iter().map(|t| (format!("conversations/{}", c["id"]), t)));
+        }
     }
     for c in load("assistant-copy.json")["cases"].as_array().unwrap() {
         out.push(("assistant-copy".into(), c["user"].as_str().unwrap().into()));
@@ -126,4 +129,29 @@ fn a_hint_costs_a_few_tokens() {
     let (c, r) = (Estimate.count(CORRECTION_HINT), Estimate.count(REINFORCEMENT_HINT));
     println!("hint tokens (built-in estimate): correction {c}, reinforcement {r}; a one-turn request with empty memory: {base}");
     assert!(c + r < base / 10, "both hints are under a tenth of the smallest request ({c} + {r} of {base})");
+}
+
+#[test]
+fn the_conversations_marked_with_a_signal_raise_it_and_only_it() {
+    let mut marked = 0;
+    for c in load("conversations.json")["conversations"].as_array().unwrap() {
+        let Some(signal) = c["signal"].as_str() else { continue };
+        let messages: Vec<ChatMessage> = c["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let text = m["content"].as_str().unwrap();
+                if m["role"] == "user" {
+                    ChatMessage::user(text)
+                } else {
+                    ChatMessage::assistant(text)
+                }
+            })
+            .collect();
+        let expected = Signals { correction: signal == "correction", reinforcement: signal == "reinforcement" };
+        assert_eq!(detect(&messages), expected, "{}", c["id"]);
+        marked += 1;
+    }
+    assert_eq!(marked, 4);
 }
