@@ -60,14 +60,23 @@ const conversation = [
 
 test(
   "SmolLM2-135M with structured outputs: observe + flush commits a valid delta with the endpoint's usage, or fails cleanly when cut off twice",
-  { timeout: 15 * 60_000 },
+  { timeout: 30 * 60_000 },
   async () => {
     const memory = await openMemory({
       agent: freshAgent("smollm2"),
       storage: "memory",
       debounceMs: 600_000,
-      // Generous: a shared 2-core CPU; no retries of a slow request.
-      llm: { baseUrl: server.baseUrl, model: server.model, jsonMode: "schema", timeoutMs: 600_000, maxRetries: 0 },
+      // Generous: a shared 2-core CPU; no retries of a slow request. A small reply budget (the
+      // model's replies here are ~50 tokens): a reply running to the limit twice (192, then a
+      // loop retry or 4 × 192) costs minutes on a loaded machine, not the default 1024 + 4096.
+      llm: {
+        baseUrl: server.baseUrl,
+        model: server.model,
+        jsonMode: "schema",
+        maxTokens: 192,
+        timeoutMs: 600_000,
+        maxRetries: 0,
+      },
     });
     const events = record(memory, ["update", "processed", "error"]);
     assert.equal(await memory.observe("shift", conversation), true);
