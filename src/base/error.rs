@@ -52,6 +52,9 @@ pub enum Error {
     /// The encryption key or passphrase does not open this memory, or encrypted memory was
     /// opened without one; nothing was changed (`DECRYPT_FAILED`).
     DecryptFailed(String),
+    /// Encrypted memory holds an older copy than one already written (a restored backup, or
+    /// a store writer putting an old value back); it was not read (`ROLLBACK`).
+    Rollback(String),
 }
 
 impl Error {
@@ -74,6 +77,7 @@ impl Error {
             Error::Abandoned(_) => "ABANDONED",
             Error::EmbedFailed(_) => "EMBED_FAILED",
             Error::DecryptFailed(_) => "DECRYPT_FAILED",
+            Error::Rollback(_) => "ROLLBACK",
         }
     }
 
@@ -101,7 +105,8 @@ impl Error {
             | Error::NotFound(m)
             | Error::Abandoned(m)
             | Error::EmbedFailed(m)
-            | Error::DecryptFailed(m) => m.clone(),
+            | Error::DecryptFailed(m)
+            | Error::Rollback(m) => m.clone(),
             Error::LlmHttp { message, .. } => message.clone(),
             Error::Closed => "this memory instance was closed; open a new one".to_string(),
         }
@@ -153,6 +158,7 @@ mod tests {
             (Error::Abandoned("x".into()), "ABANDONED"),
             (Error::EmbedFailed("x".into()), "EMBED_FAILED"),
             (Error::DecryptFailed("x".into()), "DECRYPT_FAILED"),
+            (Error::Rollback("x".into()), "ROLLBACK"),
         ];
         for (e, _) in &all {
             match e {
@@ -171,7 +177,8 @@ mod tests {
                 | Error::Closed
                 | Error::Abandoned(_)
                 | Error::EmbedFailed(_)
-                | Error::DecryptFailed(_) => {}
+                | Error::DecryptFailed(_)
+                | Error::Rollback(_) => {}
             }
         }
         all

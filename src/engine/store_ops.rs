@@ -45,7 +45,7 @@ pub(super) async fn read_record(store: &dyn Store, ids: &dyn IdSource) -> Result
             Ok(record) => Ok((record, v.revision)),
             Err(why) => Err(Error::corrupt(format!(
                 "the memory stored in {} (revision {}) is not valid memory: {why}. It was left as it \
-                 is: export it with UserMemory.inspect() and reset explicitly with UserMemory.reset()",
+                 is and nothing is written over it: UserMemory.inspect() shows the stored text",
                 store.describe(),
                 v.revision
             ))),

@@ -282,10 +282,7 @@ impl Call {
 async fn secure(store: Rc<dyn Store>, agent: &str, key: Option<&crate::storage::crypto::UserKey>) -> Result<Rc<dyn Store>> {
     match key {
         Some(key) => Ok(Rc::new(crate::storage::crypto::open(store, agent, Rc::new(super::crypto::WebCrypto), key).await?)),
-        None => {
-            crate::storage::crypto::refuse_encrypted(&*store, agent).await?;
-            Ok(store)
-        }
+        None => Ok(Rc::new(crate::storage::crypto::open_plain(store, agent).await?)),
     }
 }
 
@@ -695,9 +692,9 @@ impl UserMemory {
     }
 
     /// Encrypts an agent's plain memory in place with `encryption` (resumable: an
-    /// interrupted run is finished by the next `encrypt()` or `open()`), and/or re-wraps
-    /// its data key under `newEncryption` (key rotation, one write). Close other instances
-    /// of that memory first.
+    /// interrupted run is finished by the next `encrypt()` or `open()`), and/or rotates its
+    /// key to `newEncryption` (a new data key, every value re-sealed; resumable the same
+    /// way). Instances still open refuse to write afterwards (`DECRYPT_FAILED`: reopen them).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn encrypt(#[wasm_bindgen(unchecked_param_type = "EncryptOptions")] options: JsValue) -> Promise {
         Call::Encrypt(options).promise()

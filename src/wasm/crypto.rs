@@ -106,6 +106,12 @@ impl CryptoProvider for WebCrypto {
             Ok(Rc::new(WebKey(key)) as Rc<dyn Aead>)
         })
     }
+    fn sha256<'a>(&'a self, data: &'a [u8]) -> LocalFuture<'a, Result<Vec<u8>>> {
+        Box::pin(async move {
+            let out = call("digest", &["SHA-256".into(), bytes(data)]).await.map_err(|_| failed("hash"))?;
+            Ok(Uint8Array::new(&out).to_vec())
+        })
+    }
 }
 
 const SHAPE: &str =
@@ -128,8 +134,24 @@ pub(crate) fn read_encryption(v: &JsValue, what: &str) -> Result<Option<UserKey>
         }
     }
     let (key, passphrase) = (prop(v, "key"), prop(v, "passphrase"));
-    match (key.is_undefined(), passphrase.as_string()) {
-        (false, None) if passphrase.is_undefined() => {
+    // Not `as_string()`: it replaces a lone surrogate with U+FFFD, so that different
+    // passphrases would open the same memory. NFC first, so that "é" typed composed or
+    // decomposed is the same passphrase.
+    let passphrase = match passphrase.dyn_ref::<js_sys::JsString>() {
+        Some(p) => {
+            let nfc = p.normalize("NFC");
+            let text = nfc.as_string().unwrap_or_default();
+            // A lone surrogate does not survive the round trip through UTF-8 (`===` in JS).
+            if JsValue::from_str(&text) != JsValue::from(nfc) {
+                return Err(crate::storage::crypto::not_well_formed(what));
+            }
+            Some(text)
+        }
+        None => None,
+    };
+    let passphrase_given = !prop(v, "passphrase").is_undefined();
+    match (key.is_undefined(), passphrase) {
+        (false, None) if !passphrase_given => {
             let alg = prop(&prop(&key, "algorithm"), "name").as_string();
             let usages: Vec<String> =
                 items(&prop(&key, "usages"), "`encryption.key.usages`")?.unwrap_or_default().iter().filter_map(|u| u.as_string()).collect();

@@ -138,8 +138,8 @@ fn parse_record(key: &str, v: &JsValue) -> Result<Option<Versioned>> {
     match (prop(v, "rev").as_f64(), prop(v, "value").as_string()) {
         (Some(rev), Some(value)) if rev >= 1.0 && rev.fract() == 0.0 && rev < 9.0e15 => Ok(Some(Versioned { revision: rev as u64, value })),
         _ => Err(Error::corrupt(format!(
-            "IndexedDB \"{DB_NAME}\": the record \"{key}\" is not a {{rev, value}} record; it was left as it is. \
-             Export it with UserMemory.inspect() and reset explicitly with UserMemory.reset()"
+            "IndexedDB \"{DB_NAME}\": the record \"{key}\" is not a {{rev, value}} record; it was left as it is \
+             and nothing is written over it: UserMemory.inspect() shows the stored text"
         ))),
     }
 }

@@ -371,7 +371,7 @@ export type Encryption = { key: CryptoKey } | { passphrase: string; salt?: Uint8
 export interface EncryptOptions extends StorageOptions {
   /** The key of the memory (for plain memory: the key to encrypt it with). */
   encryption: Encryption;
-  /** Re-wrap the data key under this key instead (key rotation: one write). */
+  /** Rotate to this key: a new data key, every value re-sealed (crash-safe and resumable). */
   newEncryption?: Encryption;
 }
 
@@ -572,7 +572,7 @@ export interface QueueStatus {
 export type ErrorCode =
   | "INVALID_INPUT" | "STORAGE_QUOTA" | "STORAGE_UNAVAILABLE" | "STORAGE_FAILED" | "CORRUPT_MEMORY"
   | "LLM_HTTP" | "LLM_TIMEOUT" | "LLM_NETWORK" | "LLM_FAILED" | "LLM_BAD_OUTPUT"
-  | "CONFLICT" | "NOT_FOUND" | "CLOSED" | "ABANDONED" | "EMBED_FAILED" | "DECRYPT_FAILED";
+  | "CONFLICT" | "NOT_FOUND" | "CLOSED" | "ABANDONED" | "EMBED_FAILED" | "DECRYPT_FAILED" | "ROLLBACK";
 
 /** Every error thrown or reported is an `Error` with `name: "UserMemoryError"` and a stable `code`. */
 export interface UserMemoryError extends Error {

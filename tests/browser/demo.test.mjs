@@ -442,7 +442,7 @@ test("the encryption switch encrypts stored memory with a passphrase; after a re
         await (await import("/pkg/browser.js")).UserMemory.inspect({ agent: "default", storage: "indexeddb" }),
       ),
     );
-    assert.match(raw, /umenc1:/);
+    assert.match(raw, /umenc2:/);
     assert.ok(!raw.includes("penicillin") && !raw.includes("demo passphrase"), "IndexedDB holds only ciphertext");
 
     await reload(page);

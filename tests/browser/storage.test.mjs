@@ -225,7 +225,7 @@ for (const engine of ENGINES)
             },
             { agent, storage },
           );
-          assert.match(raw, /umenc1:/);
+          assert.match(raw, /umenc2:/);
           const heard = await spy.evaluate(() => window.heard.join("\n"));
           for (const plain of ["penicillin", "cello", "Secret fact", "tabs passphrase"]) {
             assert.ok(!raw.includes(plain), `${plain} is in the raw storage`);

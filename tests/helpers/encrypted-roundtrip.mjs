@@ -97,7 +97,7 @@ export async function encryptedRoundTrip({ UserMemory, storage, raw, llmBaseUrl 
   }
 
   const stored = JSON.stringify(await raw());
-  check(stored.includes("umenc1:"), `the stored values are ciphertext: ${stored.slice(0, 300)}`);
+  check(stored.includes("umenc2:"), `the stored values are ciphertext: ${stored.slice(0, 300)}`);
   for (const text of PLAINTEXT) check(!stored.includes(text), `a stored value contains ${JSON.stringify(text)}`);
 
   same(await codeOf(open("a wrong passphrase"), "a wrong passphrase"), "DECRYPT_FAILED", "a wrong passphrase");

@@ -3,7 +3,7 @@
 // plaintext (facts, summaries, queued messages, tombstones, history), the passphrase opens
 // it again, a wrong one is DECRYPT_FAILED with every file unchanged, a tampered file is
 // CORRUPT_MEMORY, plain and encrypted memory are never mixed, encrypt() migrates in place
-// and rotates the key, and no key or passphrase shows in options, events or errors.
+// and rotates the key (a new data key, every value re-sealed), and no key or passphrase shows in options, events or errors.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -64,13 +64,13 @@ test("nothing stored is plaintext, and the passphrase opens it again in another 
   await fill(memory);
   const text = allText(dir);
   for (const s of SECRETS) assert.ok(!text.toLowerCase().includes(s.toLowerCase()), `${s} is in the files`);
-  assert.match(text, /umenc1:/);
+  assert.match(text, /umenc2:/);
   assert.match(text, /"kdf":"pbkdf2-sha256","iterations":600000/);
   assert.deepEqual(memory.options().encryption, true);
   assert.ok(!JSON.stringify(memory.options()).includes(PASS), "options() never shows the passphrase");
   assert.ok(!JSON.stringify(events).includes(PASS), "no event carries it");
   const raw = await UserMemory.inspect({ agent, storage: fileStore(dir) });
-  assert.match(raw.document, /^umenc1:/, "inspect() shows the ciphertext");
+  assert.match(raw.document, /^umenc2:/, "inspect() shows the ciphertext");
   assert.match(raw.key, /"dek":/);
   await memory.close();
 
@@ -124,7 +124,7 @@ test("a tampered value is CORRUPT_MEMORY naming the slot, never an empty memory"
   const memory = await open(dir, agent, { passphrase: PASS });
   await memory.addFact({ content: "Plays the cello" });
   await memory.close();
-  const [file, text] = Object.entries(files(dir)).find(([, t]) => t.startsWith("umenc1:"));
+  const [file, text] = Object.entries(files(dir)).find(([, t]) => t.startsWith("umenc2:"));
   const i = text.length - 8;
   writeFileSync(file, text.slice(0, i) + (text[i] === "A" ? "B" : "A") + text.slice(i + 1));
   await assert.rejects(open(dir, agent, { passphrase: PASS }), (e) => {
@@ -136,7 +136,7 @@ test("a tampered value is CORRUPT_MEMORY naming the slot, never an empty memory"
   await (await open(dir, agent, { passphrase: PASS })).close();
 });
 
-test("plain memory: refused with encryption, encrypted in place by encrypt(), then the key rotates in one write", async () => {
+test("plain memory: refused with encryption, encrypted in place by encrypt(), then the key rotates", async () => {
   llm.reset();
   const dir = scratch();
   const agent = freshAgent("migrate");
@@ -160,18 +160,18 @@ test("plain memory: refused with encryption, encrypted in place by encrypt(), th
   await enc.close();
 
   const key = await crypto.subtle.generateKey({ name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
-  const dataBefore = Object.entries(files(dir)).filter(([, t]) => t.startsWith("umenc1:"));
+  const dataBefore = Object.values(files(dir)).filter((t) => t.startsWith("umenc2:"));
   await UserMemory.encrypt({
     agent,
     storage: fileStore(dir),
     encryption: { passphrase: PASS },
     newEncryption: { key },
   });
-  assert.deepEqual(
-    Object.entries(files(dir)).filter(([, t]) => t.startsWith("umenc1:")),
-    dataBefore,
-    "rotation re-writes only the key record",
-  );
+  const dataAfter = Object.values(files(dir)).filter((t) => t.startsWith("umenc2:"));
+  assert.equal(dataAfter.length, dataBefore.length);
+  for (const t of dataAfter) {
+    assert.ok(t.startsWith("umenc2:2.") && !dataBefore.includes(t), "every value re-sealed under the new data key");
+  }
   await assert.rejects(open(dir, agent, { passphrase: PASS }), { code: "DECRYPT_FAILED" });
   const rotated = await open(dir, agent, { key });
   assert.deepEqual(

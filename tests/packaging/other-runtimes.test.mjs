@@ -51,7 +51,7 @@ const decrypted = (await encAgain.get()).facts.map((f) => f.content);
 await encAgain.close();
 const wrong = await UserMemory.open({ storage: fileStore(encDir), encryption: { passphrase: "nope" } }).then(() => "opened", (e) => e.code);
 const rawFiles = readdirSync(encDir, { recursive: true }).map((f) => { try { return readFileSync(join(encDir, String(f)), "utf8"); } catch { return ""; } }).join("");
-const encrypted = { decrypted, wrong, plaintextOnDisk: rawFiles.includes("penicillin"), sealed: rawFiles.includes("umenc1:") };
+const encrypted = { decrypted, wrong, plaintextOnDisk: rawFiles.includes("penicillin"), sealed: rawFiles.includes("umenc2:") };
 console.log(JSON.stringify({ processed: report.processed, block, facts, refused, encrypted }));
 `;
 

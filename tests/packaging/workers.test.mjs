@@ -183,7 +183,7 @@ test(
         .filter((f) => statSync(f).isFile())
         .map((f) => readFileSync(f).toString("latin1"))
         .join("");
-      assert.ok(stored.includes("umenc1:"), "the values are sealed");
+      assert.ok(stored.includes("umenc2:"), "the values are sealed");
       assert.ok(
         !stored.includes("Lisbon") && !stored.includes("worker passphrase"),
         "no plaintext in the Durable Object's storage",

@@ -278,7 +278,7 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
 
   // The raw strings (inspect, and the files themselves) hold none of it.
   const raw = await ok(["inspect", "--dir", dir]);
-  assert.match(raw, /umenc1:/, "inspect shows the ciphertext");
+  assert.match(raw, /umenc2:/, "inspect shows the ciphertext");
   const files = readdirSync(dir, { recursive: true }).filter((f) => statSync(join(dir, f)).isFile());
   assert.ok(files.length >= 2, `document and key record stored: ${files}`);
   for (const f of files) {
