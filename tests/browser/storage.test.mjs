@@ -243,6 +243,33 @@ for (const engine of ENGINES)
           await Promise.all([a.close(), b.close(), spy.close()]);
         });
 
+        test("a page still open without encryption while another page encrypts the memory writes no plaintext into it", async () => {
+          const agent = freshAgent("stale-plain");
+          const [a, b] = [await newPage(), await newPage()];
+          await open(a, { agent, storage, debounceMs: 600_000 });
+          await a.evaluate(() => window.memory.addFact({ content: "Plays the cello" }));
+          await b.evaluate((o) => window.UserMemory.encrypt(o), { agent, storage, encryption: { passphrase: "p" } });
+          const failed = await a.evaluate(async () => {
+            try {
+              await window.memory.addFact({ content: "Secret plan" });
+              return null;
+            } catch (e) {
+              return { code: e.code, message: e.message };
+            }
+          });
+          assert.equal(failed?.code, "DECRYPT_FAILED");
+          assert.match(failed.message, /now encrypted .*reopen it with `encryption`/);
+          assert.ok(!/reset/i.test(failed.message), failed.message);
+          const raw = await b.evaluate(async (o) => JSON.stringify(await window.UserMemory.inspect(o)), {
+            agent,
+            storage,
+          });
+          assert.ok(!raw.includes("Secret plan") && !raw.includes("cello"), raw);
+          await open(b, { agent, storage, encryption: { passphrase: "p" } });
+          assert.deepEqual(await storedFacts(b), ["Plays the cello"]);
+          await Promise.all([a.close(), b.close()]);
+        });
+
         test("two pages flushing different facts at the same moment end with both facts, each once", async () => {
           const agent = freshAgent("two-flush");
           const [alpha, beta] = [`Alpha (${storage})`, `Beta (${storage})`];
