@@ -325,6 +325,11 @@ fn main() {
     } else {
         println!("(no vectors for these sets in {DEFAULT_VECTORS}: lexical rankers only; pass --embed-url to compute them)");
     }
+    if args.iter().any(|a| a == "--block") {
+        assert!(have_vectors, "--block needs vectors");
+        compare_blocks(&emb, &files);
+        return;
+    }
     if args.iter().any(|a| a == "--fusions") {
         assert!(have_vectors, "--fusions needs vectors");
         compare_fusions(&emb, &files);
@@ -691,6 +696,56 @@ fn compare_fusions(emb: &Embeddings, files: &[&String]) {
             print!(" {:+.3} [{lo:+.3}, {hi:+.3}] |", d.iter().sum::<f64>() / d.len() as f64);
         }
         println!();
+    }
+}
+
+/// `--block`: how many facts the block should hold. Fixed 15 (the default `topFacts`) and 30,
+/// against adaptive rules on the fused similarity `s` (in [0, 1], the best fact has 1): the
+/// top 15 plus every further fact with `s ≥ τ` up to 30 ("more when many are clearly
+/// relevant"), and the facts with `s ≥ τ`, at least 5 and at most 30 ("fewer when few are").
+/// Prints recall@block and the mean block size, lexical and hybrid, pooled over the sets.
+fn compare_blocks(emb: &Embeddings, files: &[&String]) {
+    type Rule = (String, Box<dyn Fn(&[f64]) -> usize>);
+    let mut rules: Vec<Rule> = vec![("fixed 15 (default)".into(), Box::new(|_| 15)), ("fixed 30".into(), Box::new(|_| 30))];
+    for tau in [0.3, 0.5, 0.7] {
+        rules.push((
+            format!("15 + facts with s ≥ {tau}, ≤ 30"),
+            Box::new(move |s: &[f64]| s.iter().filter(|&&x| x >= tau).count().clamp(15, 30)),
+        ));
+        rules.push((
+            format!("facts with s ≥ {tau}, 5..30"),
+            Box::new(move |s: &[f64]| s.iter().filter(|&&x| x >= tau).count().clamp(5, 30)),
+        ));
+    }
+    println!("| block rule | lexical recall@block | lexical facts | hybrid recall@block | hybrid facts |\n|---|--:|--:|--:|--:|");
+    let sets: Vec<Persona> = files.iter().flat_map(|f| load(f)).collect();
+    for (name, rule) in &rules {
+        let mut cells = Vec::new();
+        for dense in [false, true] {
+            let (mut recall, mut size, mut n) = (0.0, 0.0, 0.0);
+            for p in &sets {
+                let mut index = FactIndex::new();
+                index.sync(&p.doc.facts);
+                for c in &p.cases {
+                    let query = library_query(c);
+                    let lexical: Vec<f64> = index.similarities(&query).into_iter().map(f64::from).collect();
+                    let sim = if dense {
+                        fused(&lexical, &cosines(emb, &p.doc, &query, Precision::Int8), Fuse::MinMax { w: 1.0 })
+                    } else {
+                        lexical
+                    };
+                    let scores: Vec<f64> = sim.iter().zip(&p.doc.facts).map(|(s, f)| 0.6 * s + 0.4 * f.confidence).collect();
+                    let (order, _) = by_scores(&scores);
+                    let k = rule(&sim).min(order.len());
+                    let hit = order[..k].iter().filter(|&&i| c.relevant.contains(&p.doc.facts[i].id)).count();
+                    recall += hit as f64 / c.relevant.len() as f64;
+                    size += k as f64;
+                    n += 1.0;
+                }
+            }
+            cells.push(format!("{:.3} | {:.1}", recall / n, size / n));
+        }
+        println!("| {name} | {} | {} |", cells[0], cells[1]);
     }
 }
 
