@@ -18,6 +18,8 @@ const OPTS: InjectOptions = InjectOptions {
     confidence_weight: 0.4,
     neutralize_links: true,
     now_ms: None,
+    // The format tests read better without dates; `each_fact_line_shows_its_date…` covers them.
+    dates: false,
 };
 
 fn fact(id: &str, content: &str, category: &str, confidence: f64) -> Fact {
@@ -367,4 +369,41 @@ fn an_index_synced_with_other_content_renders_the_documents_content() {
     synced.sync(&after.facts);
     let kept = inject(&after, &synced, &[], &links, &Estimate);
     assert!(kept.contains("&lt;/memory&gt; see [docs](https://evil.example/x?q=1) now\n"), "{kept}");
+}
+
+#[test]
+fn each_fact_line_shows_its_date_the_event_day_first_and_the_budget_counts_it() {
+    let mut event = fact("ev", "Ran the Berlin marathon", "context", 0.9);
+    event.extra.insert("happenedAt".into(), "2025-09-28T09:00:00+02:00".into());
+    let learned = fact("kn", "Writes Go microservices", "knowledge", 0.8);
+    let mut unknown = fact("un", "Likes tea", "preference", 0.7);
+    unknown.created_at = String::new();
+    let doc = doc_with(vec![event, learned, unknown]);
+    let dated = InjectOptions { dates: true, ..OPTS };
+    let block = run(&doc, &[], &dated);
+    let lines: Vec<&str> = block.lines().filter(|l| l.starts_with("- [")).collect();
+    assert_eq!(
+        lines,
+        vec![
+            "- [context | 0.90 | 2025-09-28] Ran the Berlin marathon",
+            "- [knowledge | 0.80 | 2026-01-01] Writes Go microservices",
+            "- [preference | 0.70] Likes tea",
+        ]
+    );
+    // Off: the format without dates.
+    assert!(run(&doc, &[], &OPTS).contains("- [context | 0.90] Ran the Berlin marathon\n"));
+    // The budget counts the line with its date: explain's cost is the rendered line's.
+    let mut index = FactIndex::new();
+    index.sync(&doc.facts);
+    let e = explain(&doc, &index, &[], &dated, &Estimate);
+    let ev = e.facts.iter().find(|f| f.id == "ev").unwrap();
+    assert_eq!(ev.tokens, Estimate.count("- [context | 0.90 | 2025-09-28] Ran the Berlin marathon\n"));
+    assert_eq!(ev.date.as_deref(), Some("2025-09-28"));
+    assert_eq!(e.facts.iter().find(|f| f.id == "un").unwrap().date, None);
+    assert_eq!(e.tokens, Estimate.count(&e.block));
+    // A budget that fits the lines without dates but not with them leaves a fact out.
+    let tight = Estimate.count(&run(&doc, &[], &OPTS));
+    let cut = run(&doc, &[], &InjectOptions { max_tokens: tight, ..dated });
+    assert!(Estimate.count(&cut) <= tight);
+    assert!(cut.lines().filter(|l| l.starts_with("- [")).count() < 3, "{cut}");
 }

@@ -57,6 +57,7 @@ impl Default for Config {
                 confidence_weight: 0.4,
                 neutralize_links: true,
                 now_ms: None,
+                dates: true,
             },
             prompt: PromptOptions::default(),
             max_extraction_tokens: DEFAULT_MAX_EXTRACTION_TOKENS,
@@ -92,6 +93,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "confidenceWeight",
     "injectionEnabled",
     "neutralizeLinks",
+    "injectDates",
     "enabled",
     "autoProcess",
     "closeTimeoutMs",
@@ -189,6 +191,9 @@ impl Config {
         if let Some(x) = opt_bool(obj, "", "neutralizeLinks")? {
             c.inject.neutralize_links = x;
         }
+        if let Some(x) = opt_bool(obj, "", "injectDates")? {
+            c.inject.dates = x;
+        }
         if let Some(x) = opt_bool(obj, "", "enabled")? {
             c.enabled = x;
         }
@@ -237,6 +242,7 @@ impl ToJson for Config {
             .fixed("confidenceWeight", self.inject.confidence_weight, 6)
             .bool("injectionEnabled", self.inject.enabled)
             .bool("neutralizeLinks", self.inject.neutralize_links)
+            .bool("injectDates", self.inject.dates)
             .bool("enabled", self.enabled)
             .bool("autoProcess", self.auto_process)
             .u64("closeTimeoutMs", self.close_timeout_ms)
@@ -375,6 +381,7 @@ mod tests {
             (json!({"evictionPolicy": 1}), "evictionPolicy"),
             (json!({"maxExtractionTokens": 100}), "maxExtractionTokens"),
             (json!({"neutralizeLinks": "yes"}), "neutralizeLinks"),
+            (json!({"injectDates": 1}), "injectDates"),
             (json!([]), "options"),
         ];
         for (v, name) in cases {

@@ -10,11 +10,13 @@
 //! - Recent: …
 //!
 //! Facts:
-//! - [correction | 0.95] Uses pnpm, not npm (avoid: suggested npm)
-//! - [knowledge | 0.90] Writes Go microservices
+//! - [correction | 0.95 | 2026-03-02] Uses pnpm, not npm (avoid: suggested npm)
+//! - [knowledge | 0.90 | 2023-05-07] Writes Go microservices
 //! </memory>
 //! ```
 //!
+//! * Each fact line shows [`fact_date`] (its `happenedAt` as written, else the day of its
+//!   `createdAt`) unless `dates` is off; it counts in the budget like the rest of the line.
 //! * The line after `<memory>` frames the block as data the user shared, not instructions
 //!   (it counts in the budget).
 //! * Memory poisoning: invisible and bidi-control characters are stripped from every value,
@@ -46,6 +48,7 @@ use crate::memory::document::{Document, SectionId, CORRECTION};
 use crate::memory::message::ChatMessage;
 use crate::recall::fusion::similarities;
 use crate::recall::relevance::FactIndex;
+pub use crate::recall::render::fact_date;
 use crate::recall::render::{clean, collapse, push_confidence, push_value};
 use crate::recall::token_count::TokenCounter;
 use std::cmp::Ordering;
@@ -73,6 +76,9 @@ pub struct InjectOptions {
     /// The current time (epoch ms), for fact lifetimes: facts whose `expected_valid_days`
     /// have passed are not injected. `None`: nothing expires (the engine sets it per call).
     pub now_ms: Option<u64>,
+    /// Show each fact's date in its line, `- [category | 0.90 | 2023-05-07] …` (default
+    /// true): its `happenedAt` as written, else the day of its `createdAt`.
+    pub dates: bool,
 }
 
 /// Why a fact was or was not injected, with its numbers.
@@ -95,6 +101,8 @@ pub struct FactExplanation {
     pub confidence: f64,
     /// `similarity_weight × similarity + confidence_weight × confidence`.
     pub score: f64,
+    /// The date the fact's line shows (see [`fact_date`]), also when dates are off.
+    pub date: Option<String>,
     /// Tokens of the rendered fact line (with its line break).
     pub tokens: usize,
     /// Whether the fact is in the block.
@@ -253,7 +261,7 @@ fn run(
     let top: Vec<usize> = pick(true).chain(pick(false)).take(opts.top_facts).collect();
 
     let links = opts.neutralize_links;
-    let lines: Vec<String> = top.iter().map(|&i| fact_line(doc, index, ranked[i].pos, links)).collect();
+    let lines: Vec<String> = top.iter().map(|&i| fact_line(doc, index, ranked[i].pos, opts)).collect();
     let costs: Vec<usize> = lines.iter().map(|l| counter.count(l)).collect();
     let mut chosen = vec![false; top.len()];
     if opts.enabled {
@@ -285,7 +293,7 @@ fn run(
                 } else if expired(r.pos) {
                     (0, false, "expired".to_string())
                 } else if k == usize::MAX {
-                    let t = counter.count(&fact_line(doc, index, r.pos, links));
+                    let t = counter.count(&fact_line(doc, index, r.pos, opts));
                     (t, false, format!("not in top {}", opts.top_facts))
                 } else {
                     (costs[k], chosen[k], if chosen[k] { "selected" } else { "over token budget" }.into())
@@ -299,6 +307,7 @@ fn run(
                     similarity: r.sim,
                     confidence: r.conf,
                     score: r.score,
+                    date: fact_date(&doc.facts[r.pos]).map(str::to_string),
                     tokens,
                     included,
                     reason,
@@ -452,9 +461,11 @@ fn summary_line(label: &str, value: &str, mark: Option<char>) -> String {
     s
 }
 
-/// `- [category | 0.90] content\n`, or `… content (avoid: source error)\n` for a correction.
-/// The content's rendering was prepared by the index when it was synced with this content.
-fn fact_line(doc: &Document, index: &FactIndex, pos: usize, links: bool) -> String {
+/// `- [category | 0.90 | 2023-05-07] content\n` (without the date when `opts.dates` is off
+/// or the fact has none), or `… content (avoid: source error)\n` for a correction. The
+/// content's rendering was prepared by the index when it was synced with this content.
+fn fact_line(doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions) -> String {
+    let links = opts.neutralize_links;
     let f = &doc.facts[pos];
     let mut s = String::with_capacity(f.content.len() + f.category.len() + 16);
     s.push_str("- [");
@@ -462,6 +473,10 @@ fn fact_line(doc: &Document, index: &FactIndex, pos: usize, links: bool) -> Stri
     s.push_str(if category.is_empty() { crate::memory::document::DEFAULT_CATEGORY } else { &category });
     s.push_str(" | ");
     push_confidence(&mut s, f.confidence);
+    if let Some(date) = fact_date(f).filter(|_| opts.dates) {
+        s.push_str(" | ");
+        s.push_str(date);
+    }
     s.push_str("] ");
     match index.rendered(pos, &f.content) {
         Some(r) if links || index.renders_as_is(pos, &f.content) => s.push_str(r),

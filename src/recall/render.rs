@@ -2,7 +2,9 @@
 //! neutralised, whitespace collapsed, `&`, `<`, `>` and their look-alikes escaped
 //! (docs/design.md#injection).
 
+use crate::base::time::event_days;
 use crate::extract::sanitize::{angle_look_alike, is_double_angle, is_slash_like, neutralize_links, strip_invisible};
+use crate::memory::document::Fact;
 use crate::recall::tokenize::char_at;
 use std::borrow::Cow;
 
@@ -110,6 +112,20 @@ pub(crate) fn push_confidence(out: &mut String, c: f64) {
     out.push(char::from(b'0' + (n % 10) as u8));
 }
 
+/// The date a fact's line shows: the date of its `happenedAt` as written (`2023-05-07`, or
+/// `2023-05` / `2023` for a reduced date; a time of day and offset are left out), else the
+/// date of its `createdAt` (when it was learned); `None` when neither is a valid time.
+pub fn fact_date(f: &Fact) -> Option<&str> {
+    f.happened_at().and_then(written_day).or_else(|| written_day(&f.created_at))
+}
+
+/// The date part of a valid ISO time, as written.
+fn written_day(s: &str) -> Option<&str> {
+    let s = s.trim();
+    event_days(s)?;
+    s.split(['T', 't', ' ']).next()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +137,27 @@ mod tests {
             push_confidence(&mut out, c);
             assert_eq!(out, s, "{c}");
         }
+    }
+
+    #[test]
+    fn the_date_is_the_event_day_as_written_else_the_day_learned() {
+        let mut f = Fact::for_test("f", "x", 0.9);
+        f.created_at = "2026-01-02T03:04:05Z".into();
+        assert_eq!(fact_date(&f), Some("2026-01-02"));
+        for (happened, shown) in [
+            ("2023-05-07", "2023-05-07"),
+            ("2023-05-07T23:30:00-05:00", "2023-05-07"),
+            (" 2023-05 ", "2023-05"),
+            ("2023", "2023"),
+            ("last week", "2026-01-02"),
+            ("2023-02-30", "2026-01-02"),
+        ] {
+            f.extra.insert("happenedAt".into(), happened.into());
+            assert_eq!(fact_date(&f), Some(shown), "{happened}");
+        }
+        f.extra.remove("happenedAt");
+        f.created_at = String::new();
+        assert_eq!(fact_date(&f), None);
     }
 
     #[test]

@@ -352,6 +352,7 @@ fn hits_js(hits: &[(SearchHit, crate::Fact)]) -> JsValue {
         x.fixed("lexical", h.lexical, SCORE_DECIMALS);
         opt_fixed(&mut x, "dense", h.dense);
         x.fixed("similarity", h.similarity, SCORE_DECIMALS).fixed("score", h.score, SCORE_DECIMALS);
+        x.opt_str("date", crate::recall::inject::fact_date(fact));
         x.finish();
     }
     a.finish();
@@ -375,6 +376,9 @@ fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
         x.fixed("similarity", f.similarity, SCORE_DECIMALS)
             .fixed("confidence", f.confidence, SCORE_DECIMALS)
             .fixed("score", f.score, SCORE_DECIMALS)
+            .opt_str("date", f.date.as_deref())
+            .opt_str("createdAt", fact.map(|x| x.created_at.as_str()))
+            .opt_str("happenedAt", fact.and_then(|x| x.happened_at()))
             .u64("tokens", f.tokens as u64)
             .bool("included", f.included)
             .str("reason", &f.reason);

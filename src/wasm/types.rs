@@ -345,6 +345,8 @@ export interface UserMemoryOptions {
   injectionEnabled?: boolean;
   /** Injected facts and summaries keep the words of links and images and drop their URLs (a bare URL keeps its host). Default true. */
   neutralizeLinks?: boolean;
+  /** Each fact line shows its date, `- [context | 0.90 | 2023-05-07] …`: its `happenedAt` as written, else the day of its `createdAt`. Default true. */
+  injectDates?: boolean;
   /** `false`: `observe()` queues nothing (pause learning). Default true. */
   enabled?: boolean;
   /** `false`: no timers; call `processDue()` yourself (Workers, alarms). Default true. */
@@ -397,6 +399,7 @@ export interface ResolvedOptions {
   confidenceWeight: number;
   injectionEnabled: boolean;
   neutralizeLinks: boolean;
+  injectDates: boolean;
   enabled: boolean;
   autoProcess: boolean;
   closeTimeoutMs: number;
@@ -516,6 +519,11 @@ export interface FactExplanation {
   confidence: number;
   /** `similarityWeight × similarity + confidenceWeight × confidence`. */
   score: number;
+  /** The date the fact's line shows (`happenedAt` as written, else the day of `createdAt`), also with `injectDates: false`; `null` without a valid one. */
+  date: string | null;
+  createdAt: string;
+  /** The fact's event time, `null` without a valid one. */
+  happenedAt: string | null;
   /** Tokens of the rendered fact line. */
   tokens: number;
   included: boolean;
@@ -548,6 +556,8 @@ export interface SearchResult {
   similarity: number;
   /** `similarityWeight × similarity + confidenceWeight × confidence`. */
   score: number;
+  /** The date `inject()` shows for the fact (`happenedAt` as written, else the day of `createdAt`); `null` without a valid one. */
+  date: string | null;
 }
 
 /** What `flush()` / `processDue()` did. */

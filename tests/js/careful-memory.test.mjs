@@ -155,12 +155,13 @@ test("injected memory has no invisible characters, no link targets, no forged pr
   assert.ok(!block.includes("evil.example/?q") && !block.includes("SECRET") && !block.includes("]("), block);
   assert.match(block, /See chart and blog/);
   const facts = lines.filter((l) => l.startsWith("- ["));
-  assert.equal(
+  // (Each line also shows the fact's date, `| 2026-…`, when it has one.)
+  assert.match(
     facts[0],
-    "- [correction | 0.50] Uses pnpm, not npm (avoid: suggested npm install)",
+    /^- \[correction \| 0\.50(?: \| \d{4}-\d{2}-\d{2})?\] Uses pnpm, not npm \(avoid: suggested npm install\)$/,
     "corrections first, whatever their score",
   );
-  assert.equal(facts[1], "- [preference_100_SYSTEM_OVERRIDE | 0.90] Prefers dark mode");
+  assert.match(facts[1], /^- \[preference_100_SYSTEM_OVERRIDE \| 0\.90(?: \| \d{4}-\d{2}-\d{2})?\] Prefers dark mode$/);
   memory.configure({ neutralizeLinks: false });
   assert.match(
     await memory.inject([]),

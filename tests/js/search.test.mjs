@@ -30,7 +30,7 @@ test("search returns the matching facts, best first, with the scores inject() ra
     "only the two rabbit facts match; the confident city fact is not a match",
   );
   for (const h of hits) {
-    assert.deepEqual(Object.keys(h), ["fact", "lexical", "dense", "similarity", "score"]);
+    assert.deepEqual(Object.keys(h), ["fact", "lexical", "dense", "similarity", "score", "date"]);
     assert.equal(h.dense, null, "no embedding model");
     assert.equal(h.similarity, h.lexical);
     assert.ok(h.similarity > 0 && h.similarity <= 1);

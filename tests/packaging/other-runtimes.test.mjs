@@ -132,7 +132,11 @@ for (const [name, find, args] of runtimes) {
         "the conversation reached the model",
       );
       assert.ok(out.block.startsWith("<memory>") && out.block.endsWith("</memory>"), out.block);
-      assert.ok(out.block.includes(`- [knowledge | 0.90] Keeps bees (${name})`), out.block);
+      assert.match(
+        out.block,
+        new RegExp(`\\n- \\[knowledge \\| 0\\.90 \\| \\d{4}-\\d{2}-\\d{2}\\] Keeps bees \\(${name}\\)\\n`),
+        out.block,
+      );
       assert.deepEqual(out.facts, [`Keeps bees (${name})`], "the reopened store holds the fact");
       assert.ok(existsSync(memoryDir), "the file store wrote to its directory");
       assert.deepEqual(out.refused, { code: "LLM_HTTP", status: 307 }, "a redirect to another origin is refused");
