@@ -103,7 +103,7 @@ function run(cmd, args, { cwd, env = {} }) {
     let err = "";
     child.stdout.setEncoding("utf8").on("data", (d) => (out += d));
     child.stderr.setEncoding("utf8").on("data", (d) => (err += d));
-    // a hang detector: a snippet that never ends fails instead of hanging the run
+    // fixed wait: a hang detector: a snippet that never ends fails instead of hanging the run
     const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
     child.on("error", reject);
     child.on("exit", (code, signal) => (clearTimeout(timer), resolve({ code: code ?? signal, out, err })));
