@@ -318,10 +318,11 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
             index.add(&vocab.set(&f.content));
         }
         // The forget tombstones, matched by the same test as existing facts.
-        let mut forgotten = (Exact::default(), SetIndex::default());
+        let mut forgotten = (Exact::default(), SetIndex::default(), Vec::with_capacity(ctx.forgotten.len()));
         for (k, t) in ctx.forgotten.iter().enumerate() {
             forgotten.0.insert(t.content.clone(), k);
             forgotten.1.add(&vocab.set(&t.content));
+            forgotten.2.push(crate::memory::forget::skeleton(&t.content));
         }
         for (i, (path, nf)) in facts.iter().enumerate() {
             let path = path.clone();
@@ -506,7 +507,7 @@ fn place_new_fact(
     index: &mut SetIndex,
     exact: &mut Exact,
     removing: &[bool],
-    forgotten: &mut (Exact, SetIndex),
+    forgotten: &mut (Exact, SetIndex, Vec<Vec<String>>),
 ) -> Placed {
     let confidence = nf.confidence;
     if !confidence.is_finite() || confidence < cfg.threshold {
@@ -529,7 +530,11 @@ fn place_new_fact(
     if !ctx.forgotten.is_empty() {
         let same = forgotten.0.positions(&key).first().copied();
         let near = || forgotten.1.best(&vocab.set(content), NEAR_DUPLICATE_JACCARD, |_| true).map(|(k, _)| k as usize);
-        if let Some(k) = same.or_else(near) {
+        let variant = || {
+            let words = crate::memory::forget::skeleton(content);
+            forgotten.2.iter().position(|t| crate::memory::forget::variant_of(t, &words))
+        };
+        if let Some(k) = same.or_else(near).or_else(variant) {
             return Placed::Forgotten(k);
         }
     }

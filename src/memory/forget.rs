@@ -5,12 +5,20 @@
 //! `"forgotten":[{"id":"fact_…","content":"allergic to penicillin","at":1773484200000}]`,
 //! oldest first. A tombstone holds only what matching needs: the fact's normalised content
 //! ([`normalize_content`]) and the id it had (to name it in `processed.skipped` and to
-//! `unforget` it). Matching is [`crate::extract::apply`]'s duplicate test: the same normalised text,
-//! or a near-duplicate by token Jaccard, whatever the category.
+//! `unforget` it). Matching ([`Tombstones::find`]) is [`crate::extract::apply`]'s duplicate
+//! test (the same normalised text, or a near-duplicate by token Jaccard, whatever the
+//! category) and [`variant_of`]: the same words on a confusable-folded skeleton (Cyrillic
+//! `е` for `e`, fullwidth letters), give or take a one-letter slip in a long word, up to two
+//! added words (`(severe)`) or one dropped from a long fact, never a negation.
 
 use crate::base::time::Millis;
 use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
 use crate::memory::document::{normalize_content, Fact};
+use crate::recall::similar::{jaccard, Vocab};
+
+/// Token Jaccard at or above which a text is a near-duplicate of a tombstone (the same
+/// threshold as a near-duplicate fact).
+pub const FORGET_JACCARD: f64 = 0.7;
 
 /// Tombstones kept: past this, the oldest are dropped (each is one short sentence, so the
 /// list stays under ~100 KB).
@@ -56,6 +64,22 @@ impl Tombstones {
         self.list.iter().filter(|t| !before.list.iter().any(|b| b.id == t.id)).map(|t| t.id.clone()).collect()
     }
 
+    /// The position of the tombstone `content` matches, if any (see the module docs).
+    pub fn find(&self, content: &str) -> Option<usize> {
+        let key = normalize_content(content);
+        if let Some(k) = self.list.iter().position(|t| t.content == key) {
+            return Some(k);
+        }
+        let mut vocab = Vocab::new();
+        let set = vocab.set(content);
+        let words = skeleton(content);
+        self.list.iter().position(|t| {
+            let other = vocab.set(&t.content);
+            let common = vocab.overlap(&set, &[&other]);
+            (!set.is_empty() && jaccard(set.len(), other.len(), common) >= FORGET_JACCARD) || variant_of(&skeleton(&t.content), &words)
+        })
+    }
+
     /// Reads the stored list; malformed tombstones are left out.
     pub fn from_value(v: Option<&Value>) -> Tombstones {
         let list = v.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
@@ -68,6 +92,115 @@ impl Tombstones {
             .collect();
         Tombstones { list }
     }
+}
+
+/// Cyrillic and Greek letters (lower case) that look like a Latin one, each followed by it.
+const CONFUSABLES: &str = "аaвbсcԁdеeёeһhнhіiıiјjкkмmоoрpԛqѕsтtуyхxԝwαaβbεeζzηhιiκkμmνnοoρpτtυyχx";
+
+/// What a lower-case letter of another script or a fullwidth form looks like in Latin (a
+/// confusable skeleton, after the idea of Unicode's UTS #39, for the letters that matter
+/// in practice).
+fn fold(c: char) -> char {
+    let c = match c as u32 {
+        // Fullwidth ASCII.
+        x @ 0xFF01..=0xFF5E => char::from_u32(x - 0xFEE0).unwrap_or(c),
+        0x0370..=0x052F => {
+            let mut pairs = CONFUSABLES.chars();
+            while let (Some(from), Some(to)) = (pairs.next(), pairs.next()) {
+                if from == c {
+                    return to;
+                }
+            }
+            c
+        }
+        _ => c,
+    };
+    match c {
+        '|' | '1' => 'l',
+        '0' => 'o',
+        c => c,
+    }
+}
+
+/// The words of `s` on a confusable-folded, lower-cased skeleton: letters and digits of
+/// other scripts that look Latin become Latin, marks, invisible characters, hyphens and
+/// apostrophes are skipped (`co-worker` is `coworker`, `doesn't` is `doesnt`), whitespace
+/// and other punctuation separate words.
+pub fn skeleton(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut lower = String::new();
+    for c in s.chars() {
+        lower.clear();
+        crate::base::unicode::push_lowercase(&mut lower, c);
+        let Some(c) = lower.chars().next().map(fold) else { continue };
+        if c.is_alphanumeric() {
+            word.push(c);
+            word.extend(lower.chars().skip(1).map(fold));
+        } else if matches!(c, '-' | '\'' | '\u{2010}' | '\u{2011}' | '\u{2019}') {
+            continue;
+        } else if (c.is_whitespace() || c.is_ascii() || matches!(c as u32, 0x2010..=0x2027 | 0x2030..=0x205E | 0x3000..=0x303F))
+            && !word.is_empty()
+        {
+            words.push(std::mem::take(&mut word));
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Words that turn a fact around: a variant that adds or drops one is a new fact.
+const TURNS: [&str; 21] = [
+    "not", "no", "never", "longer", "nor", "without", "anymore", "stopped", "quit", "former", "formerly", "ex", "used", "dont", "doesnt",
+    "isnt", "wasnt", "didnt", "cant", "wont", "neither",
+];
+
+/// Whether `b` says what `a` says with a trivial change: the same words (one-letter slips
+/// in words of five letters or more allowed), up to two added words (three to a fact of
+/// five words or more), or one word dropped
+/// from a fact of four or more; never a number changed, never a negation added or dropped.
+pub fn variant_of(a: &[String], b: &[String]) -> bool {
+    if a.is_empty() || b.is_empty() || a.len() > 64 || b.len() > 64 {
+        return false;
+    }
+    // Longest common subsequence of near-equal words.
+    let mut row = vec![0usize; b.len() + 1];
+    for x in a {
+        let mut diag = 0;
+        for (j, y) in b.iter().enumerate() {
+            let up = row[j + 1];
+            row[j + 1] = if near(x, y) { diag + 1 } else { up.max(row[j]) };
+            diag = up;
+        }
+    }
+    let k = row[b.len()];
+    let (missing, extra) = (a.len() - k, b.len() - k);
+    let shape = if a.len() == 1 {
+        k == 1 && extra == 0
+    } else {
+        k >= 2 && ((missing == 0 && (extra <= 2 || (extra == 3 && a.len() >= 5))) || (missing == 1 && extra == 0 && a.len() >= 4))
+    };
+    let turns = |w: &[String], other: &[String]| w.iter().any(|t| TURNS.contains(&t.as_str()) && !other.contains(t));
+    shape && !turns(a, b) && !turns(b, a)
+}
+
+/// The same word, or one letter apart in words of five letters or more (not numbers).
+fn near(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let (x, y): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if x.len().min(y.len()) < 5 || x.len().abs_diff(y.len()) > 1 || x.iter().chain(&y).any(char::is_ascii_digit) {
+        return false;
+    }
+    // One substitution, insertion, deletion or swap of neighbours.
+    let p = x.iter().zip(&y).take_while(|(c, d)| c == d).count();
+    let s = x.iter().rev().zip(y.iter().rev()).take_while(|(c, d)| c == d).count();
+    let (lx, ly) = (x.len().saturating_sub(p + s), y.len().saturating_sub(p + s));
+    let swap = x.len() == y.len() && lx == 2 && x[p] == y[p + 1] && x[p + 1] == y[p];
+    (lx <= 1 && ly <= 1) || (p + s >= x.len().min(y.len()) && lx.max(ly) <= 1) || swap
 }
 
 impl ToJson for Tombstone {
