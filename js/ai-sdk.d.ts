@@ -72,14 +72,17 @@ export interface ToolInputError {
 /** The three memory tools, for `generateText({ tools })` / `streamText({ tools })` (a type
  * alias, not an interface, so it is assignable to the SDK's `ToolSet`). */
 export type MemoryTools = {
-  /** Searches memory (`memory.search()`): `{ query, limit? }` → the matching facts, best first. */
+  /** Searches memory (`memory.search()`): `{ query, limit? }` → the matching facts, best first, their text through `inject()`'s defences (`memory.safeText()`). */
   searchMemory: Tool<
     { query: string; limit?: number },
     { facts: (ToolFact & { confidence: number; score: number })[] } | ToolInputError
   >;
-  /** Saves a fact (`memory.addFact()`): `{ content, category? }` → the stored fact. */
-  remember: Tool<{ content: string; category?: FactCategory }, { remembered: ToolFact } | ToolInputError>;
-  /** Removes a fact by id (`memory.removeFact()`): `{ id }` → the removed fact; an unknown id is an `error` result. */
+  /** Saves a fact (`memory.addFact()`): `{ content, category? }` → the stored fact; at most 1000 characters (longer is an `error` result); a fact the user asked to forget (or a trivial variant of it) is not stored: `{ notStored, forgotten }` names the tombstone. */
+  remember: Tool<
+    { content: string; category?: FactCategory },
+    { remembered: ToolFact } | { notStored: string; forgotten: string } | ToolInputError
+  >;
+  /** Removes a fact by id (`memory.removeFact(id, { forget: true })`, so it keeps a tombstone): `{ id }` → the removed fact; an unknown id is an `error` result. */
   forget: Tool<{ id: string }, { forgotten: { id: string; content: string } } | ToolInputError>;
 };
 

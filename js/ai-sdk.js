@@ -17,6 +17,7 @@
 
 import { jsonSchema } from "ai";
 import { errorCode, invalidInput } from "./errors.js";
+import { MAX_FACT_CHARS } from "./memory-text.js";
 
 /** @typedef {import("ai").LanguageModelMiddleware} Middleware */
 /** The call options of the wrapped model (V3): `prompt`, `providerOptions`, …  */
@@ -241,12 +242,14 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
         if (typeof query !== "string" || !query.trim()) return { error: "`query` must be a non-empty string" };
         const asked = input.limit;
         const n = typeof asked === "number" && Number.isInteger(asked) && asked >= 1 ? Math.min(asked, 50) : limit;
-        const hits = await (await memory).search(query, { limit: n, minScore });
+        const m = await memory;
+        const hits = await m.search(query, { limit: n, minScore });
+        // Stored text reaches the model through inject()'s defences.
         return {
           facts: hits.map(({ fact, score }) => ({
             id: fact.id,
-            content: fact.content,
-            category: fact.category,
+            content: m.safeText(fact.content),
+            category: m.safeText(fact.category),
             confidence: fact.confidence,
             score,
           })),
@@ -266,12 +269,22 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
         additionalProperties: false,
       }),
       execute: async (input) => {
-        const content = typeof input?.content === "string" ? input.content.trim() : "";
+        const raw = typeof input?.content === "string" ? input.content : "";
+        if (raw.length > MAX_FACT_CHARS)
+          return {
+            error: `\`content\` is ${raw.length} characters long; a fact is one short sentence, at most ${MAX_FACT_CHARS} characters: store the lasting point, not the text`,
+          };
+        const content = raw.trim();
         if (!content) return { error: "`content` must be a non-empty string" };
         const category = CATEGORIES.includes(/** @type {string} */ (input.category)) ? input.category : undefined;
+        const m = await memory;
+        // What the user asked to forget stays forgotten, whoever brings it back.
+        const [forgotten] = await m.forgotten({ matching: content });
+        if (forgotten)
+          return { notStored: "the user asked to forget this; do not store it again", forgotten: forgotten.id };
         // A fact with the same content (case and spacing aside) is returned as it is.
-        const fact = await (await memory).addFact(category ? { content, category } : { content });
-        return { remembered: { id: fact.id, content: fact.content, category: fact.category } };
+        const fact = await m.addFact(category ? { content, category } : { content });
+        return { remembered: { id: fact.id, content: m.safeText(fact.content), category: fact.category } };
       },
     },
     forget: {
@@ -287,8 +300,10 @@ export function memoryTools({ memory, limit = 5, minScore = 0 }) {
         const id = input?.id;
         if (typeof id !== "string" || !id) return { error: "`id` must be a fact id from searchMemory" };
         try {
-          const fact = await (await memory).removeFact(id);
-          return { forgotten: { id: fact.id, content: fact.content } };
+          // A tombstone, as the CLI's forget keeps: extraction and remember do not bring it back.
+          const m = await memory;
+          const fact = await m.removeFact(id, { forget: true });
+          return { forgotten: { id: fact.id, content: m.safeText(fact.content) } };
         } catch (e) {
           // A wrong id is the model's mistake to correct, not a failure of the call.
           if (errorCode(e) === "NOT_FOUND") return { error: `no fact has the id ${id}; search first` };

@@ -9,7 +9,7 @@
 // messages is written to stdout.
 import { readFileSync } from "node:fs";
 import { UserMemory } from "./node.js";
-import { byConfidence, factLine, MAX_FACT_CHARS, sectionLines } from "./memory-text.js";
+import { byConfidence, MAX_FACT_CHARS, SECTIONS } from "./memory-text.js";
 import { openStore } from "./store-url.js";
 import { errorCode, userMemoryError } from "./errors.js";
 import { messageOf } from "./store-util.js";
@@ -89,6 +89,18 @@ async function loadSdk() {
 }
 
 /**
+ * A fact as the model reads it: its stored text through inject()'s defences (no invisible
+ * or control characters, links reduced to their words, angle brackets escaped).
+ * @param {import("./index.js").UserMemory} memory
+ * @param {import("./index.js").Fact} f
+ */
+function factLine(memory, f) {
+  /** @param {unknown} t */
+  const safe = (t) => memory.safeText(String(t));
+  return `${f.id} [${safe(f.category)} | ${Number(f.confidence).toFixed(2)}] ${safe(f.content)}`;
+}
+
+/**
  * What a tool call does; a failure becomes an error result the model can read.
  * @param {import("./index.js").UserMemory} memory
  * @param {string} name
@@ -108,7 +120,7 @@ async function callTool(memory, name, args) {
       const limit = /** @type {number | undefined} */ (args.limit);
       const results = await memory.search(args.query, limit === undefined ? {} : { limit });
       return results.length
-        ? results.map((r) => `- ${factLine(r.fact)} (score ${r.score.toFixed(2)})`).join("\n")
+        ? results.map((r) => `- ${factLine(memory, r.fact)} (score ${r.score.toFixed(2)})`).join("\n")
         : "No fact in memory matches.";
     }
     case "remember": {
@@ -127,31 +139,45 @@ async function callTool(memory, name, args) {
       ) {
         throw fail("INVALID_INPUT", "`confidence` must be a number from 0 to 1");
       }
+      // What the user asked to forget stays forgotten, whoever brings it back.
+      const [forgotten] = await memory.forgotten({ matching: args.content });
+      if (forgotten)
+        return `Not remembered: the user asked to forget this (forgotten fact ${forgotten.id}); do not store it again.`;
       /** @type {import("./index.js").NewFact} */
       const fact = { content: args.content };
       if (args.category !== undefined) fact.category = /** @type {import("./index.js").FactCategory} */ (args.category);
       if (args.confidence !== undefined) fact.confidence = args.confidence;
-      return `Remembered: ${factLine(await memory.addFact(fact))}`;
+      return `Remembered: ${factLine(memory, await memory.addFact(fact))}`;
     }
     case "forget": {
       if (typeof args.id !== "string") throw fail("INVALID_INPUT", "forget needs the fact's `id`");
-      return `Forgot: ${factLine(await memory.removeFact(args.id))}`;
+      // A tombstone, as the CLI's forget keeps: extraction and remember do not bring it back.
+      return `Forgot: ${factLine(memory, await memory.removeFact(args.id, { forget: true }))}`;
     }
     case "get_profile":
-      return profile(await memory.get());
+      return profile(memory, await memory.get());
     default:
       throw fail("INVALID_INPUT", `unknown tool ${JSON.stringify(name)}`);
   }
 }
 
 /**
- * The document as readable text.
+ * The document as readable text, every stored value through inject()'s defences.
+ * @param {import("./index.js").UserMemory} memory
  * @param {import("./index.js").MemoryDocument} doc
  */
-function profile(doc) {
-  const lines = sectionLines(doc);
+function profile(memory, doc) {
+  /** @type {Record<string, Record<string, { summary?: string } | undefined> | undefined>} */
+  const groups = /** @type {any} */ (doc);
+  const lines = SECTIONS.filter(([g, k]) => groups[g]?.[k]?.summary).map(
+    ([g, k, label]) => `${label}: ${memory.safeText(String(groups[g]?.[k]?.summary))}`,
+  );
   if (doc.facts.length)
-    lines.push(...(lines.length ? [""] : []), "Facts:", ...byConfidence(doc.facts).map((f) => `- ${factLine(f)}`));
+    lines.push(
+      ...(lines.length ? [""] : []),
+      "Facts:",
+      ...byConfidence(doc.facts).map((f) => `- ${factLine(memory, f)}`),
+    );
   return lines.length ? lines.join("\n") : "The memory is empty.";
 }
 

@@ -84,6 +84,9 @@ extern "C" {
     /// `history()`'s options (`{ limit, before }`), an optional trailing argument.
     #[wasm_bindgen(typescript_type = "HistoryOptions")]
     pub type HistoryOptionsArg;
+    /// `forgotten()`'s options (`{ matching }`), an optional trailing argument.
+    #[wasm_bindgen(typescript_type = "ForgottenOptions")]
+    pub type ForgottenOptionsArg;
 }
 
 thread_local! {
@@ -140,7 +143,7 @@ enum Call {
     History(Engine, JsValue),
     Revert(Engine, JsValue),
     Undo(Engine, JsValue),
-    Forgotten(Engine),
+    Forgotten(Engine, JsValue),
     Unforget(Engine, JsValue),
     Search(Engine, JsValue, JsValue),
     Inject(LocalFuture<'static, String>),
@@ -201,8 +204,14 @@ impl Call {
                 let o = options_arg(&opts, "undo", &["revision"])?;
                 e.undo(opt_uint(&o, "undo", "revision")?).await.map(|d| doc_js(&d))
             }
-            Call::Forgotten(e) => {
-                let list = crate::memory::forget::Tombstones { list: e.forgotten().await? };
+            Call::Forgotten(e, opts) => {
+                let o = options_arg(&opts, "forgotten", &["matching"])?;
+                let matching = crate::json::field::opt_str(&o, "forgotten", "matching")?.map(str::to_string);
+                let mut list = crate::memory::forget::Tombstones { list: e.forgotten().await? };
+                if let Some(text) = matching {
+                    let found = list.find(&text);
+                    list.list = found.map(|k| list.list.swap_remove(k)).into_iter().collect();
+                }
                 Ok(from_json(&list.to_json()))
             }
             Call::Unforget(e, id) => {
@@ -591,10 +600,22 @@ impl UserMemory {
         Call::Undo(self.engine.clone(), options.map_or(JsValue::UNDEFINED, JsValue::from)).promise()
     }
 
-    /// The forget tombstones, oldest first: what extraction will not learn again.
+    /// The forget tombstones, oldest first: what extraction will not learn again. With
+    /// `{ matching: text }`, the one tombstone `text` matches (a trivial variant counts), or
+    /// none: what a tool asked to remember `text` must refuse.
     #[wasm_bindgen(unchecked_return_type = "Promise<ForgottenFact[]>")]
-    pub fn forgotten(&self) -> Promise {
-        Call::Forgotten(self.engine.clone()).promise()
+    pub fn forgotten(&self, options: Option<ForgottenOptionsArg>) -> Promise {
+        Call::Forgotten(self.engine.clone(), options.map_or(JsValue::UNDEFINED, JsValue::from)).promise()
+    }
+
+    /// `text` as `inject()` renders a stored value: invisible and control characters
+    /// stripped, links reduced to their words (with `neutralizeLinks`), whitespace collapsed,
+    /// `&`, `<`, `>` and their look-alikes escaped. For every text handed to a model outside
+    /// the block (the MCP server's and the AI SDK's tools).
+    #[wasm_bindgen(js_name = safeText)]
+    pub fn safe_text(&self, #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue) -> std::result::Result<String, JsValue> {
+        let text = string_arg(&text, "safeText(text): the text").js()?;
+        Ok(crate::recall::render::render_value(&text, self.engine.options().inject.neutralize_links))
     }
 
     /// Drops the tombstone of fact `id` (extraction may learn it again); resolves to it.

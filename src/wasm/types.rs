@@ -483,6 +483,12 @@ export interface RemoveOptions {
   forget?: boolean;
 }
 
+/** Options of `forgotten()`. */
+export interface ForgottenOptions {
+  /** Only the tombstone this text matches (the same fact, or a trivial variant of it: an added word, a confusable letter, a one-letter slip), if any. */
+  matching?: string;
+}
+
 /** Options of `clear()`. */
 /** Options of `undo()`. */
 export interface UndoOptions {
