@@ -1,7 +1,8 @@
 // Every code block of README.md runs as written, against the packed tarball installed into a
 // fresh project, so an example that stops working fails the suite: the JavaScript ones in Node
 // with a scripted OpenAI-compatible server on 127.0.0.1 wherever they call an LLM (and a real
-// Postgres for the server example), the shell ones with `npx user-memory` as the installed
+// Postgres for the server example), the browser page in Chromium (served with the app's own
+// /api/extract), the shell ones with `npx user-memory` as the installed
 // CLI, the MCP client configuration by starting the server it names and listing its tools
 // with the official SDK client. The test adds only what a snippet leaves to the reader
 // (`messages`, `threadId`, `callModel`, `app`, …: the PRELUDE) and, after it, what shows that
@@ -22,6 +23,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { consumerProject, freshProject, ROOT } from "../helpers/pack.mjs";
 import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
 import { startPostgres } from "../helpers/servers.mjs";
+import { launchBrowser } from "../helpers/browser.mjs";
+import { startStaticServer } from "../helpers/static-server.mjs";
 
 /** The fenced blocks of a Markdown file: `{ lang, code, heading, marker, line }`. */
 export function fencedBlocks(text) {
@@ -170,6 +173,56 @@ const CHECKS = {
         { after: REPORT_MEMORY, dir: r.dir },
       );
       assert.deepEqual(again.result.facts, ["Prefers TypeScript"], "./memory kept it");
+    },
+  },
+  Browser: {
+    // In Chromium, served from the project (its node_modules/user-memory is the tarball), with
+    // the page's own /api/extract answering as the app's server would (the model's reply).
+    html: async (b) => {
+      const dir = mkdtempSync(join(project, ".readme-html-"));
+      made.push(dir);
+      const at = b.code.lastIndexOf("</script>");
+      assert.ok(at > 0, "the block ends with its module script");
+      const page = `${b.code.slice(0, at)}
+  ${PRELUDE.messages}
+  ${PRELUDE.callModel}
+  try {
+    await send(messages, "readme-thread");
+    await memory.flush();
+    window.result = { facts: (await memory.get()).facts.map((f) => f.content), kept: memory.options().storage };
+  } catch (e) { window.result = { error: String(e) }; }
+${b.code.slice(at)}`;
+      writeFileSync(join(dir, "index.html"), page);
+      const extractions = [];
+      const server = await startStaticServer([["/", project]], {
+        "/api/extract": async (req, res) => {
+          let body = "";
+          for await (const c of req) body += c;
+          extractions.push(JSON.parse(body));
+          res.writeHead(200, { "content-type": "text/plain" });
+          res.end(JSON.stringify(factsReply("Prefers TypeScript").json));
+        },
+      });
+      const { context, close } = await launchBrowser();
+      try {
+        const tab = await context.newPage();
+        const logs = [];
+        tab.on("console", (m) => logs.push(m.text()));
+        await tab.goto(`${server.url}/${dir.slice(project.length + 1)}/index.html`);
+        const result = await tab
+          .waitForFunction(() => window.result, null, { timeout: 60_000 })
+          .then((h) => h.jsonValue());
+        assert.deepEqual(result, { facts: ["Prefers TypeScript"], kept: "indexeddb" });
+        assert.equal(extractions.length, 1, "one extraction through the page's own server");
+        assert.ok(extractions[0].system && extractions[0].prompt.includes("TypeScript"), "it sent { system, prompt }");
+        assert.ok(
+          logs.some((l) => l.includes("learned") && l.includes("Prefers TypeScript")),
+          logs.join("\n"),
+        );
+      } finally {
+        await close();
+        await server.close();
+      }
     },
   },
   "A server: one memory per user in Postgres, Redis or SQLite": {
