@@ -41,6 +41,7 @@ fn dropped(user: &str, assistant: &str, fact: &str) -> bool {
         ids: &ids,
         conversation: Some(Conversation { messages: &messages, new_from: 0 }),
         forgotten: &[],
+        shown: None,
     };
     let report = apply_delta(&mut doc, &delta, &ApplyConfig { threshold: 0.7, max_facts: 100, policy: Default::default() }, &ctx);
     report.skipped.iter().any(|s| s.reason == "assistant-copy")

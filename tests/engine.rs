@@ -684,3 +684,68 @@ fn the_prompt_dates_the_conversation_from_message_times_else_the_backfill_else_o
         assert!(rig.llm.requests.borrow()[0].prompt.contains(&format!("(its date and time: {now})")), "{now}");
     });
 }
+
+/// Retrieval-augmented extraction: with a memory larger than `extractionMemoryTokens`, the
+/// prompt shows the summaries, the facts that match the new messages (manual ones among
+/// them) and recent ones within the budget, and nothing else; a removal of a fact it did not
+/// show is refused (`not-shown`), while duplicates are still found in the whole memory.
+#[test]
+fn a_large_memory_shows_only_the_matching_facts_and_unseen_ones_cannot_be_removed() {
+    run(async {
+        let mut facts = Vec::new();
+        for i in 0..600 {
+            facts.push(
+                serde_json::json!({"id": format!("fact_{i:08x}"), "content": format!("Collects vintage item number {i} from flea markets"),
+                "category": "context", "confidence": 0.8, "createdAt": "2025-01-01T00:00:00Z", "source": "t0"}),
+            );
+        }
+        facts.push(serde_json::json!({"id": "fact_aaaaaaa1", "content": "Plays the cello in an amateur orchestra", "category": "context",
+            "confidence": 0.9, "createdAt": "2024-01-01T00:00:00Z", "source": "manual"}));
+        facts.push(serde_json::json!({"id": "fact_aaaaaaa2", "content": "Lives in Porto with a dog named Bolt", "category": "context",
+            "confidence": 0.9, "createdAt": "2024-01-01T00:00:00Z", "source": "t0"}));
+        let reply = json!({"newFacts": [
+            {"content": "Lives in Lisbon", "category": "context", "confidence": 0.9},
+            {"content": "Collects vintage item number 7 from flea markets", "category": "context", "confidence": 0.9}
+        ], "factsToRemove": [
+            {"id": "fact_aaaaaaa2", "replacementFactIndex": 0},
+            {"id": "fact_00000003", "replacementFactIndex": null}
+        ]});
+        let rig = RigBuilder::new().replies(vec![Ok(reply.to_string())]).config(|c| c.apply.max_facts = 10_000).open().await.unwrap();
+        rig.engine
+            .import(&json!({"user": {"workContext": {"summary": "Cellist and archivist"}}, "history": {}, "facts": facts}))
+            .await
+            .unwrap();
+        let processed = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        rig.engine
+            .observe("t1", &turn("I moved from Porto to Lisbon with my dog Bolt, and I still play the cello.", "Great move!"))
+            .unwrap()
+            .unwrap()
+            .await
+            .unwrap();
+        rig.engine.flush().await.unwrap();
+        let prompt = rig.llm.requests.borrow()[0].prompt.clone();
+        let memory = &prompt[..prompt.find("</current_memory>").unwrap()];
+        assert!(memory.contains("Cellist and archivist"), "the summaries are always shown");
+        assert!(memory.contains("fact_aaaaaaa2") && memory.contains("fact_aaaaaaa1"), "the matching facts (one manual) are shown");
+        let shown = memory.matches("\"id\":").count();
+        assert!((20..200).contains(&shown), "{shown} of 602 facts shown");
+        let tokens = user_memory::tokens::TokenCounter::count(&user_memory::tokens::Estimate, memory);
+        assert!(tokens < 2600, "{tokens} tokens");
+        for e in rig.events.0.borrow().iter() {
+            if let Event::Processed(p) = e {
+                processed.borrow_mut().extend(p.skipped.iter().map(|s| (s.path.clone(), s.reason.clone(), s.fact.clone())));
+            }
+        }
+        let doc = rig.engine.cached();
+        assert!(doc.fact("fact_aaaaaaa2").is_none(), "a shown fact is replaced");
+        let skipped = processed.borrow().clone();
+        assert!(!memory.contains("\"fact_00000003\"") && !memory.contains("\"fact_00000007\""), "old, unrelated facts are not shown");
+        assert!(doc.fact("fact_00000003").is_some(), "an unseen fact stays");
+        assert!(skipped.contains(&("factsToRemove[1]".into(), "not-shown".into(), Some("fact_00000003".into()))), "{skipped:?}");
+        assert!(
+            skipped.iter().any(|(p, r, f)| p == "newFacts[1]" && r == "duplicate" && f.as_deref() == Some("fact_00000007")),
+            "{skipped:?}"
+        );
+        assert_eq!(doc.facts.iter().filter(|f| f.content.starts_with("Collects vintage item number 7 ")).count(), 1);
+    });
+}

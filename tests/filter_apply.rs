@@ -143,7 +143,7 @@ Not recording the spreadsheet upload.</think>
         &mut doc,
         &delta,
         &ApplyConfig { threshold: 0.7, max_facts: 100, policy: Default::default() },
-        &ApplyContext { now_iso: NOW, source: "thread-7", ids: &ids, conversation: None, forgotten: &[] },
+        &ApplyContext { now_iso: NOW, source: "thread-7", ids: &ids, conversation: None, forgotten: &[], shown: None },
     );
     let contents: Vec<&str> = doc.facts.iter().map(|f| f.content.as_str()).collect();
     assert_eq!(contents, vec!["Head of sales ops at Northwind Traders in Lyon", "Wants figures reported in euros", "Is learning SQL"]);
@@ -185,8 +185,12 @@ fn replaying_a_delta_on_a_newer_document_keeps_both_changes() {
         source: "other-tab".into(),
         extra: Default::default(),
     });
-    let report =
-        apply_delta(&mut newer, &delta, &cfg, &ApplyContext { now_iso: NOW, source: "t", ids: &ids, conversation: None, forgotten: &[] });
+    let report = apply_delta(
+        &mut newer,
+        &delta,
+        &cfg,
+        &ApplyContext { now_iso: NOW, source: "t", ids: &ids, conversation: None, forgotten: &[], shown: None },
+    );
     assert_eq!(report.added.len(), 1, "the duplicate of the other tab's fact is not added twice");
     assert_eq!(newer.facts.len(), 2);
 }

@@ -304,7 +304,7 @@ fn an_example_id_copied_into_a_real_reply_is_ignored_and_reported() {
         &mut doc,
         &delta,
         &cfg,
-        &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids, conversation: None, forgotten: &[] },
+        &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids, conversation: None, forgotten: &[], shown: None },
     );
     assert_eq!(doc.facts[0].id, "fact_00000001", "the real fact stays");
     assert_eq!(doc.facts.len(), 2, "the replacement fact applies");

@@ -31,8 +31,14 @@ fn cfg() -> ApplyConfig {
 /// Applies `delta` to `doc` as an extraction of `messages`.
 fn apply(doc: &mut Document, delta: &Delta, messages: &[ChatMessage]) -> ApplyReport {
     let ids = SequentialIds::starting_at(0x5000_0000);
-    let ctx =
-        ApplyContext { now_iso: NOW, source: "t", ids: &ids, conversation: Some(Conversation { messages, new_from: 0 }), forgotten: &[] };
+    let ctx = ApplyContext {
+        now_iso: NOW,
+        source: "t",
+        ids: &ids,
+        conversation: Some(Conversation { messages, new_from: 0 }),
+        forgotten: &[],
+        shown: None,
+    };
     apply_delta(doc, delta, &cfg(), &ctx)
 }
 
@@ -75,7 +81,7 @@ fn section_strings_in_the_users_words_become_facts_and_others_are_refused() {
     // Without the conversation nothing can be judged the user's: every string is refused.
     let mut doc = Document::empty();
     let ids = SequentialIds::starting_at(1);
-    let ctx = ApplyContext { now_iso: NOW, source: "t", ids: &ids, conversation: None, forgotten: &[] };
+    let ctx = ApplyContext { now_iso: NOW, source: "t", ids: &ids, conversation: None, forgotten: &[], shown: None };
     apply_delta(&mut doc, &parse_reply(reply).unwrap(), &cfg(), &ctx);
     assert!(doc.facts.is_empty());
 }

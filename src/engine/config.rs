@@ -32,6 +32,9 @@ pub struct Config {
     /// for the reply); a larger burst is split into several calls (default 8192, sized for
     /// an 8k-context model).
     pub max_extraction_tokens: usize,
+    /// Tokens of facts one extraction prompt shows at most: with a larger memory, only the
+    /// facts that matter for the new messages (default 2000; 0 shows none but the summaries).
+    pub extraction_memory_tokens: usize,
     /// `false` turns learning off: `observe()` queues nothing (default `true`).
     pub enabled: bool,
     /// Whether timers drive the queue; `false` leaves it to `processDue()` (default `true`).
@@ -47,7 +50,7 @@ impl Default for Config {
         Config {
             agent: "default".into(),
             queue: QueueConfig::default(),
-            apply: ApplyConfig { threshold: 0.7, max_facts: 100, policy: EvictionPolicy::Confidence },
+            apply: ApplyConfig { threshold: 0.7, max_facts: DEFAULT_MAX_FACTS, policy: EvictionPolicy::Confidence },
             inject: InjectOptions {
                 enabled: true,
                 max_tokens: 2000,
@@ -61,6 +64,7 @@ impl Default for Config {
             },
             prompt: PromptOptions::default(),
             max_extraction_tokens: DEFAULT_MAX_EXTRACTION_TOKENS,
+            extraction_memory_tokens: crate::extract::prompt::DEFAULT_EXTRACTION_MEMORY_TOKENS,
             enabled: true,
             auto_process: true,
             close_timeout_ms: 10_000,
@@ -68,6 +72,10 @@ impl Default for Config {
         }
     }
 }
+
+/// Default of `maxFacts`: a user's whole history. The extraction prompt does not grow with
+/// it (`extractionMemoryTokens`), and `inject()` stays under 2 ms at this size.
+pub const DEFAULT_MAX_FACTS: usize = 10_000;
 
 /// Default of `maxExtractionTokens`: an 8k-context model.
 pub const DEFAULT_MAX_EXTRACTION_TOKENS: usize = 8192;
@@ -86,6 +94,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "evictionPolicy",
     "factConfidenceThreshold",
     "maxExtractionTokens",
+    "extractionMemoryTokens",
     "maxInjectionTokens",
     "topFacts",
     "recentTurns",
@@ -164,6 +173,9 @@ impl Config {
             }
             c.max_extraction_tokens = x.min(u32::MAX as u64) as usize;
         }
+        if let Some(x) = opt_uint(obj, "", "extractionMemoryTokens")? {
+            c.extraction_memory_tokens = x.min(u32::MAX as u64) as usize;
+        }
         if let Some(x) = opt_f64(obj, "", "factConfidenceThreshold")? {
             if x > 1.0 {
                 return Err(Error::invalid("`factConfidenceThreshold` must be within [0, 1]"));
@@ -235,6 +247,7 @@ impl ToJson for Config {
             .str("evictionPolicy", self.apply.policy.as_str())
             .fixed("factConfidenceThreshold", self.apply.threshold, 6)
             .u64("maxExtractionTokens", self.max_extraction_tokens as u64)
+            .u64("extractionMemoryTokens", self.extraction_memory_tokens as u64)
             .u64("maxInjectionTokens", self.inject.max_tokens as u64)
             .u64("topFacts", self.inject.top_facts as u64)
             .u64("recentTurns", self.inject.recent_turns as u64)
@@ -305,7 +318,7 @@ mod tests {
         assert_eq!(c.queue.debounce_ms, 30_000);
         assert_eq!(c.queue.max_wait_ms, 300_000);
         assert_eq!(c.queue.max_attempts, 5);
-        assert_eq!(c.apply.max_facts, 100);
+        assert_eq!((c.apply.max_facts, c.extraction_memory_tokens), (10_000, 2000));
         assert_eq!(c.apply.threshold, 0.7);
         assert_eq!(c.inject.max_tokens, 2000);
         assert_eq!(c.inject.top_facts, 15);

@@ -7,7 +7,7 @@ use crate::base::sync::{race, Either};
 use crate::base::time::iso_from_millis;
 use crate::extract::apply::{apply_delta, ApplyContext, Conversation};
 use crate::extract::delta::Delta;
-use crate::extract::prompt::{build_request, chunk_end, CONTEXT_MESSAGES};
+use crate::extract::prompt::{build_request, chunk_end, memory_view, CONTEXT_MESSAGES};
 use crate::llm::Usage;
 use crate::memory::message::Speaker;
 use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
@@ -31,6 +31,8 @@ struct Extraction {
     ctx_from: usize,
     start: usize,
     end: usize,
+    /// The ids of the facts the prompt showed, when it showed only some.
+    shown: Option<Vec<String>>,
 }
 
 /// How an attempt at an entry ended.
@@ -247,13 +249,32 @@ impl Engine {
     async fn extract(&self, entry: &Entry) -> Result<Option<Extraction>> {
         // The prompt shows the newest memory, including other instances' changes, and starts
         // where the newest watermark says.
-        let current = self.refresh().await?;
+        let refreshed = self.refresh().await?;
         let messages = &entry.messages;
         let start = self.inner.state.borrow().threads.processed_upto(&entry.thread_id, messages);
         if !messages[start..].iter().any(|m| m.role == Speaker::User) {
             return Ok(None);
         }
         let config = self.config();
+        // Of a memory larger than `extractionMemoryTokens`, the prompt shows the facts the
+        // ranker puts on top for the new messages (hybrid with an embedder).
+        let mut query = String::new();
+        for m in &messages[start..] {
+            query.push_str(&m.content);
+            query.push('\n');
+        }
+        let q = self.query_vectors(&query).await;
+        // (No await from here on: the query's fact vectors belong to this document.)
+        let (cached, index) = self.snapshot();
+        // The vectors are aligned with the cached document, which the refresh just adopted
+        // (unless storage was ahead of it: then lexical on the refreshed one).
+        let aligned = cached.facts.len() == refreshed.facts.len() && cached.last_updated == refreshed.last_updated;
+        let dense = q.as_ref().filter(|_| aligned).map(|q| q.dense());
+        let view = memory_view(&refreshed, &index, dense.as_ref(), &query, config.extraction_memory_tokens, &config.inject, &Estimate);
+        let (current, shown) = match view {
+            Some((view, shown)) => (view, Some(shown)),
+            None => (refreshed, None),
+        };
         let ctx_from = start.saturating_sub(CONTEXT_MESSAGES);
         let end = chunk_end(&current, messages, ctx_from, start, &config.prompt, config.max_extraction_tokens, &Estimate);
         let request = build_request(&current, &messages[ctx_from..end], start - ctx_from, &config.prompt);
@@ -267,13 +288,13 @@ impl Engine {
             }
         };
         let delta = crate::llm::parse_delta(&reply.text, self.parts().llm.secrets())?;
-        Ok(Some(Extraction { delta, usage, usage_reported, ctx_from, start, end }))
+        Ok(Some(Extraction { delta, usage, usage_reported, ctx_from, start, end, shown }))
     }
 
     /// Applies an extraction's delta in one commit, which also moves the thread's watermark
     /// to the end of the messages it covered; returns its `processed` event.
     async fn commit_extraction(&self, entry: &Entry, extracted: Extraction) -> Result<ProcessedEvent> {
-        let Extraction { delta, usage, usage_reported, ctx_from, start, end } = extracted;
+        let Extraction { delta, usage, usage_reported, ctx_from, start, end, shown } = extracted;
         let cfg = self.config().apply;
         let ids = self.parts().ids.clone();
         let now = self.now();
@@ -283,7 +304,14 @@ impl Engine {
         let mut report = None;
         self.commit(UpdateReason::Extraction, Some(&thread), true, &mut |record| {
             let conversation = Some(Conversation { messages: sent, new_from: start - ctx_from });
-            let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids, conversation, forgotten: &record.forgotten.list };
+            let ctx = ApplyContext {
+                now_iso: &now_iso,
+                source: &thread,
+                ids: &*ids,
+                conversation,
+                forgotten: &record.forgotten.list,
+                shown: shown.as_deref(),
+            };
             let r = apply_delta(&mut record.doc, &delta, &cfg, &ctx);
             // The watermark moves in the same commit as what was learned from the messages.
             record.threads.advance(&thread, &messages[..end], now);

@@ -133,6 +133,9 @@ pub struct ApplyContext<'a> {
     pub conversation: Option<Conversation<'a>>,
     /// What the user asked to forget: a new fact matching one is not stored.
     pub forgotten: &'a [Tombstone],
+    /// The ids of the facts the prompt showed, when it showed only some: a removal of any
+    /// other is refused (`not-shown`). `None`: the whole memory was shown.
+    pub shown: Option<&'a [String]>,
 }
 
 /// What an application of a delta changed.
@@ -274,6 +277,11 @@ pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &A
             report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(&r.id));
             continue;
         };
+        if ctx.shown.is_some_and(|shown| !shown.contains(&r.id)) {
+            let why = "the extraction prompt did not show this fact";
+            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::NOT_SHOWN, why).with_fact(&r.id));
+            continue;
+        }
         if r.scope.as_deref().is_some_and(|s| s != "user") {
             let why = "scope is not user";
             report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::SCOPE_GATED, why).with_fact(&r.id));

@@ -162,6 +162,9 @@ pub mod reasons {
     pub const REMOVAL_UNRELATED: &str = "removal-unrelated";
     /// A removal or reinforcement of an id memory does not hold.
     pub const UNKNOWN_FACT: &str = "unknown-fact";
+    /// A removal (or replacement) of a fact the extraction prompt did not show the model
+    /// (memory larger than `extractionMemoryTokens`): nothing unseen is deleted.
+    pub const NOT_SHOWN: &str = "not-shown";
     /// A new fact or summary quoting a secret of the LLM configuration (the API key, a header
     /// value): secrets never enter the document.
     pub const SECRET: &str = "secret";

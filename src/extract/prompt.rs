@@ -258,6 +258,93 @@ pub fn chunk_end(
     end
 }
 
+/// Default of `extractionMemoryTokens`: the facts one extraction prompt shows at most, in
+/// tokens (about 60 facts of one short sentence).
+pub const DEFAULT_EXTRACTION_MEMORY_TOKENS: usize = 2000;
+
+/// The memory one extraction shows the model: every summary, and the facts that matter for
+/// the new messages within `budget` tokens. `None` when every fact fits (the whole memory is
+/// shown, as it is); otherwise the document to put in the prompt and the ids it shows.
+///
+/// The facts are taken, as long as they fit, in this order: the manual facts and
+/// corrections that the library's ranker (lexical, hybrid with `dense`) finds similar to
+/// `query` (the new messages), then the other similar facts, best first, then the most
+/// recent others (so the model still sees what the user said lately). They are shown in
+/// document order.
+pub fn memory_view(
+    doc: &Document,
+    index: &crate::recall::relevance::FactIndex,
+    dense: Option<&crate::recall::fusion::Dense>,
+    query: &str,
+    budget: usize,
+    weights: &crate::recall::inject::InjectOptions,
+    counter: &dyn TokenCounter,
+) -> Option<(Document, Vec<String>)> {
+    let cost = |f: &crate::memory::document::Fact| {
+        let mut s = String::new();
+        write_fact(&mut s, f);
+        counter.count(&s) + 1
+    };
+    let mut total = 0;
+    if doc.facts.iter().all(|f| {
+        total += cost(f);
+        total <= budget
+    }) {
+        return None;
+    }
+    let opts = crate::recall::search::SearchOptions { limit: doc.facts.len(), min_score: f64::MIN };
+    let hits = crate::recall::search::search(doc, index, dense, query, &opts, weights);
+    let mut order: Vec<usize> = Vec::with_capacity(doc.facts.len());
+    let special = |p: usize| doc.facts[p].is_manual() || doc.facts[p].category == CORRECTION;
+    order.extend(hits.iter().map(|h| h.position).filter(|&p| special(p)));
+    order.extend(hits.iter().map(|h| h.position).filter(|&p| !special(p)));
+    let mut taken = vec![false; doc.facts.len()];
+    for &p in &order {
+        taken[p] = true;
+    }
+    let mut rest: Vec<usize> = (0..doc.facts.len()).filter(|&p| !taken[p]).collect();
+    // Newest first (later positions first among equal times: they were added later).
+    let created = |p: usize| doc.facts[p].confirmed_ms().unwrap_or(0);
+    crate::base::sort::sort_by(&mut rest, |&a, &b| (created(a), a) > (created(b), b));
+    order.extend(rest);
+    taken.iter_mut().for_each(|t| *t = false);
+    let mut used = 0;
+    for p in order {
+        let c = cost(&doc.facts[p]);
+        if used + c <= budget {
+            used += c;
+            taken[p] = true;
+        } else if used + 8 > budget {
+            break;
+        }
+    }
+    // Only what the prompt reads: the summaries and the facts shown.
+    let mut view = Document { sections: doc.sections.clone(), ..Document::default() };
+    let mut shown = Vec::new();
+    for (_, f) in doc.facts.iter().enumerate().filter(|(p, _)| taken[*p]) {
+        shown.push(f.id.clone());
+        view.facts.push(f.clone());
+    }
+    Some((view, shown))
+}
+
+/// One fact as the model sees it: id, content, category, confidence, a correction's
+/// `sourceError`, `"manual":true` for hand-written facts.
+fn write_fact(out: &mut String, f: &crate::memory::document::Fact) {
+    let confidence = if f.confidence.is_nan() { 0.0 } else { f.confidence.clamp(0.0, 1.0) };
+    let mut o = ObjectWriter::new(out);
+    o.str("id", &f.id).str("content", &strip_invisible(&f.content)).str("category", &f.category).fixed("confidence", confidence, 2);
+    if f.category == CORRECTION {
+        if let Some(e) = f.source_error() {
+            o.str("sourceError", &strip_invisible(e));
+        }
+    }
+    if f.is_manual() {
+        o.bool("manual", true);
+    }
+    o.finish();
+}
+
 /// The memory as the model sees it: summaries by section, then one fact per line with its
 /// id, category and confidence (and `"manual":true` for hand-written facts). UTF-8, not
 /// `\u` escapes; invisible characters stripped.
@@ -276,18 +363,7 @@ fn memory_json(doc: &Document) -> String {
     out.push_str("\"facts\": [");
     for (i, f) in doc.facts.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        let confidence = if f.confidence.is_nan() { 0.0 } else { f.confidence.clamp(0.0, 1.0) };
-        let mut o = ObjectWriter::new(&mut out);
-        o.str("id", &f.id).str("content", &strip_invisible(&f.content)).str("category", &f.category).fixed("confidence", confidence, 2);
-        if f.category == CORRECTION {
-            if let Some(e) = f.source_error() {
-                o.str("sourceError", &strip_invisible(e));
-            }
-        }
-        if f.is_manual() {
-            o.bool("manual", true);
-        }
-        o.finish();
+        write_fact(&mut out, f);
     }
     out.push_str(if doc.facts.is_empty() { "]\n}" } else { "\n]\n}" });
     out
@@ -422,6 +498,33 @@ mod tests {
         for (id, hint) in SECTION_HINTS {
             assert!(OUTPUT_FORMAT.contains(&format!("{} ({hint})", id.key())), "{hint}");
         }
+    }
+
+    #[test]
+    fn memory_view_shows_everything_that_fits_else_matches_manual_first_then_the_newest() {
+        use crate::recall::relevance::FactIndex;
+        let est = &crate::recall::token_count::Estimate;
+        let weights = crate::engine::config::Config::default().inject;
+        let mut d = Document::empty();
+        for i in 0..40u32 {
+            let mut f = Fact::for_test(&format!("fact_{i:08x}"), &format!("Collects stamp series {i} from old letters"), 0.8);
+            f.source = "t".into();
+            f.created_at = format!("2026-01-{:02}T00:00:00Z", 1 + i % 28);
+            d.facts.push(f);
+        }
+        d.facts.push(Fact::for_test("fact_cello001", "Plays the cello", 0.5)); // manual, oldest
+        let mut index = FactIndex::new();
+        index.sync(&d.facts);
+        assert_eq!(memory_view(&d, &index, None, "I play the cello", 100_000, &weights, est), None, "everything fits: all shown");
+        let (view, shown) = memory_view(&d, &index, None, "I play the cello", 120, &weights, est).unwrap();
+        assert_eq!(shown[shown.len() - 1], "fact_cello001", "the matching manual fact, in document order");
+        assert!(shown.len() > 1 && shown.len() < 10, "{shown:?}");
+        assert_eq!(view.facts.iter().map(|f| f.id.clone()).collect::<Vec<_>>(), shown);
+        assert!(view.facts.iter().take(shown.len() - 1).all(|f| f.created_at.as_str() >= "2026-01-2"), "then the newest");
+        let r = build_request(&view, &[], 0, &PromptOptions::default());
+        assert!(est.count(&memory_json(&view)) < est.count(&memory_json(&d)) / 4, "{}", r.prompt.len());
+        let (none, shown) = memory_view(&d, &index, None, "cello", 0, &weights, est).unwrap();
+        assert!(none.facts.is_empty() && shown.is_empty(), "budget 0: the summaries only");
     }
 
     #[test]

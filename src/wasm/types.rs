@@ -321,12 +321,14 @@ export interface UserMemoryOptions {
   maxWaitMs?: number;
   /** Failed attempts before a queued conversation is dropped (with an `ABANDONED` error event). Default 5. */
   maxAttempts?: number;
-  /** At most this many facts; extraction, `addFact` and `import` evict beyond it (a manual fact never by an extraction). Default 100. */
+  /** At most this many facts; extraction, `addFact` and `import` evict beyond it (a manual fact never by an extraction). Default 10 000: a user's whole history (an extraction shows only the facts that matter, `extractionMemoryTokens`). */
   maxFacts?: number;
   /** What goes first over `maxFacts` (expired facts always go first): `"confidence"` (lowest confidence, among equals the newest) or `"hybrid"` (0.7 × confidence + 0.3 × confirmation freshness, halving every 90 days). Default `"confidence"`. */
   evictionPolicy?: "confidence" | "hybrid";
   /** Token budget of one extraction call: instructions, memory, conversation and 1 024 tokens for the reply. A larger burst of new messages is split into several calls, oldest first. Default 8192 (an 8k-context model); at least 2048. */
   maxExtractionTokens?: number;
+  /** Tokens of facts one extraction prompt shows at most. A larger memory shows the summaries, the facts the ranker puts on top for the new messages (manual facts and corrections first; hybrid with `embed`) and recent ones; a removal of a fact not shown is refused (`not-shown`). Duplicates, merges and forget tombstones still check the whole memory. Default 2000; 0 shows only the summaries. */
+  extractionMemoryTokens?: number;
   /** New facts need at least this confidence. Default 0.7. */
   factConfidenceThreshold?: number;
   /** Budget of the injected block, tags and headers included. Default 2000. */
@@ -392,6 +394,7 @@ export interface ResolvedOptions {
   evictionPolicy: "confidence" | "hybrid";
   factConfidenceThreshold: number;
   maxExtractionTokens: number;
+  extractionMemoryTokens: number;
   maxInjectionTokens: number;
   topFacts: number;
   recentTurns: number;
@@ -616,7 +619,7 @@ export interface UpdateEvent {
 export type SkipReason =
   | "invalid" | "below-threshold" | "scope-gated" | "assistant-copy" | "upload" | "duplicate" | "near-duplicate"
   | "unchanged" | "evicted" | "replacement-not-applied" | "no-fact-applied" | "too-many-removals" | "removal-unrelated"
-  | "unknown-fact" | "forgotten" | "secret" | "prompt-copy" | "fragment" | "task-residue";
+  | "unknown-fact" | "not-shown" | "forgotten" | "secret" | "prompt-copy" | "fragment" | "task-residue";
 
 /** One part of a model reply that was refused, or folded into an existing fact. */
 export interface SkippedPart {

@@ -302,7 +302,7 @@ fn run(doc: &Document, delta: &Delta, cfg: &ApplyConfig) -> (Document, ApplyRepo
         &mut doc,
         delta,
         cfg,
-        &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids, conversation: None, forgotten: &[] },
+        &ApplyContext { now_iso: "2026-03-14T10:30:00.000Z", source: "t", ids: &ids, conversation: None, forgotten: &[], shown: None },
     );
     (doc, report)
 }

@@ -27,13 +27,18 @@ fn update(summary: &str) -> Option<SectionUpdate> {
 
 fn run(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig) -> ApplyReport {
     let ids = SequentialIds::starting_at(0xa0);
-    apply_delta(doc, delta, cfg, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation: None, forgotten: &[] })
+    apply_delta(
+        doc,
+        delta,
+        cfg,
+        &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation: None, forgotten: &[], shown: None },
+    )
 }
 
 fn run_in(doc: &mut Document, delta: &Delta, messages: &[ChatMessage]) -> ApplyReport {
     let ids = SequentialIds::starting_at(0xa0);
     let conversation = Some(Conversation { messages, new_from: 0 });
-    apply_delta(doc, delta, &CFG, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation, forgotten: &[] })
+    apply_delta(doc, delta, &CFG, &ApplyContext { now_iso: NOW, source: "thread-1", ids: &ids, conversation, forgotten: &[], shown: None })
 }
 
 fn reasons_of(r: &ApplyReport) -> Vec<(&str, &str)> {
