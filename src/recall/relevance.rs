@@ -51,6 +51,10 @@ struct Posting {
     pos: u32,
     tf: f32,
     len: f32,
+    /// The BM25 term-frequency factor `tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))` at the
+    /// average length of the last sync, so a query multiplies instead of dividing per
+    /// posting (see [`FactIndex::reweigh`]).
+    w: f32,
 }
 
 /// An indexed fact, kept in the order of the facts of the last sync.
@@ -291,6 +295,7 @@ impl FactIndex {
         for pos in fresh {
             self.link(pos);
         }
+        self.reweigh();
         self.created = self.entries.iter().map(|e| millis_from_iso(&e.created_at).unwrap_or(0)).collect();
         self.read_fields(facts);
         // Terms of edited and removed facts stay interned; rebuild once they dominate.
@@ -342,7 +347,7 @@ impl FactIndex {
         for &(id, n) in &tf {
             let p = &mut self.postings[id as usize];
             self.live_terms += usize::from(p.is_empty());
-            p.push(Posting { pos: pos as u32, tf: n, len });
+            p.push(Posting { pos: pos as u32, tf: n, len, w: 0.0 });
         }
         self.tokenised += 1;
         let e = &mut self.entries[pos];
@@ -351,6 +356,24 @@ impl FactIndex {
         push_value(&mut out, &clean(&e.content, true));
         e.rendered = (*out != *e.content).then(|| out.into_boxed_str());
         self.total_len += f64::from(len);
+    }
+
+    /// Recomputes every posting's term-frequency factor for the current average length: one
+    /// pass over the postings per sync that changed something, instead of a division per
+    /// posting in every query.
+    fn reweigh(&mut self) {
+        let n = self.entries.len();
+        if n == 0 {
+            return;
+        }
+        let avg = (self.total_len / n as f64).max(1e-6) as f32;
+        let (k1, b) = (self.params.k1, self.params.b);
+        for post in &mut self.postings {
+            for p in post {
+                let norm = k1 * (1.0 - b + b * p.len / avg);
+                p.w = p.tf * (k1 + 1.0) / (p.tf + norm);
+            }
+        }
     }
 
     /// The query's known terms with their weights: the sum over occurrences of the kind
@@ -401,8 +424,6 @@ impl FactIndex {
         if q.is_empty() || n == 0.0 {
             return out;
         }
-        let avg = (self.total_len / f64::from(n)).max(1e-6) as f32;
-        let (k1, b) = (self.params.k1, self.params.b);
         for &(t, w) in &q {
             let post = &self.postings[t as usize];
             if post.is_empty() {
@@ -410,9 +431,11 @@ impl FactIndex {
             }
             let df = post.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let wi = w * idf;
             for p in post {
-                let norm = k1 * (1.0 - b + b * p.len / avg);
-                out[p.pos as usize] += w * idf * p.tf * (k1 + 1.0) / (p.tf + norm);
+                if let Some(x) = out.get_mut(p.pos as usize) {
+                    *x += wi * p.w;
+                }
             }
         }
         let mut best = 0.0f32;
