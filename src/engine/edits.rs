@@ -43,10 +43,12 @@ impl Engine {
     }
 
     /// Adds a hand-written fact; returns it (or the existing fact with the same content).
-    /// Over `maxFacts`, the lowest-ranked other fact is evicted.
+    /// Over `maxFacts`, the lowest-ranked other fact is evicted. Invisible and control
+    /// characters are stripped from the content, as extraction strips them.
     pub async fn add_fact(&self, fact: &Value) -> Result<Fact> {
         self.check_open()?;
-        let nf = NewManualFact::from_value(fact)?;
+        let mut nf = NewManualFact::from_value(fact)?;
+        nf.content = stored_text(&nf.content)?;
         let ids = self.parts().ids.clone();
         let now = crate::base::time::iso_from_millis(self.now());
         let cfg = self.config().apply;
@@ -61,12 +63,17 @@ impl Engine {
         Ok(fact.expect(EDITED))
     }
 
-    /// Patches fact `id`; `NOT_FOUND` if there is none.
+    /// Patches fact `id`; `NOT_FOUND` if there is none. A new content loses its invisible
+    /// and control characters, as in [`Engine::add_fact`].
     pub async fn update_fact(&self, id: &str, patch: &Value) -> Result<Fact> {
         self.check_open()?;
+        let mut patch = patch.clone();
+        if let Some(Value::String(c)) = patch.as_object_mut().and_then(|o| o.get_mut("content")) {
+            *c = stored_text(c)?;
+        }
         let mut fact = None;
         self.commit(UpdateReason::UpdateFact, None, true, &mut |r| {
-            fact = Some(edit::update_fact(&mut r.doc, id, patch)?);
+            fact = Some(edit::update_fact(&mut r.doc, id, &patch)?);
             Ok(Edit::default())
         })
         .await?;
@@ -227,4 +234,15 @@ impl Engine {
         .await?;
         Ok(())
     }
+}
+
+/// A hand-written fact's content as it is stored: invisible and control characters
+/// (terminal escapes among them) stripped, trimmed; `INVALID_INPUT` when nothing is left.
+fn stored_text(content: &str) -> Result<String> {
+    let clean = crate::extract::sanitize::strip_invisible(content);
+    let clean = clean.trim();
+    if clean.is_empty() && !content.trim().is_empty() {
+        return Err(Error::invalid("`content` has only invisible or control characters"));
+    }
+    Ok(clean.to_string())
 }

@@ -190,7 +190,7 @@ test("show on an empty memory names the memories the folder holds", async () => 
   assert.match(await ok(["show", ...dir, "--agent", "terminal"]), /Prefers dark mode/);
 });
 
-test("stored terminal control sequences are printed escaped, in every human-readable output", async () => {
+test("stored terminal control sequences are printed escaped, in every human-readable output; add strips them on store", async () => {
   const dir = freshDir();
   // OSC 52 (write the clipboard), OSC 8 (a link), cursor up + erase line (hide what is above),
   // an 8-bit CSI, a forged second line.
@@ -201,7 +201,16 @@ test("stored terminal control sequences are printed escaped, in every human-read
     "Colour \u009b31m red",
     "Two\nfact_00000000 [preference | 1.00] forged line",
   ];
-  for (const f of evil) await ok(["add", ...dir, f]);
+  // Stored by an import (`add` strips control characters on store, see below): what an older
+  // version or another writer left in the store.
+  const facts = evil.map((content, i) => ({
+    id: `fact_1000000${i}`,
+    content,
+    category: "preference",
+    confidence: 0.9,
+  }));
+  await ok(["import", ...dir, "-"], { input: JSON.stringify({ version: "1.0", user: {}, history: {}, facts }) });
+  await ok(["add", ...dir, "Plain fact"]); // what `undo` below undoes
   const outputs = [
     await ok(["show", ...dir]),
     await ok(["search", ...dir, "tea", "docs", "lines", "red", "forged"]),
@@ -221,6 +230,11 @@ test("stored terminal control sequences are printed escaped, in every human-read
   const json = await ok(["show", ...dir, "--json"]);
   assert.doesNotMatch(json, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
   assert.ok(JSON.parse(json).document.facts.some((f) => f.content === "Colour \u009b31m red"));
+  // `add` strips them on store.
+  const clean = freshDir();
+  await ok(["add", ...clean, evil[0]]);
+  const stored = JSON.parse(await ok(["show", ...clean, "--json"])).document.facts[0].content;
+  assert.equal(stored, "Likes ]52;c;ZWNobyBwd25lZA== tea");
 });
 
 test("--passphrase-env never echoes its argument", async () => {
