@@ -56,6 +56,9 @@
 // The size rules of clippy.toml guard the wasm; unit tests may use std's sorts, sets and
 // lowercasing (as oracles, among other things).
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::disallowed_types))]
+// A build without some of the default features (smaller wasm, docs/size.md) leaves helpers of
+// the core and of src/wasm/ unused.
+#![cfg_attr(not(all(feature = "embed", feature = "encryption", feature = "http")), allow(dead_code, unused_imports))]
 
 /// `json!` in unit tests: serde_json's macro (a dev-dependency), converted through text
 /// into this crate's [`json::Value`].

@@ -153,7 +153,9 @@ impl Engine {
 
     /// Whether an embedding model is configured.
     pub fn has_embedder(&self) -> bool {
-        self.inner.embed.borrow().embedder.is_some()
+        // A build without the `embed` feature (docs/size.md) never has one: the vector
+        // paths below are then dead code the compiler drops.
+        cfg!(feature = "embed") && self.inner.embed.borrow().embedder.is_some()
     }
 
     /// Aborts the embedder's calls in flight (`close()`).
@@ -180,6 +182,9 @@ impl Engine {
     /// Starts the background fill if there is something to do and nothing holds it back
     /// (closed, running already, backing off after a failure).
     fn kick_vectors(&self) {
+        if !cfg!(feature = "embed") {
+            return;
+        }
         let now = self.now();
         let spawner = {
             let mut em = self.inner.embed.borrow_mut();
@@ -224,6 +229,9 @@ impl Engine {
     /// Re-reads the vectors slot (another tab or process wrote it) and adopts it if it holds
     /// vectors of the current model.
     pub async fn refresh_vectors(&self) -> Result<()> {
+        if !cfg!(feature = "embed") {
+            return Ok(());
+        }
         let model = self.inner.embed.borrow().embedder.as_ref().map(|e| e.model().to_string());
         match model {
             Some(model) => self.sync_vectors(&model, None, false).await,
@@ -347,6 +355,9 @@ impl Engine {
     /// no fact vectors yet, a blank query, a failure — reported as an event — or the pause
     /// after one). Also kicks the background fill when vectors are missing.
     pub(super) async fn query_vectors(&self, query: &str) -> Option<QueryVectors> {
+        if !cfg!(feature = "embed") {
+            return None;
+        }
         self.kick_vectors();
         let now = self.now();
         let (embedder, vectors, aligned) = {

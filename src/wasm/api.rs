@@ -267,6 +267,9 @@ impl Call {
                 }
                 Ok(JsValue::from(out))
             }
+            #[cfg(not(feature = "encryption"))]
+            Call::Encrypt(_) => Err(super::error::not_built("UserMemory.encrypt()", "encryption")),
+            #[cfg(feature = "encryption")]
             Call::Encrypt(options) => {
                 let key = super::crypto::read_encryption(&super::convert::prop(&options, "encryption"), "`encryption`")?
                     .ok_or_else(|| Error::invalid("UserMemory.encrypt() needs `encryption`: { passphrase } or { key }"))?;
@@ -290,7 +293,10 @@ impl Call {
 /// that it is not encrypted memory (which must never be read as plaintext nor overwritten).
 async fn secure(store: Rc<dyn Store>, agent: &str, key: Option<&crate::storage::crypto::UserKey>) -> Result<Rc<dyn Store>> {
     match key {
+        #[cfg(feature = "encryption")]
         Some(key) => Ok(Rc::new(crate::storage::crypto::open(store, agent, Rc::new(super::crypto::WebCrypto), key).await?)),
+        #[cfg(not(feature = "encryption"))]
+        Some(_) => Err(super::error::not_built("`encryption`", "encryption")),
         None => Ok(Rc::new(crate::storage::crypto::open_plain(store, agent).await?)),
     }
 }

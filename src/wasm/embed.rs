@@ -7,6 +7,7 @@ use super::cancel::Cancel;
 use super::convert::check_finite;
 use super::convert::{items, promise_of, prop, set, to_json};
 use super::error::{caused_by, js_message};
+#[cfg(feature = "http")]
 use super::http::{HttpClient, WholeBody};
 use crate::base::error::{Error, Result};
 use crate::base::sync::LocalFuture;
@@ -43,6 +44,15 @@ pub(crate) fn read_embed(v: &JsValue) -> Result<EmbedOption> {
     if v.is_undefined() || v.is_null() || v.as_bool() == Some(false) {
         return Ok(EmbedOption { embedder: None, resolved: "null".into() });
     }
+    #[cfg(feature = "embed")]
+    return read_embedder(v);
+    #[cfg(not(feature = "embed"))]
+    Err(super::error::not_built("`embed`", "embed"))
+}
+
+/// Reads an `embed` that is not none.
+#[cfg(feature = "embed")]
+fn read_embedder(v: &JsValue) -> Result<EmbedOption> {
     let (f, obj) = match v.dyn_ref::<Function>() {
         Some(f) => (Some(f.clone()), Map::new()),
         None if v.is_object() => {
@@ -71,15 +81,19 @@ pub(crate) fn read_embed(v: &JsValue) -> Result<EmbedOption> {
             let resolved = settings.resolved_json(None);
             (Rc::new(FunctionEmbedder { f, space: settings.vector_space(), settings, cancel: Cancel::default() }), resolved)
         }
+        #[cfg(feature = "http")]
         None => {
             let cfg = EmbedConfig::from_value(&obj)?;
             let resolved = cfg.settings.resolved_json(Some(&cfg.conn.base_url));
             (Rc::new(FetchEmbedder::new(cfg)), resolved)
         }
+        #[cfg(not(feature = "http"))]
+        None => return Err(super::error::not_built("an `embed` endpoint ({ baseUrl, … }; a function works)", "http")),
     };
     Ok(EmbedOption { embedder: Some(embedder), resolved })
 }
 
+#[cfg(all(feature = "embed", feature = "http"))]
 /// An OpenAI-compatible embeddings endpoint. Fact batches use `timeoutMs` and `maxRetries`;
 /// the query one try within `queryTimeoutMs` (a retry would outlast the chat's patience).
 struct FetchEmbedder {
@@ -89,6 +103,7 @@ struct FetchEmbedder {
     query: HttpClient,
 }
 
+#[cfg(all(feature = "embed", feature = "http"))]
 impl FetchEmbedder {
     fn new(cfg: EmbedConfig) -> FetchEmbedder {
         let mut quick = cfg.conn.clone();
@@ -97,6 +112,7 @@ impl FetchEmbedder {
     }
 }
 
+#[cfg(all(feature = "embed", feature = "http"))]
 impl Embedder for FetchEmbedder {
     fn model(&self) -> &str {
         &self.space
@@ -129,6 +145,7 @@ impl Embedder for FetchEmbedder {
     }
 }
 
+#[cfg(feature = "embed")]
 /// A JS function `(texts, { signal, purpose }) => vectors`. `signal` aborts on the timeout
 /// and on `close()`; the wait ends then whether or not the function listens.
 struct FunctionEmbedder {
@@ -138,6 +155,7 @@ struct FunctionEmbedder {
     cancel: Cancel,
 }
 
+#[cfg(feature = "embed")]
 impl Embedder for FunctionEmbedder {
     fn model(&self) -> &str {
         &self.space
@@ -178,12 +196,14 @@ impl Embedder for FunctionEmbedder {
     }
 }
 
+#[cfg(feature = "embed")]
 /// The output of `answer`, or `None` if `timer` (when there is one) is done first.
 struct FirstOf<A, B> {
     answer: A,
     timer: Option<B>,
 }
 
+#[cfg(feature = "embed")]
 impl<A: Future + Unpin, B: Future + Unpin> Future for FirstOf<A, B> {
     type Output = Option<A::Output>;
 
@@ -206,6 +226,7 @@ extern "C" {
     fn float32_from(v: &JsValue) -> std::result::Result<Float32Array, JsValue>;
 }
 
+#[cfg(feature = "embed")]
 /// `number[][]`, `Float32Array[]` (or other array-likes) as vectors; a NaN component (also
 /// one that was not a number) is refused by the engine's reply check.
 fn vectors_of(v: &JsValue) -> Result<Vec<Vec<f32>>> {

@@ -131,3 +131,12 @@ fn llm_function_error_of(v: &JsValue) -> Error {
         _ => Error::LlmFailed(message),
     }
 }
+
+/// The error for an option that needs a Cargo feature this build was made without (a smaller
+/// build, docs/size.md).
+#[cfg(not(all(feature = "embed", feature = "encryption", feature = "http")))]
+pub(crate) fn not_built(what: &str, feature: &str) -> Error {
+    Error::invalid(format!(
+        "{what} is not in this build of user-memory (built without the `{feature}` feature to be smaller): use the default build"
+    ))
+}

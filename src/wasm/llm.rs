@@ -4,6 +4,7 @@
 use super::cancel::Cancel;
 use super::convert::{prop, set, to_json};
 use super::error::llm_function_error;
+#[cfg(feature = "http")]
 use super::http::{BodySink, HttpClient, WholeBody};
 use crate::base::error::{Error, Result};
 use crate::base::http::Secrets;
@@ -17,6 +18,7 @@ use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
+#[cfg(feature = "http")]
 /// An HTTP endpoint (OpenAI-compatible or Anthropic) reached with `fetch`.
 pub(crate) struct FetchLlm {
     cfg: LlmConfig,
@@ -25,12 +27,14 @@ pub(crate) struct FetchLlm {
     shape: Cell<Shape>,
 }
 
+#[cfg(feature = "http")]
 impl FetchLlm {
     pub(crate) fn new(cfg: LlmConfig) -> FetchLlm {
         FetchLlm { http: HttpClient::new(cfg.conn.clone()), shape: Cell::new(Shape::of(&cfg)), cfg }
     }
 }
 
+#[cfg(feature = "http")]
 /// Where a reply's body goes: the event decoder when the endpoint streams, else the whole
 /// body (an endpoint that answers a stream request with plain JSON).
 struct ReplySink {
@@ -39,6 +43,7 @@ struct ReplySink {
     whole: WholeBody,
 }
 
+#[cfg(feature = "http")]
 impl BodySink for ReplySink {
     fn start(&mut self, content_type: &str) {
         self.events = content_type.contains("text/event-stream").then(|| StreamDecoder::new(self.provider));
@@ -57,6 +62,7 @@ impl BodySink for ReplySink {
     }
 }
 
+#[cfg(feature = "http")]
 /// Adds up what the tries of one call used; `None` once one of them did not say.
 fn add_usage(total: Option<Option<Usage>>, more: Option<Usage>) -> Option<Option<Usage>> {
     Some(match (total, more) {
@@ -68,6 +74,7 @@ fn add_usage(total: Option<Option<Usage>>, more: Option<Usage>) -> Option<Option
     })
 }
 
+#[cfg(feature = "http")]
 impl Llm for FetchLlm {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LocalFuture<'a, Result<LlmReply>> {
         Box::pin(async move {

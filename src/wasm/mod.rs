@@ -6,9 +6,11 @@
 mod api;
 mod cancel;
 mod convert;
+#[cfg(feature = "encryption")]
 mod crypto;
 mod embed;
 mod error;
+#[cfg(feature = "http")]
 mod http;
 mod idb;
 mod js_store;

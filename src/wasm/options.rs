@@ -3,7 +3,9 @@
 
 use super::convert::{check_finite, keys, prop, to_json};
 use super::embed::{read_embed, EmbedOption};
-use super::llm::{FetchLlm, JsFunctionLlm};
+#[cfg(feature = "http")]
+use super::llm::FetchLlm;
+use super::llm::JsFunctionLlm;
 use crate::base::error::{Error, Result};
 use crate::engine::config::Config;
 use crate::json::{Map, Value};
@@ -55,7 +57,7 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
                 }
             }
             "embed" => embed = value,
-            "encryption" => encryption = super::crypto::read_encryption(&value, "`encryption`")?,
+            "encryption" => encryption = read_encryption(&value)?,
             "countTokens" => {
                 if value.is_undefined() || value.is_null() {
                     continue;
@@ -86,11 +88,34 @@ pub(crate) fn read(options: &JsValue) -> Result<Options> {
         None
     } else if llm.is_object() {
         check_finite(&llm, "llm")?;
-        Some(Rc::new(FetchLlm::new(LlmConfig::from_value(&to_json(&llm, "`llm`")?)?)))
+        Some(fetch_llm(LlmConfig::from_value(&to_json(&llm, "`llm`")?)?)?)
     } else {
         return Err(Error::invalid(
             "`llm` must be { baseUrl, apiKey, model } for an OpenAI-compatible endpoint, { provider: \"anthropic\", … }, an async function ({ system, prompt, signal }) => string, or left out (read-only)",
         ));
     };
     Ok(Options { config, llm, storage, count_tokens, persist, embed, encryption })
+}
+
+/// The built-in transport of an `llm` endpoint (a build without `http` has none).
+fn fetch_llm(cfg: LlmConfig) -> Result<Rc<dyn Llm>> {
+    #[cfg(feature = "http")]
+    return Ok(Rc::new(FetchLlm::new(cfg)));
+    #[cfg(not(feature = "http"))]
+    {
+        let _ = cfg;
+        Err(super::error::not_built("an `llm` endpoint ({ baseUrl, … }; a function works)", "http"))
+    }
+}
+
+/// Reads `encryption` (the user's key or passphrase; none when undefined or null).
+pub(crate) fn read_encryption(v: &JsValue) -> Result<Option<crate::storage::crypto::UserKey>> {
+    #[cfg(feature = "encryption")]
+    return super::crypto::read_encryption(v, "`encryption`");
+    #[cfg(not(feature = "encryption"))]
+    if v.is_undefined() || v.is_null() {
+        Ok(None)
+    } else {
+        Err(super::error::not_built("`encryption`", "encryption"))
+    }
 }
