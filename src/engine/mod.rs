@@ -188,6 +188,10 @@ pub struct QueueStatus {
     pub empty_extractions: u64,
 }
 
+/// Facts `explain()` reports beyond the block's fact count when no `limit` is given: the
+/// near misses a "why not this fact?" view needs.
+pub const EXPLAIN_MARGIN: usize = 20;
+
 impl Engine {
     /// Opens memory: removes crash leftovers, reads the document and the queue, and arms
     /// the timer for any pending entries (so a reload or restart loses nothing).
@@ -430,6 +434,24 @@ impl Engine {
     /// document they refer to.
     pub fn explain(&self, messages: &[InputMessage]) -> impl Future<Output = (Explanation, Rc<Document>)> + 'static {
         self.rank(messages, true)
+    }
+
+    /// [`Engine::explain`] with only the facts that entered the block and the first `limit`
+    /// in score order; `None` is the block's fact count plus [`EXPLAIN_MARGIN`]. With
+    /// thousands of facts, building and handing over every fact's report costs far more than
+    /// the selection itself.
+    pub fn explain_top(
+        &self,
+        messages: &[InputMessage],
+        limit: Option<usize>,
+    ) -> impl Future<Output = (Explanation, Rc<Document>)> + 'static {
+        let limit = limit.unwrap_or(self.config().inject.top_facts.saturating_add(EXPLAIN_MARGIN));
+        let ranked = self.rank(messages, true);
+        async move {
+            let (mut x, doc) = ranked.await;
+            x.keep_top(limit);
+            (x, doc)
+        }
     }
 
     /// The selection of [`Engine::inject`], with the per-fact report when `full`.

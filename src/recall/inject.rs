@@ -125,6 +125,18 @@ pub struct Explanation {
     pub facts: Vec<FactExplanation>,
 }
 
+impl Explanation {
+    /// Keeps the facts that entered the block and, of the others, those among the first
+    /// `limit` in score order (what a debugging view shows; the rest only cost time).
+    pub fn keep_top(&mut self, limit: usize) {
+        let mut rank = 0usize;
+        self.facts.retain(|f| {
+            rank += 1;
+            f.included || rank <= limit
+        });
+    }
+}
+
 /// Selects facts and renders the block, explaining every fact's score and fate.
 ///
 /// `index` should have been [`FactIndex::sync`]ed with `doc.facts`; if it visibly was not

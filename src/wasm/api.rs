@@ -404,6 +404,26 @@ fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
     from_json(&out)
 }
 
+/// `explain()`'s `options.limit`: absent (the default of [`Engine::explain_top`]), a whole
+/// number ≥ 1, or `Infinity` for every fact.
+fn explain_limit(options: &JsValue) -> Result<Option<usize>> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(None);
+    }
+    if !options.is_object() {
+        return Err(Error::invalid("explain() options must be an object, e.g. { limit: 50 }"));
+    }
+    let limit = js_sys::Reflect::get(options, &"limit".into()).unwrap_or(JsValue::UNDEFINED);
+    if limit.is_undefined() || limit.is_null() {
+        return Ok(None);
+    }
+    match limit.as_f64() {
+        Some(n) if n == f64::INFINITY => Ok(Some(usize::MAX)),
+        Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= 1e15 => Ok(Some(n as usize)),
+        _ => Err(Error::invalid("explain() `limit` must be a whole number ≥ 1, or Infinity for every fact")),
+    }
+}
+
 /// `observe()`'s `options.at`: absent, or a time [`stamp`] reads.
 fn observe_at(options: &JsValue) -> Result<Option<crate::base::time::Stamp>> {
     if options.is_undefined() || options.is_null() {
@@ -477,10 +497,11 @@ impl UserMemory {
 
     /// Per fact: similarity, confidence, score, token cost, whether it was injected and why.
     #[wasm_bindgen(skip_typescript)]
-    pub fn explain(&self, messages_: JsValue) -> Promise {
+    pub fn explain(&self, messages_: JsValue, options: JsValue) -> Promise {
         let entered = Entered::new();
-        match entered.as_ref().map_err(Error::clone).and_then(|_| messages(&messages_)) {
-            Ok(m) => Call::Explain(Box::pin(self.engine.explain(&m))).promise(),
+        let args = entered.as_ref().map_err(Error::clone).and_then(|_| Ok((messages(&messages_)?, explain_limit(&options)?)));
+        match args {
+            Ok((m, limit)) => Call::Explain(Box::pin(self.engine.explain_top(&m, limit))).promise(),
             Err(e) => Promise::reject(&to_js(&e)),
         }
     }

@@ -546,6 +546,12 @@ export interface Explanation {
   facts: FactExplanation[];
 }
 
+/** Options of `explain()`. */
+export interface ExplainOptions {
+  /** Facts reported besides those in the block, best first (≥ 1, or `Infinity`). Default: the block's fact count + 20. */
+  limit?: number;
+}
+
 /** Options of `search()`. */
 export interface SearchOptions {
   /** At most this many results (≥ 1). Default 10. */
@@ -704,7 +710,11 @@ export interface UserMemory {
   observe<M extends Message>(threadId: string, messages: readonly M[], options?: ObserveOptions): Promise<boolean>;
   /** The `<memory>…</memory>` block for the next model call, or `""`. */
   inject<M extends Message>(messages: readonly M[]): Promise<string>;
-  /** Per fact: similarity, confidence, score, token cost, whether it was injected and why. */
-  explain<M extends Message>(messages: readonly M[]): Promise<Explanation>;
+  /**
+   * Per fact: similarity, confidence, score, token cost, whether it was injected and why. Reports
+   * the facts in the block and the first `limit` by score (default: the block's fact count + 20);
+   * `limit: Infinity` reports every fact.
+   */
+  explain<M extends Message>(messages: readonly M[], options?: ExplainOptions): Promise<Explanation>;
 }
 "#;
