@@ -132,17 +132,46 @@ pub struct EmbedConfig {
     pub conn: Connection,
     /// Model, dimensions, batch size, query timeout.
     pub settings: EmbedSettings,
+    /// Put before each query text (`queryPrefix`, e.g. `"query: "` for e5 models).
+    pub query_prefix: String,
+    /// Put before each fact text (`factPrefix`, e.g. `"passage: "` for e5 models).
+    pub fact_prefix: String,
 }
 
 impl EmbedConfig {
     /// The keys of `embed: { function, … }` (a JS function embedder).
     pub const FUNCTION_KEYS: [&'static str; 2] = ["function", "timeoutMs"];
 
+    /// The keys of the texts' prefixes (an HTTP endpoint only: a function is told the purpose).
+    pub const PREFIX_KEYS: [&'static str; 2] = ["queryPrefix", "factPrefix"];
+
     /// Validates the `embed` option object of an HTTP endpoint.
     pub fn from_value(obj: &crate::json::Map) -> Result<EmbedConfig> {
-        check_known_keys("embed", obj, &[&EmbedSettings::KEYS, &Connection::KEYS])?;
+        check_known_keys("embed", obj, &[&EmbedSettings::KEYS, &Connection::KEYS, &EmbedConfig::PREFIX_KEYS])?;
         let conn = Connection::read(EndpointName::EMBED, obj, "https://api.openai.com/v1")?;
-        Ok(EmbedConfig { conn, settings: EmbedSettings::read(obj, None)? })
+        let prefix = |key| opt_str(obj, "embed", key).map(|p| p.unwrap_or_default().to_string());
+        let (query_prefix, fact_prefix) = (prefix("queryPrefix")?, prefix("factPrefix")?);
+        Ok(EmbedConfig { conn, settings: EmbedSettings::read(obj, None)?, query_prefix, fact_prefix })
+    }
+
+    /// The name of the vectors' space: [`EmbedSettings::vector_space`], and the fact prefix
+    /// when there is one (vectors of facts embedded with another prefix are not comparable,
+    /// so a changed `factPrefix` embeds the facts again).
+    pub fn vector_space(&self) -> String {
+        match self.fact_prefix.is_empty() {
+            true => self.settings.vector_space(),
+            false => format!("{}|{}", self.settings.vector_space(), self.fact_prefix),
+        }
+    }
+
+    /// `POST {baseUrl}/embeddings` for `texts` embedded for `purpose`, each after its prefix.
+    pub fn request_for(&self, texts: &[String], purpose: EmbedPurpose) -> HttpRequest {
+        let prefix = if purpose == EmbedPurpose::Query { &self.query_prefix } else { &self.fact_prefix };
+        if prefix.is_empty() {
+            return self.request(texts);
+        }
+        let texts: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        self.request(&texts)
     }
 
     /// `POST {baseUrl}/embeddings` for `texts`.
@@ -316,6 +345,21 @@ mod tests {
         assert_eq!(r.body, r#"{"model":"e5","input":["hi"],"dimensions":64}"#);
         assert_eq!(cfg.settings.vector_space(), "e5@64");
         assert!(!format!("{cfg:?}").contains("sk-1"), "Debug never shows the key");
+    }
+
+    #[test]
+    fn prefixes_go_before_query_and_fact_texts_and_the_fact_prefix_names_the_space() {
+        let obj = json!({"baseUrl": "http://127.0.0.1:8000/v1", "model": "e5", "queryPrefix": "query: ", "factPrefix": "passage: "});
+        let cfg = EmbedConfig::from_value(obj.as_object().unwrap()).unwrap();
+        let texts = ["my dog".to_string()];
+        assert_eq!(cfg.request_for(&texts, EmbedPurpose::Query).body, r#"{"model":"e5","input":["query: my dog"]}"#);
+        assert_eq!(cfg.request_for(&texts, EmbedPurpose::Facts).body, r#"{"model":"e5","input":["passage: my dog"]}"#);
+        assert_eq!(cfg.vector_space(), "e5|passage: ", "another fact prefix, other vectors");
+        let plain = EmbedConfig::from_value(json!({"baseUrl": "http://127.0.0.1:8000/v1", "model": "e5"}).as_object().unwrap()).unwrap();
+        assert_eq!(plain.request_for(&texts, EmbedPurpose::Query).body, r#"{"model":"e5","input":["my dog"]}"#);
+        assert_eq!(plain.vector_space(), "e5");
+        let bad = json!({"baseUrl": "http://127.0.0.1:8000/v1", "model": "e5", "queryPrefix": 3});
+        assert!(EmbedConfig::from_value(bad.as_object().unwrap()).is_err(), "a prefix is a string");
     }
 
     #[test]

@@ -108,7 +108,7 @@ impl FetchEmbedder {
     fn new(cfg: EmbedConfig) -> FetchEmbedder {
         let mut quick = cfg.conn.clone();
         (quick.timeout_ms, quick.max_retries) = (cfg.settings.query_timeout_ms, 0);
-        FetchEmbedder { space: cfg.settings.vector_space(), facts: HttpClient::new(cfg.conn.clone()), query: HttpClient::new(quick), cfg }
+        FetchEmbedder { space: cfg.vector_space(), facts: HttpClient::new(cfg.conn.clone()), query: HttpClient::new(quick), cfg }
     }
 }
 
@@ -126,7 +126,7 @@ impl Embedder for FetchEmbedder {
         Box::pin(async move {
             let client = if purpose == EmbedPurpose::Query { &self.query } else { &self.facts };
             let mut body = WholeBody::default();
-            match client.post(&self.cfg.request(texts), false, &mut body).await {
+            match client.post(&self.cfg.request_for(texts, purpose), false, &mut body).await {
                 Ok(()) => parse_reply(&client.secrets().mask(&body.text())),
                 Err(f) => Err(match f.error {
                     Error::LlmTimeout(_) if purpose == EmbedPurpose::Query => Error::EmbedFailed(format!(

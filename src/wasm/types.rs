@@ -239,6 +239,10 @@ export interface EmbedEndpoint {
   deadlineMs?: number;
   /** Timeout of the query embedding before `inject()` (one try, no retry; on the chat's critical path). Default 2000. */
   queryTimeoutMs?: number;
+  /** Put before each query text, for models that embed queries and documents differently (e5: `"query: "`). Default `""`. */
+  queryPrefix?: string;
+  /** Put before each fact text (e5: `"passage: "`); changing it embeds the facts again. Default `""`. */
+  factPrefix?: string;
   /** Retries of a batch of facts on 429, 5xx, timeouts and network errors. Default 2. */
   maxRetries?: number;
   /** Longest response read. Default 4 MiB. */

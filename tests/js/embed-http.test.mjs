@@ -302,3 +302,32 @@ test("an echoed key is masked in the event and never stored", async () => {
   assert.ok(!everything.includes(key) && !everything.includes("hdr-secret-7"), "no secret in storage or options()");
   assert.equal(memory.options().embed.baseUrl, server.baseUrl);
 });
+
+test("queryPrefix and factPrefix go before the texts sent (e5: query: / passage: ); another factPrefix embeds the facts again", async () => {
+  reset(server);
+  const agent = freshAgent("prefix");
+  const embed = { baseUrl: server.baseUrl, model: "toy", queryPrefix: "query: ", factPrefix: "passage: " };
+  const memory = await openMemory({ agent, storage: "memory", llm, embed });
+  await memory.import({
+    version: "1.0",
+    user: {},
+    history: {},
+    facts: [{ content: "Has a dog called Rex" }, { content: "Plays the cello" }],
+  });
+  await until(async () => (await vectorCount(agent)) === 2);
+  const factInputs = embedRequests().flatMap((r) => r.body.input);
+  assert.deepEqual(factInputs.sort(), ["passage: Has a dog called Rex", "passage: Plays the cello"]);
+  reset(server);
+  await memory.explain(ask("my pet"));
+  assert.deepEqual(
+    embedRequests().map((r) => r.body.input),
+    [["query: my pet"]],
+  );
+  reset(server);
+  memory.configure({ embed: { ...embed, factPrefix: "" } });
+  await until(() => embedRequests().some((r) => r.body.input.includes("Has a dog called Rex")));
+  await assert.rejects(
+    openMemory({ agent: freshAgent("prefix-bad"), storage: "memory", llm, embed: { ...embed, queryPrefix: 1 } }),
+    { code: "INVALID_INPUT" },
+  );
+});
