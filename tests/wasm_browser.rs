@@ -553,7 +553,9 @@ async fn fact_vectors_are_stored_beside_the_document_in_both_backends() {
 
         let again = open(opts()).await;
         let explanation =
-            JsFuture::from(again.explain(Array::of1(&js(r#"({ role: "user", content: "my pet" })"#).await).into())).await.unwrap();
+            JsFuture::from(again.explain(Array::of1(&js(r#"({ role: "user", content: "my pet" })"#).await).into(), JsValue::UNDEFINED))
+                .await
+                .unwrap();
         let first = Array::from(&get(&explanation, "facts")).get(0);
         assert_eq!(get(&first, "content").as_string().as_deref(), Some("Has a dog called Rex"), "{backend}");
         assert_eq!(get(&first, "dense").as_f64(), Some(1.0), "{backend}: the stored vectors were used");
