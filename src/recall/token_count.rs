@@ -31,7 +31,7 @@ pub trait TokenCounter {
 /// | kana, Hangul | 1¼ per character |
 /// | ASCII punctuation or symbol, CJK or full-width punctuation | 1 |
 /// | line break | 1 |
-/// | space, tab | 0, but 1 for a run of two or more (indentation) |
+/// | space, tab | 0, but 1 for a run of two or more (indentation) or one before a digit |
 /// | anything else (emoji …) | ½ per UTF-8 byte, at least 1 |
 ///
 /// English comes out near 4 characters per token. Han characters cost 1⅝: rendered Chinese
@@ -63,7 +63,9 @@ impl TokenCounter for Estimate {
             } else if x.is_ascii_digit() {
                 run(&mut i, u8::is_ascii_digit).div_ceil(3) * 8
             } else if x == b' ' || x == b'\t' {
-                if run(&mut i, |&y| y == b' ' || y == b'\t') >= 2 {
+                // A run of two or more is indentation; one space before digits is a token of
+                // its own too (the BPE pre-split joins a space to a word, never to a number).
+                if run(&mut i, |&y| y == b' ' || y == b'\t') >= 2 || b.get(i).is_some_and(u8::is_ascii_digit) {
                     8
                 } else {
                     0

@@ -550,7 +550,9 @@ test("export downloads memory.json; import replaces memory keeping unknown field
     );
     await shot(page, "07-import-rejected");
 
-    // A memory over maxFacts (100 by default) keeps its best 100: import applies the cap.
+    // A memory over maxFacts (set to 100 here; 10 000 by default) keeps its best 100: import
+    // applies the cap.
+    await page.evaluate(() => globalThis.memory.configure({ maxFacts: 100 }));
     const many = {
       ...deerflow,
       facts: Array.from({ length: 1000 }, (_, i) => ({

@@ -37,7 +37,8 @@ async function renderAll() {
         const e = await memory.explain(c.messages);
         blocks.push({ text: e.block, estimate: e.tokens, lang: c.lang });
         for (const f of e.facts) {
-          const line = `- [${f.category} | ${f.confidence.toFixed(2)}] ${f.content}`;
+          const date = f.date ? ` | ${f.date}` : "";
+          const line = `- [${f.category} | ${f.confidence.toFixed(2)}${date}] ${f.content}`;
           lines.push({ text: line, estimate: f.tokens, cjk: /[\u3040-\u30ff\u4e00-\u9fff]/.test(f.content) });
         }
       }
