@@ -6,7 +6,7 @@
 import { UserMemory } from "/pkg/browser.js";
 import { createChat } from "./js/chat.js";
 import { loadConfig } from "./js/llm.js";
-import { confidenceOf, createMemoryPane, refreshTimes } from "./js/memory-pane.js";
+import { checkConfidence, confidenceOf, createMemoryPane, refreshTimes } from "./js/memory-pane.js";
 import { plural } from "./js/format.js";
 import { clearNotice, confirmDialog, notice, toast } from "./js/ui.js";
 
@@ -457,6 +457,7 @@ function wireControls() {
 
   // Add a fact.
   const form = $("add-fact-form");
+  checkConfidence($("new-fact-confidence"));
   const toggleAdd = (show) => {
     form.hidden = !show;
     $("add-fact-btn").setAttribute("aria-expanded", String(show));
@@ -477,12 +478,10 @@ function wireControls() {
     e.preventDefault();
     const content = $("new-fact-content").value.trim();
     if (!content) return $("new-fact-content").focus();
+    const conf = confidenceOf($("new-fact-confidence"));
+    if (!conf) return;
     const fact = await app.run("Adding the fact", () =>
-      app.memory.addFact({
-        content,
-        category: $("new-fact-category").value,
-        ...confidenceOf($("new-fact-confidence")),
-      }),
+      app.memory.addFact({ content, category: $("new-fact-category").value, ...conf }),
     );
     if (!fact) return;
     $("new-fact-content").value = "";

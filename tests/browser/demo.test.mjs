@@ -373,6 +373,53 @@ test("facts can be added, edited and deleted (with undo), and sections edited, a
   });
 });
 
+test("a confidence outside 0..1 is refused with the CLI's message, never clamped; two decimals are kept", async () => {
+  await withBrowser(async (context) => {
+    const { page, problems } = await openDemo(context);
+    const why = (input) => input.evaluate((el) => el.validationMessage);
+    const focusedLabel = () =>
+      page.evaluate(() => document.activeElement?.getAttribute("aria-label") ?? document.activeElement?.id);
+
+    // Add: 2 and -0.1 are refused on the field (the form stays open, focus on the field).
+    await page.getByRole("button", { name: "Add fact" }).click();
+    const fact = page.getByLabel("Fact", { exact: true });
+    const conf = page.locator("#new-fact-confidence");
+    await fact.fill("Speaks Dutch");
+    for (const bad of ["2", "-0.1"]) {
+      await conf.fill(bad);
+      await fact.press("Enter");
+      assert.equal(await why(conf), `Confidence must be a number from 0 to 1 (e.g. 0.8), got ${bad}.`);
+      assert.equal(await focusedLabel(), "new-fact-confidence", "the browser points at the refused field");
+      assert.equal(await page.locator("#add-fact-form").isVisible(), true, "the form stays open");
+    }
+    // 0.93 (not on the old 0.05 grid) is taken as typed. The refused submits stored nothing:
+    // edits run in order, so a clamped "2" would be here before it.
+    await conf.fill("0.93");
+    await fact.press("Enter");
+    await waitForText(page, "#facts-list .fact-text", "Speaks Dutch");
+    assert.deepEqual(
+      (await stored(page)).facts.map((f) => [f.content, f.confidence]),
+      [["Speaks Dutch", 0.93]],
+    );
+
+    // Edit: 1.5 is refused and the editor stays; 0.5 saves.
+    await page.getByRole("button", { name: "Edit fact: Speaks Dutch" }).click();
+    const editConf = page.locator("form.editing").getByLabel("Confidence");
+    await editConf.fill("1.5");
+    await page.getByRole("textbox", { name: "Fact", exact: true }).press("Enter");
+    assert.equal(await why(editConf), "Confidence must be a number from 0 to 1 (e.g. 0.8), got 1.5.");
+    assert.equal(await page.locator("form.editing").count(), 1, "the editor stays open");
+    await editConf.fill("0.5");
+    await page.getByRole("textbox", { name: "Fact", exact: true }).press("Enter");
+    await page.waitForSelector("form.editing", { state: "detached", timeout: T });
+    assert.deepEqual(
+      (await stored(page)).facts.map((f) => [f.content, f.confidence]),
+      [["Speaks Dutch", 0.5]],
+    );
+    assert.deepEqual(problems, { dialogs: [], errors: [] });
+  });
+});
+
 test("the Changes list shows what changed and why; Undo and Revert restore exactly; Forget keeps the fact from being learned again", async () => {
   await withBrowser(async (context) => {
     const { page, problems } = await openDemo(context);

@@ -39,10 +39,35 @@ export function refreshTimes(root = document) {
   }
 }
 
-/** `{ confidence }` from a number input, or `{}` when it is empty or not a number. */
+/**
+ * Makes a confidence field refuse what is not a number from 0 to 1, worded as the CLI words
+ * it: the form then does not submit and the browser shows the message on the field. Never
+ * clamped: a typed 2 stored as 1 is a value the user did not give, and nothing says so.
+ */
+export function checkConfidence(input) {
+  const check = () => {
+    const raw = input.value.trim();
+    const v = Number(raw);
+    const bad = input.validity.badInput || (raw !== "" && !(v >= 0 && v <= 1));
+    input.setCustomValidity(
+      bad ? `Confidence must be a number from 0 to 1 (e.g. 0.8)${raw ? `, got ${raw}` : ""}.` : "",
+    );
+  };
+  input.addEventListener("input", check);
+  check();
+  return input;
+}
+
+/**
+ * `{ confidence }` from a field that `checkConfidence` watches, `{}` when it is empty (the
+ * library's default), or `null` (and the field says why) when it is refused.
+ */
 export function confidenceOf(input) {
-  const v = input.value.trim() === "" ? NaN : Number(input.value);
-  return Number.isFinite(v) ? { confidence: Math.max(0, Math.min(1, v)) } : {};
+  if (!input.checkValidity()) {
+    input.reportValidity();
+    return null;
+  }
+  return input.value.trim() === "" ? {} : { confidence: Number(input.value) };
 }
 
 function categoryOptions(selected) {
@@ -190,15 +215,17 @@ export function createMemoryPane(app) {
       dataset: { focus: `fact-input-${fact.id}` },
     });
     const category = h("select", { class: "input", "aria-label": "Category" }, categoryOptions(fact.category));
-    const confidence = h("input", {
-      class: "input input-num",
-      type: "number",
-      min: "0",
-      max: "1",
-      step: "0.05",
-      "aria-label": "Confidence",
-      value: fixed2(fact.confidence),
-    });
+    const confidence = checkConfidence(
+      h("input", {
+        class: "input input-num",
+        type: "number",
+        min: "0",
+        max: "1",
+        step: "0.01",
+        "aria-label": "Confidence",
+        value: fixed2(fact.confidence),
+      }),
+    );
     const close = () => {
       factEditors.delete(fact.id);
       renderFacts();
@@ -213,8 +240,10 @@ export function createMemoryPane(app) {
           e.preventDefault();
           const text = content.value.trim();
           if (!text) return content.focus();
+          const conf = confidenceOf(confidence);
+          if (!conf) return;
           const ok = await app.run("Saving the fact", () =>
-            app.memory.updateFact(fact.id, { content: text, category: category.value, ...confidenceOf(confidence) }),
+            app.memory.updateFact(fact.id, { content: text, category: category.value, ...conf }),
           );
           if (ok !== undefined) close();
         },
