@@ -9,9 +9,12 @@
 // it did its job (CHECKS, keyed by the README heading the block is under).
 //
 // A block that cannot run here is preceded by `<!-- not run: <reason> -->`, and the reason
-// must name the file of this repository that runs it instead (checked to exist). Blocks of
-// docs/*.md run when preceded by `<!-- runnable -->` (a JavaScript block with the same prelude,
-// checked to exit 0; a shell block line by line like the README's).
+// must name the file of this repository that runs it instead (checked to exist). The
+// JavaScript blocks of docs/*.md (js, jsx, ts, html) follow the same rule, with
+// `<!-- runnable -->` for the ones that run: under a heading the README's CHECKS know (the
+// same example), with that check; otherwise a JavaScript block with the same prelude (and
+// the AI SDK's project when it imports `ai`), checked to exit 0, and a shell block line by
+// line like the README's.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,12 +52,15 @@ export function fencedBlocks(text) {
 
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const BLOCKS = fencedBlocks(README);
-const DOC_BLOCKS = readdirSync(join(ROOT, "docs"))
+const ALL_DOC_BLOCKS = readdirSync(join(ROOT, "docs"))
   .filter((f) => f.endsWith(".md"))
-  .flatMap((f) => fencedBlocks(readFileSync(join(ROOT, "docs", f), "utf8")).map((b) => ({ ...b, file: `docs/${f}` })))
-  .filter((b) => b.marker === "runnable");
+  .sort()
+  .flatMap((f) => fencedBlocks(readFileSync(join(ROOT, "docs", f), "utf8")).map((b) => ({ ...b, file: `docs/${f}` })));
+const DOC_BLOCKS = ALL_DOC_BLOCKS.filter((b) => b.marker === "runnable");
+/** The languages of the docs' blocks that must run or say why not. */
+const JS_LANGS = new Set(["js", "jsx", "ts", "tsx", "html", "mjs"]);
 
-/** What the snippets leave to the reader, declared unless the snippet declares it itself. */
+/** What the snippets leave to the reader: each name the snippet (or the check's code after it) uses and does not declare. */
 const PRELUDE = {
   // A finished turn (what observe() learns from), as the snippets pass it after the answer.
   messages: `const messages = [{ role: "user", content: "I always write my projects in TypeScript." }, { role: "assistant", content: "Noted." }];`,
@@ -62,12 +68,19 @@ const PRELUDE = {
   apiKey: `const apiKey = process.env.OPENAI_API_KEY;`,
   callModel: `async function callModel() { return "Noted: TypeScript."; }`,
   app: `const app = { routes: [], post(path, handler) { this.routes.push([path, handler]); } };`,
+  // The docs' shorter snippets start from an open memory, as the pages before them do.
+  UserMemory: `import { UserMemory } from "user-memory";`,
+  llm: `const llm = { baseUrl: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY, model: "doc-model" };`,
+  memory: `const memory = await (await import("user-memory")).UserMemory.open({ storage: "memory", llm: { baseUrl: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY, model: "doc-model" } });`,
 };
 const declares = (code, name) =>
   new RegExp(`\\b(const|let|var|function|class)\\s+${name}\\b|import\\s*\\{[^}]*\\b${name}\\b[^}]*\\}`).test(code);
+// A use of the name itself (`...messages` included): not part of "user-memory", nor a
+// property such as `this.memory`.
+const uses = (code, name) => new RegExp(`(?<![\\w$-])(?<!\\w\\.)${name}\\b(?!-)`).test(code);
 const prelude = (code) =>
   Object.entries(PRELUDE)
-    .filter(([name]) => new RegExp(`\\b${name}\\b`).test(code) && !declares(code, name))
+    .filter(([name]) => uses(code, name) && !declares(code, name))
     .map(([, line]) => line)
     .join("\n");
 
@@ -123,10 +136,14 @@ async function runJs(block, { cwd = project, dir, env = {}, replace = [], after 
   dir ??= mkdtempSync(join(cwd, ".readme-"));
   made.push(dir);
   const file = join(dir, "snippet.mjs");
-  writeFileSync(file, `${prelude(code)}\n${code}\n${after}\n`);
+  writeFileSync(file, `${prelude(`${code}\n${after}`)}\n${code}\n${after}\n`);
   const env2 = { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: "sk-readme-test", ...env };
   const r = await run(process.execPath, [file], { cwd: dir, env: env2 });
-  assert.equal(r.code, 0, `README line ${block.line} (${block.heading}) failed:\n${r.err}\n${r.out}`);
+  assert.equal(
+    r.code,
+    0,
+    `${block.file ?? "README.md"} line ${block.line} (${block.heading}) failed:\n${r.err}\n${r.out}`,
+  );
   const line = r.out.split("\n").find((l) => l.startsWith("README-RESULT "));
   return { ...r, dir, result: line ? JSON.parse(line.slice("README-RESULT ".length)) : null };
 }
@@ -145,7 +162,11 @@ async function runSh(block, cwd) {
     cwd: dir,
     env: { PATH: `${join(cwd, "node_modules/.bin")}:${process.env.PATH}` },
   });
-  assert.equal(r.code, 0, `README line ${block.line} (${block.heading}) failed:\n${r.err}\n${r.out}`);
+  assert.equal(
+    r.code,
+    0,
+    `${block.file ?? "README.md"} line ${block.line} (${block.heading}) failed:\n${r.err}\n${r.out}`,
+  );
   return { ...r, dir };
 }
 
@@ -285,6 +306,13 @@ process.exit(0);`,
       }
     },
   },
+  // docs/pipeline.md: the debug line the page shows is the one the library prints.
+  "What `observe()` keeps": {
+    js: async (b) => {
+      const r = await runJs(b, { after: "await memory.close();" });
+      assert.match(r.out, /NOT_QUEUED no-answer observe\("t1"\) queued nothing: no final assistant answer/);
+    },
+  },
   "Vercel AI SDK": {
     js: async (b) => {
       const r = await runJs(b, {
@@ -305,9 +333,7 @@ describe("README.md code blocks", () => {
     for (const b of BLOCKS) {
       const where = `README.md line ${b.line} (${b.heading}, ${b.lang})`;
       if (b.marker?.startsWith("not run:")) {
-        const files = [...b.marker.matchAll(/`([\w./-]+\.\w+|[\w.-]+\/[\w./-]*)`/g)].map((m) => m[1]);
-        assert.ok(files.length, `${where}: the reason names no file (in backticks): ${b.marker}`);
-        for (const f of files) assert.ok(existsSync(join(ROOT, f)), `${where}: ${f} does not exist`);
+        assertNamesFiles(where, b.marker);
         assert.equal(CHECKS[b.heading]?.[b.lang], undefined, `${where}: not run, yet checked`);
       } else {
         assert.ok(CHECKS[b.heading]?.[b.lang], `${where}: no check in tests/packaging/readme.test.mjs`);
@@ -324,12 +350,35 @@ describe("README.md code blocks", () => {
   }
 });
 
-describe("docs/*.md blocks marked runnable", () => {
+/** Asserts that a not-run reason names, in backticks, files of this repository that exist. */
+function assertNamesFiles(where, marker) {
+  const files = [...marker.matchAll(/`([\w./-]+\.\w+|[\w.-]+\/[\w./-]*)`/g)].map((m) => m[1]);
+  assert.ok(files.length, `${where}: the reason names no file (in backticks): ${marker}`);
+  for (const f of files) assert.ok(existsSync(join(ROOT, f)), `${where}: ${f} does not exist`);
+}
+
+describe("docs/*.md code blocks", () => {
+  test("every JavaScript block of docs/*.md is runnable or has a not-run reason that names the file running it instead", () => {
+    const js = ALL_DOC_BLOCKS.filter((b) => JS_LANGS.has(b.lang));
+    assert.ok(js.length >= 20, `found ${js.length} JavaScript blocks in docs/`);
+    const unmarked = js.filter((b) => !b.marker).map((b) => `${b.file} line ${b.line} (${b.heading}, ${b.lang})`);
+    assert.deepEqual(unmarked, [], "mark each <!-- runnable --> or <!-- not run: why, `the file that runs it` -->");
+    for (const b of js.filter((b) => b.marker.startsWith("not run:")))
+      assertNamesFiles(`${b.file} line ${b.line} (${b.heading}, ${b.lang})`, b.marker);
+  });
+
   for (const b of DOC_BLOCKS) {
     test(`${b.file} line ${b.line}: ${b.heading} (${b.lang}) runs as written`, { timeout: 240_000 }, async () => {
-      if (b.lang === "sh") await runSh(b, project);
-      else if (b.lang === "js") await runJs(b);
-      else assert.fail(`${b.file} line ${b.line}: only js and sh blocks can be marked runnable`);
+      const check = CHECKS[b.heading]?.[b.lang];
+      if (check) await check(b);
+      else if (b.lang === "sh") await runSh(b, project);
+      else if (b.lang === "js") {
+        const ai = /from "(ai|@ai-sdk\/[\w-]+)"/.test(b.code);
+        // The snippets end with their memory open, as a reader's program goes on from there.
+        const after = `if (typeof memory !== "undefined") await memory.close();`;
+        await runJs(b, { after, ...(ai ? { cwd: aiProject } : {}) });
+      } else
+        assert.fail(`${b.file} line ${b.line}: only js and sh blocks (or a README heading's) can be marked runnable`);
     });
   }
 });
