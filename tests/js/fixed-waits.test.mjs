@@ -24,20 +24,33 @@ function* files(dir) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) {
       if (name !== "helpers" && name !== "fixtures" && name !== "data") yield* files(path);
-    } else if (/\.(mjs|js|ts)$/.test(name)) yield path;
+    } else if (/\.(mjs|js|ts|rs)$/.test(name)) yield path;
   }
 }
 
-/** The timer lines of `source` that are neither an annotated fixed wait nor an open-ended poll. */
-function unexplainedWaits(source) {
+/** The nearest line above `i` indented less than it: the block (a loop?) the line sits in. */
+function enclosing(lines, i) {
+  const indent = (l) => /^\s*/.exec(l)[0].length;
+  for (let k = i - 1; k >= 0; k--) if (lines[k].trim() && indent(lines[k]) < indent(lines[i])) return lines[k];
+  return "";
+}
+
+/**
+ * The timer lines of `source` that are neither an annotated fixed wait nor an open-ended poll.
+ * Rust (`rust`: the wasm tests' `sleep(ms).await`) polls in a `while`/`loop` block; a `for`
+ * over a count is the bounded short poll.
+ */
+function unexplainedWaits(source, rust = false) {
   const lines = source.split("\n");
   const out = [];
   for (const [i, line] of lines.entries()) {
     if (!/\bsetTimeout\(|\bsleep\(/.test(line)) continue;
-    if (/^\s*(\/\/|\*)/.test(line) || /\bfunction sleep\b|const sleep =/.test(line)) continue;
+    if (/^\s*(\/\/|\*)/.test(line) || /\bfunction sleep\b|const sleep =|\bfn sleep\(/.test(line)) continue;
     const context = lines.slice(Math.max(0, i - 3), i + 1).join("\n");
     if (/fixed wait:/.test(context)) continue;
-    const poll = /^\s*(while \(|\} while \()/.test(line) || /^\s*while \(/.test(lines[i - 1] ?? "");
+    const poll = rust
+      ? /^\s*(while |loop \{)/.test(enclosing(lines, i))
+      : /^\s*(while \(|\} while \()/.test(line) || /^\s*while \(/.test(lines[i - 1] ?? "");
     const shortPoll = /setTimeout\(\s*\w+\s*,\s*(\d+)\s*\)|sleep\((\d+)\)/.exec(line);
     const ms = shortPoll ? Number(shortPoll[1] ?? shortPoll[2]) : Infinity;
     const doLoop = /^\s*do \{/.test(lines[i - 1] ?? "") && /^\s*\} while \(/.test(lines[i + 2] ?? lines[i + 1] ?? "");
@@ -51,7 +64,7 @@ test("every timer in a test file waits for an event, polls open-ended, or says w
   const found = [];
   for (const file of files(TESTS)) {
     if (file.endsWith("fixed-waits.test.mjs")) continue;
-    for (const w of unexplainedWaits(readFileSync(file, "utf8")))
+    for (const w of unexplainedWaits(readFileSync(file, "utf8"), file.endsWith(".rs")))
       found.push(`${relative(root, file)}:${w.line}: ${w.text}`);
   }
   assert.deepEqual(
@@ -61,7 +74,7 @@ test("every timer in a test file waits for an event, polls open-ended, or says w
   );
 });
 
-test("the scanner flags a fixed sleep and a bounded short poll, and passes polls, eventually() and annotated waits", () => {
+test("the scanner flags a fixed sleep and a bounded short poll (JS and Rust), and passes polls, eventually() and annotated waits", () => {
   const flagged = (src) => unexplainedWaits(src).length;
   assert.equal(flagged("  await new Promise((r) => setTimeout(r, 700));\n  await server.stop();"), 1);
   assert.equal(flagged("  await sleep(500);"), 1);
@@ -73,5 +86,17 @@ test("the scanner flags a fixed sleep and a bounded short poll, and passes polls
     0,
   );
   assert.equal(flagged("  await eventually(() => x);"), 0);
+  const rust = (src) => unexplainedWaits(src, true).length;
+  assert.equal(
+    rust("    for _ in 0..100 {\n        if done() {\n            break;\n        }\n        sleep(10).await;\n    }"),
+    1,
+  );
+  assert.equal(
+    rust(
+      "    while now() < deadline {\n        if done() {\n            return;\n        }\n        sleep(10).await;\n    }",
+    ),
+    0,
+  );
+  assert.equal(rust("    let b = start();\n    sleep(100).await;\n    assert!(b.follows());"), 1);
   assert.equal(flagged("  // fixed wait: an absence check\n  await sleep(50);\n  assert.equal(calls, 0);"), 0);
 });

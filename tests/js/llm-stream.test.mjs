@@ -67,21 +67,24 @@ for (const provider of ["openai", "anthropic"]) {
 
 test("timeoutMs counts time without data: a slow but steady stream outlasting it succeeds, a stream that goes silent is LLM_TIMEOUT", async () => {
   // No whole-call deadline (by default 5 × timeoutMs, which a slow machine could reach).
-  const { memory, events } = await open({ timeoutMs: 400, deadlineMs: 0, maxRetries: 0 });
+  // The gaps are a tenth of timeoutMs: with 150 ms gaps and a 400 ms timeout a loaded machine
+  // can stall the scripted server's timers past the timeout (deadline.test.mjs saw a 3x margin
+  // fail with two CPU hogs beside the suite).
+  const { memory, events } = await open({ timeoutMs: 1000, deadlineMs: 0, maxRetries: 0 });
   const content = JSON.stringify(factsReply("Lives in Lisbon").json);
-  const pieces = content.match(/[\s\S]{1,10}/g);
-  // ~12 pieces 150 ms apart: about 1.8 s in all, never 400 ms without data.
-  llm.script.push({ content, pieces, pieceDelayMs: 150 });
+  const pieces = content.match(/[\s\S]{1,4}/g);
+  // ~25 pieces 100 ms apart: about 2.5 s in all, never 1 s without data.
+  llm.script.push({ content, pieces, pieceDelayMs: 100 });
   await memory.observe("t", turn("I live in Lisbon", "Nice."));
   const started = Date.now();
   assert.deepEqual(await memory.flush(), { processed: ["t"], failed: [] });
-  assert.ok(Date.now() - started > 400 * 2, "the whole reply took longer than timeoutMs");
+  assert.ok(Date.now() - started > 1000 * 2, "the whole reply took longer than twice timeoutMs");
   // Half the delta, then silence.
   llm.script.push({ content, pieces: pieces.slice(0, 4), stall: true });
   await memory.observe("t2", turn("I play the cello", "Lovely."));
   await assert.rejects(
     memory.flush(),
-    (e) => e.code === "LLM_TIMEOUT" && /no answer or new data .* for 400 ms \(llm\.timeoutMs\)/.test(e.message),
+    (e) => e.code === "LLM_TIMEOUT" && /no answer or new data .* for 1000 ms \(llm\.timeoutMs\)/.test(e.message),
   );
   assert.deepEqual(events.codes(), ["LLM_TIMEOUT"]);
   await memory.close();
