@@ -354,6 +354,36 @@ fn import_validates_keeps_last_updated_and_unknown_fields() {
     });
 }
 
+/// Before: only addFact/updateFact stripped terminal controls on store; an import (a file
+/// from anywhere) or updateSection kept an OSC 52 clipboard write or a cursor move for every
+/// later reader (the CLI, a model).
+#[test]
+fn import_and_update_section_strip_control_characters_like_add_fact() {
+    run(async {
+        let rig = RigBuilder::new().open().await.unwrap();
+        let osc52 = "Likes \u{1b}]52;c;ZWNobyBwd25lZA==\u{7} tea";
+        let doc = json!({"version": "1.0", "user": {"workContext": {"summary": "Hides\u{1b}[2A\u{1b}[2K lines"}}, "history": {},
+            "facts": [{"id": "fact_10000000", "content": osc52, "category": "pref\u{9b}31m"},
+                      {"id": "fact_10000001", "content": "Two\nlines \u{200b}kept"}]});
+        let d = rig.engine.import(&doc).await.unwrap();
+        assert_eq!(d.facts[0].content, "Likes ]52;c;ZWNobyBwd25lZA== tea");
+        assert_eq!(d.facts[0].category, "pref31m");
+        assert_eq!(d.facts[1].content, "Two\nlines kept", "a line feed stays, a zero-width space goes");
+        assert_eq!(d.sections[0].summary, "Hides[2A[2K lines");
+        assert_eq!(rig.engine.get().await.unwrap().facts[0].content, d.facts[0].content, "stored as returned");
+        // A fact of only control characters: refused, naming it, nothing written.
+        let bad = json!({"user": {}, "history": {}, "facts": [{"id": "fact_20000000", "content": "\u{1b}\u{7}"}]});
+        let e = rig.engine.import(&bad).await.unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
+        assert!(e.message().contains("fact_20000000"), "{}", e.message());
+        assert_eq!(rig.engine.get().await.unwrap().facts.len(), 2);
+        let s = rig.engine.update_section("topOfMind", "Plans \u{1b}]8;;https://evil.example\u{1b}\\a trip").await.unwrap();
+        assert_eq!(s.summary, "Plans ]8;;https://evil.example\\a trip");
+        let f = rig.engine.add_fact(&json!({"content": osc52})).await.unwrap();
+        assert_eq!(f.content, "Likes ]52;c;ZWNobyBwd25lZA== tea");
+    });
+}
+
 #[test]
 fn inject_uses_the_filtered_conversation_and_the_cached_document() {
     run(async {

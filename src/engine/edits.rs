@@ -23,14 +23,25 @@ const EDITED: &str = "a successful commit ran the edit";
 
 impl Engine {
     /// Replaces the whole memory with `doc` (a JSON object or string), after validating it.
-    /// Over `maxFacts`, the facts the eviction policy ranks lowest are left out.
+    /// Over `maxFacts`, the facts the eviction policy ranks lowest are left out. Invisible
+    /// and control characters are stripped from every fact's content and category and every
+    /// summary, as on every other way in (a fact of only such characters is `INVALID_INPUT`
+    /// naming it, and nothing is written).
     pub async fn import(&self, doc: &Value) -> Result<Document> {
         self.check_open()?;
-        let parsed = match doc {
+        let mut parsed = match doc {
             Value::String(s) => Document::from_json(s, &*self.parts().ids),
             other => Document::from_value(other, &*self.parts().ids),
         }
         .map_err(|e| Error::invalid(format!("cannot import: {e}")))?;
+        for f in &mut parsed.facts {
+            f.content = stored_text(&f.content).map_err(|e| Error::invalid(format!("cannot import fact \"{}\": {}", f.id, e.message())))?;
+            f.category = crate::extract::sanitize::strip_invisible(&f.category).trim().to_string();
+        }
+        for id in SectionId::ALL {
+            let s = parsed.section_mut(id);
+            s.summary = crate::extract::sanitize::strip_invisible(&s.summary).trim().to_string();
+        }
         let cfg = self.config().apply;
         let now = crate::base::time::iso_from_millis(self.now());
         let record = self
@@ -191,7 +202,8 @@ impl Engine {
     }
 
     /// Replaces the summary of one section (`"workContext"` … or `"user.workContext"` …) by
-    /// hand; its `updatedAt` becomes now.
+    /// hand; its `updatedAt` becomes now. Invisible and control characters are stripped, as
+    /// from a fact.
     pub async fn update_section(&self, section: &str, summary: &str) -> Result<Section> {
         self.check_open()?;
         let key = section.rsplit('.').next().unwrap_or(section);
@@ -204,7 +216,9 @@ impl Engine {
                 ))
             })?;
         let now = crate::base::time::iso_from_millis(self.now());
-        let summary = summary.trim().to_string();
+        // Control characters are stripped on store, as from a fact (an OSC 52 clipboard
+        // write in a summary would reach a terminal that prints it).
+        let summary = crate::extract::sanitize::strip_invisible(summary).trim().to_string();
         let record = self
             .commit(UpdateReason::UpdateSection, None, true, &mut |r| {
                 let s = r.doc.section_mut(id);

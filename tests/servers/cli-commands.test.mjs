@@ -4,6 +4,7 @@
 // holds, typed values refused when out of range, stored terminal control sequences printed
 // escaped, and a --passphrase-env argument never echoed.
 import { spawn } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -190,7 +191,7 @@ test("show on an empty memory names the memories the folder holds", async () => 
   assert.match(await ok(["show", ...dir, "--agent", "terminal"]), /Prefers dark mode/);
 });
 
-test("stored terminal control sequences are printed escaped, in every human-readable output; add strips them on store", async () => {
+test("stored terminal control sequences are printed escaped, in every human-readable output; add and import strip them on store", async () => {
   const dir = freshDir();
   // OSC 52 (write the clipboard), OSC 8 (a link), cursor up + erase line (hide what is above),
   // an 8-bit CSI, a forged second line.
@@ -201,16 +202,28 @@ test("stored terminal control sequences are printed escaped, in every human-read
     "Colour \u009b31m red",
     "Two\nfact_00000000 [preference | 1.00] forged line",
   ];
-  // Stored by an import (`add` strips control characters on store, see below): what an older
-  // version or another writer left in the store.
-  const facts = evil.map((content, i) => ({
+  // Planted in the files (`add` and `import` strip control characters on store, see below):
+  // what an older version or another writer left in the store. Imported as placeholders,
+  // each then replaced by its JSON-escaped sequence in every stored file (history included).
+  const facts = evil.map((_, i) => ({
     id: `fact_1000000${i}`,
-    content,
+    content: `PLACEHOLDER${i}X`,
     category: "preference",
     confidence: 0.9,
   }));
   await ok(["import", ...dir, "-"], { input: JSON.stringify({ version: "1.0", user: {}, history: {}, facts }) });
   await ok(["add", ...dir, "Plain fact"]); // what `undo` below undoes
+  let planted = 0;
+  for (const name of readdirSync(dir[1])) {
+    const file = join(dir[1], name);
+    const text = readFileSync(file, "utf8");
+    const evilText = text.replace(/PLACEHOLDER(\d)X/g, (_, i) => JSON.stringify(evil[Number(i)]).slice(1, -1));
+    if (evilText !== text) {
+      writeFileSync(file, evilText);
+      planted++;
+    }
+  }
+  assert.ok(planted > 0, "the placeholders were found in the stored files");
   const outputs = [
     await ok(["show", ...dir]),
     await ok(["search", ...dir, "tea", "docs", "lines", "red", "forged"]),
@@ -235,6 +248,13 @@ test("stored terminal control sequences are printed escaped, in every human-read
   await ok(["add", ...clean, evil[0]]);
   const stored = JSON.parse(await ok(["show", ...clean, "--json"])).document.facts[0].content;
   assert.equal(stored, "Likes ]52;c;ZWNobyBwd25lZA== tea");
+  // `import` too.
+  const imported = freshDir();
+  await ok(["import", ...imported, "-"], {
+    input: JSON.stringify({ version: "1.0", user: {}, history: {}, facts: [{ content: evil[2] }] }),
+  });
+  const kept = JSON.parse(await ok(["show", ...imported, "--json"])).document.facts[0].content;
+  assert.equal(kept, "Hides[2A[2K lines");
 });
 
 test("--passphrase-env never echoes its argument", async () => {
