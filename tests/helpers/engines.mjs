@@ -173,7 +173,7 @@ function freePort() {
   });
 }
 
-async function waitForPort(port, timeout = 10_000) {
+async function waitForPort(port, timeout = 60_000) {
   const { connect } = await import("node:net");
   const deadline = Date.now() + timeout;
   for (;;) {

@@ -89,7 +89,7 @@ test(
           await page.waitForFunction(
             ([id, expected]) => document.getElementById(id)?.textContent === expected,
             [id, expected],
-            { timeout: 10_000 },
+            { timeout: 60_000 }, // a re-render, as long as a loaded machine takes
           );
         } catch {
           assert.fail(`#${id} shows ${JSON.stringify(await text(id))}, expected ${JSON.stringify(expected)}`);

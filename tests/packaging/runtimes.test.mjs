@@ -158,7 +158,7 @@ chromiumTest(
       const page = await context.newPage();
       await page.goto(`${server.url}/index.html`);
       const result = await page
-        .waitForFunction(() => window.result, null, { timeout: 20_000 })
+        .waitForFunction(() => window.result, null, { timeout: 60_000 })
         .then((h) => h.jsonValue());
       assert.deepEqual(result, { failed: true, facts: ["Reads in the browser"] });
     } finally {
