@@ -190,303 +190,518 @@ impl Pending {
 /// refusal. A fact added and evicted in the same update appears in neither `added` nor
 /// `removed` (it is in `evicted` and `skipped`).
 pub fn apply_delta(doc: &mut Document, delta: &Delta, cfg: &ApplyConfig, ctx: &ApplyContext<'_>) -> ApplyReport {
-    let mut report = ApplyReport::default();
-    let original: Vec<String> = doc.facts.iter().map(|f| f.id.clone()).collect();
-    let original_ids = ids_of(&doc.facts);
-    let before_summaries: Vec<String> = doc.sections.iter().map(|s| s.summary.clone()).collect();
-    let now_ms = millis_from_iso(ctx.now_iso).unwrap_or(0);
-    let mut replaced = [false; 6];
-    // The conversation's token sets (what the model saw).
-    let mut vocab = Vocab::new();
-    let sets = ctx.conversation.map(|conv| ConversationSets::new(&mut vocab, &conv));
-    // Section strings and fragment summaries: kept as facts below when they are the user's
-    // own words, else refused with the reason given here.
-    let mut candidates: Vec<Candidate> = delta
-        .section_strings
-        .iter()
-        .map(|s| Candidate {
-            path: s.path.clone(),
-            text: s.text.clone(),
-            labels: Labels::default(),
-            reason: reasons::INVALID,
-            detail: SECTION_STRING,
-        })
-        .collect();
-
-    // 1. Sections.
-    for id in SectionId::ALL {
-        let Some(update) = delta.section(id) else { continue };
-        if !update.should_update || update.summary.trim().is_empty() {
-            continue;
-        }
-        let at = || cat(&[id.group(), ".", id.key()]);
-        if !update.labels.accepted() {
-            report.skipped.push(Skipped::new(at(), reasons::SCOPE_GATED, NOT_ABOUT_THE_USER));
-            continue;
-        }
-        let summary = strip_invisible(update.summary.trim());
-        let summary = summary.trim();
-        if gates::copies_section_hint(summary) {
-            report.skipped.push(Skipped::new(at(), reasons::PROMPT_COPY, "repeats the prompt's description of the section"));
-            continue;
-        }
-        if let Some(sets) = sets.as_ref() {
-            if gates::task_shape(summary).is_some() {
-                report.skipped.push(Skipped::new(at(), reasons::TASK_RESIDUE, "the user's question or request, not a summary"));
-                continue;
-            }
-            let set = vocab.set(summary);
-            if sets.assistant_copy(&mut vocab, &set) {
-                report.skipped.push(Skipped::new(at(), reasons::ASSISTANT_COPY, "mostly the assistant's words"));
-                continue;
-            }
-        }
-        if gates::is_fragment(summary) {
-            let detail = "too short to be a summary";
-            candidates.push(Candidate {
-                path: at(),
-                text: summary.to_string(),
-                labels: update.labels.clone(),
-                reason: reasons::FRAGMENT,
-                detail,
-            });
-            continue;
-        }
-        if !summary.is_empty() {
-            let section = doc.section_mut(id);
-            section.summary = summary.to_string();
-            section.updated_at = ctx.now_iso.to_string();
-            replaced[id.index()] = true;
-        }
-    }
-
+    let mut applier = Applier::new(doc, delta, cfg, ctx);
+    applier.sections();
     // Upload mentions go first, from the summaries and the old facts (new facts that
-    // mention one are refused below): so the cap and the removals are decided on what
+    // mention one are refused in step 2): so the cap and the removals are decided on what
     // stays, and a second application finds the same.
-    scrub_document(doc);
-    let before_ids = ids_of(&doc.facts);
+    scrub_document(applier.doc);
+    applier.name_removals();
+    applier.gather_new_facts();
+    applier.place_new_facts();
+    applier.reinforce();
+    applier.judge_removals();
+    applier.evict();
+    applier.finish()
+}
 
-    // 2. The removals the delta names (decided in step 4).
-    let mut pending: Vec<Pending> = Vec::new();
-    for (index, r) in delta.facts_to_remove.iter().enumerate() {
-        // The first mention of an id counts (as the parser keeps it).
-        if delta.facts_to_remove[..index].iter().any(|x| x.id == r.id) {
-            continue;
-        }
-        let Some(&pos) = before_ids.get(r.id.as_str()) else {
-            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(&r.id));
-            continue;
-        };
-        if ctx.shown.is_some_and(|shown| !shown.contains(&r.id)) {
-            let why = "the extraction prompt did not show this fact";
-            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::NOT_SHOWN, why).with_fact(&r.id));
-            continue;
-        }
-        if r.scope.as_deref().is_some_and(|s| s != "user") {
-            let why = "scope is not user";
-            report.skipped.push(Skipped::new(path("factsToRemove", index), reasons::SCOPE_GATED, why).with_fact(&r.id));
-            continue;
-        }
-        pending.push(Pending { index, pos: pos as usize, replacement: r.replacement, refused: None, cancelled: false });
-    }
-    let mut removing = vec![false; doc.facts.len()];
-    for p in &pending {
-        removing[p.pos] = true;
-    }
+/// One application of a delta: what it reads, and what each step decided so far. The
+/// steps are its methods, called in the module docs' order by [`apply_delta`].
+struct Applier<'a, 'c> {
+    doc: &'a mut Document,
+    delta: &'a Delta,
+    cfg: &'a ApplyConfig,
+    ctx: &'a ApplyContext<'c>,
+    report: ApplyReport,
+    /// The ids of the document before the update, in order, and by id.
+    original: Vec<String>,
+    original_ids: FxMap<Box<str>, u32>,
+    /// The section summaries before the update (the scrubber may change them too).
+    before_summaries: Vec<String>,
+    /// `ctx.now_iso` in milliseconds, for expiry and freshness.
+    now_ms: u64,
+    /// Which sections step 1 replaced, by [`SectionId::index`].
+    replaced: [bool; 6],
+    /// The token ids every comparison of this update shares.
+    vocab: Vocab,
+    /// The conversation's token sets (what the model saw); `None` without a conversation.
+    sets: Option<ConversationSets>,
+    /// Section strings and fragment summaries: kept as facts when they are the user's own
+    /// words ([`salvage`]), else refused with the reason they carry.
+    candidates: Vec<Candidate>,
+    /// The removals the delta names, decided in step 4.
+    pending: Vec<Pending>,
+    /// Per document position: whether a pending removal names that fact (appended facts:
+    /// `false`).
+    removing: Vec<bool>,
+    /// The facts to place and their path in the delta: the reply's, then the salvaged
+    /// candidates (after them, so `replacementFactIndex` keeps pointing at the reply's).
+    facts: Vec<(String, NewFact)>,
+    /// `outcome[i]`: the position of the fact holding new fact `i`'s content afterwards.
+    outcome: Vec<Option<usize>>,
+    /// Positions of the facts appended.
+    added: Vec<usize>,
+}
 
-    // The facts to place: the reply's, then the candidates that are the user's own words
-    // (after them, so `replacementFactIndex` keeps pointing at the reply's facts).
-    let mut facts: Vec<(String, NewFact)> = delta.new_facts.iter().enumerate().map(|(i, f)| (path("newFacts", i), f.clone())).collect();
-    for c in candidates {
-        match sets.as_ref().map(|s| salvage(&mut vocab, s, doc, &c)) {
-            Some(Ok(())) => facts.push((
-                c.path,
-                NewFact {
-                    content: c.text,
-                    category: "context".into(),
-                    confidence: gates::SALVAGE_CONFIDENCE,
-                    labels: c.labels,
-                    ..NewFact::default()
-                },
-            )),
-            Some(Err((reason, detail))) => report.skipped.push(Skipped::new(c.path, reason, detail)),
-            None => report.skipped.push(Skipped::new(c.path, c.reason, c.detail)),
-        }
-    }
-    let n_reply_facts = delta.new_facts.len();
-
-    // 3. New facts. `outcome[i]` is the fact holding new fact i's content afterwards.
-    let mut outcome: Vec<Option<usize>> = vec![None; facts.len()];
-    let mut added: Vec<usize> = Vec::new();
-    if !facts.is_empty() {
-        let mut exact = Exact::default();
-        let mut index = SetIndex::default();
-        for (pos, f) in doc.facts.iter().enumerate() {
-            exact.insert(normalize_content(&f.content), pos);
-            index.add(&vocab.set(&f.content));
-        }
-        // The forget tombstones, matched by the same test as existing facts.
-        let mut forgotten = (Exact::default(), SetIndex::default(), Vec::with_capacity(ctx.forgotten.len()));
-        for (k, t) in ctx.forgotten.iter().enumerate() {
-            forgotten.0.insert(t.content.clone(), k);
-            forgotten.1.add(&vocab.set(&t.content));
-            forgotten.2.push(crate::memory::forget::skeleton(&t.content));
-        }
-        for (i, (path, nf)) in facts.iter().enumerate() {
-            let path = path.clone();
-            let (reason, skipped) =
-                match place_new_fact(doc, nf, cfg, ctx, sets.as_ref(), &mut vocab, &mut index, &mut exact, &removing, &mut forgotten) {
-                    Placed::Refused(reason, detail) => (reason, Some(Skipped::new(path, reason, detail))),
-                    Placed::Forgotten(k) => {
-                        let why = "the user asked to forget this";
-                        (reasons::FORGOTTEN, Some(Skipped::new(path, reasons::FORGOTTEN, why).with_fact(&ctx.forgotten[k].id)))
-                    }
-                    Placed::Unchanged(pos) => {
-                        let same = exact.positions(&normalize_content(&doc.facts[pos].content));
-                        for p in pending.iter_mut().filter(|p| same.contains(&p.pos)) {
-                            p.cancelled = true;
-                        }
-                        outcome[i] = Some(pos);
-                        let why = "re-added with the same text";
-                        ("", Some(Skipped::new(path, reasons::UNCHANGED, why).with_fact(&doc.facts[pos].id)))
-                    }
-                    Placed::Confirmed(pos, reason, detail) => {
-                        outcome[i] = Some(pos);
-                        ("", Some(Skipped::new(path, reason, detail).with_fact(&doc.facts[pos].id)))
-                    }
-                    Placed::Added(pos) => {
-                        outcome[i] = Some(pos);
-                        added.push(pos);
-                        removing.push(false);
-                        ("", None)
-                    }
-                };
-            let _ = reason;
-            report.skipped.extend(skipped);
+impl<'a, 'c> Applier<'a, 'c> {
+    fn new(doc: &'a mut Document, delta: &'a Delta, cfg: &'a ApplyConfig, ctx: &'a ApplyContext<'c>) -> Applier<'a, 'c> {
+        let mut vocab = Vocab::new();
+        let sets = ctx.conversation.map(|conv| ConversationSets::new(&mut vocab, &conv));
+        let candidates = delta
+            .section_strings
+            .iter()
+            .map(|s| Candidate {
+                path: s.path.clone(),
+                text: s.text.clone(),
+                labels: Labels::default(),
+                reason: reasons::INVALID,
+                detail: SECTION_STRING,
+            })
+            .collect();
+        Applier {
+            original: doc.facts.iter().map(|f| f.id.clone()).collect(),
+            original_ids: ids_of(&doc.facts),
+            before_summaries: doc.sections.iter().map(|s| s.summary.clone()).collect(),
+            now_ms: millis_from_iso(ctx.now_iso).unwrap_or(0),
+            doc,
+            delta,
+            cfg,
+            ctx,
+            report: ApplyReport::default(),
+            replaced: [false; 6],
+            vocab,
+            sets,
+            candidates,
+            pending: Vec::new(),
+            removing: Vec::new(),
+            facts: Vec::new(),
+            outcome: Vec::new(),
+            added: Vec::new(),
         }
     }
 
-    // 3b. Reinforcements.
-    let ids_now = ids_of(&doc.facts);
-    for (k, id) in delta.facts_to_reinforce.iter().enumerate() {
-        match ids_now.get(id.as_str()) {
-            Some(&pos) => {
-                doc.facts[pos as usize].confirm(ctx.now_iso);
+    /// Step 1: replaces the summaries that pass the gates; fragments become candidates.
+    fn sections(&mut self) {
+        for id in SectionId::ALL {
+            let Some(update) = self.delta.section(id) else { continue };
+            if !update.should_update || update.summary.trim().is_empty() {
+                continue;
             }
-            None => {
-                report.skipped.push(Skipped::new(path("factsToReinforce", k), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(id))
+            let at = || cat(&[id.group(), ".", id.key()]);
+            let skipped = &mut self.report.skipped;
+            if !update.labels.accepted() {
+                skipped.push(Skipped::new(at(), reasons::SCOPE_GATED, NOT_ABOUT_THE_USER));
+                continue;
             }
-        }
-    }
-
-    // 4. Removals. A removal paired with a replacement stands only while the replacement
-    // passed every gate; one without stands only if some new fact did (or the delta adds
-    // none: "forget this", which the user's words must then mention).
-    let unpaired = pending.iter().filter(|p| p.stands() && p.replacement.is_none()).count();
-    let any_placed = outcome[..n_reply_facts].iter().any(Option::is_some);
-    for p in pending.iter_mut().filter(|p| p.stands()) {
-        match p.replacement {
-            Some(r) if r >= delta.new_facts.len() => {
-                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacementFactIndex past newFacts"));
+            let summary = strip_invisible(update.summary.trim());
+            let summary = summary.trim();
+            if gates::copies_section_hint(summary) {
+                skipped.push(Skipped::new(at(), reasons::PROMPT_COPY, "repeats the prompt's description of the section"));
+                continue;
             }
-            Some(r) if outcome[r].is_none() => {
-                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement refused"));
-            }
-            Some(_) => {}
-            None if !delta.new_facts.is_empty() && !any_placed => {
-                p.refused = Some((reasons::NO_FACT_APPLIED, "no new fact applied"));
-            }
-            None if unpaired > MAX_UNPAIRED_REMOVALS => {
-                let why = "over 3 unpaired removals";
-                p.refused = Some((reasons::TOO_MANY_REMOVALS, why));
-            }
-            // A delta that stores nothing and only deletes ("forget this") must be about
-            // what the user said. One that also stored something (a duplicate or a
-            // near-duplicate counts: the model read this conversation as news about the
-            // user) may drop a fact it judged stale, within the guard above.
-            None if sets.is_some() && !any_placed => {
-                let set = vocab.set(&doc.facts[p.pos].content);
-                let new_user: Vec<&[u32]> = sets.as_ref().map_or(Vec::new(), |s| s.new_user.iter().map(Vec::as_slice).collect());
-                if !set.is_empty() && vocab.overlap(&set, &new_user) == 0 {
-                    let why = "not in the user's new messages";
-                    p.refused = Some((reasons::REMOVAL_UNRELATED, why));
+            if let Some(sets) = self.sets.as_ref() {
+                if gates::task_shape(summary).is_some() {
+                    skipped.push(Skipped::new(at(), reasons::TASK_RESIDUE, "the user's question or request, not a summary"));
+                    continue;
+                }
+                let set = self.vocab.set(summary);
+                if sets.assistant_copy(&mut self.vocab, &set) {
+                    skipped.push(Skipped::new(at(), reasons::ASSISTANT_COPY, "mostly the assistant's words"));
+                    continue;
                 }
             }
-            None => {}
-        }
-    }
-    // 5. Eviction. A standing pair swaps one fact for another, so its replacement is
-    // evicted only after every other fact (when the cap is smaller than what must stay);
-    // then the pair is refused, its old fact restored, and the cap decided again.
-    let evict_set = loop {
-        let mut gone = vec![false; doc.facts.len()];
-        let mut last = vec![false; doc.facts.len()];
-        for p in pending.iter().filter(|p| p.stands()) {
-            gone[p.pos] = true;
-            if let Some(pos) = p.replacement.and_then(|r| outcome[r]) {
-                last[pos] = true;
+            if gates::is_fragment(summary) {
+                let detail = "too short to be a summary";
+                self.candidates.push(Candidate {
+                    path: at(),
+                    text: summary.to_string(),
+                    labels: update.labels.clone(),
+                    reason: reasons::FRAGMENT,
+                    detail,
+                });
+                continue;
             }
-        }
-        let evicted = eviction(doc, &gone, &last, cfg, now_ms, &Fact::is_manual);
-        for &e in &evicted {
-            gone[e] = true;
-        }
-        let mut changed = false;
-        for p in pending.iter_mut().filter(|p| p.stands()) {
-            if p.replacement.is_some_and(|r| outcome[r].is_some_and(|pos| gone[pos])) {
-                p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement evicted by maxFacts"));
-                changed = true;
+            if !summary.is_empty() {
+                let section = self.doc.section_mut(id);
+                section.summary = summary.to_string();
+                section.updated_at = self.ctx.now_iso.to_string();
+                self.replaced[id.index()] = true;
             }
-        }
-        if !changed {
-            break gone;
-        }
-    };
-    for p in &pending {
-        if let Some((reason, detail)) = p.refused {
-            report.skipped.push(Skipped::new(path("factsToRemove", p.index), reason, detail).with_fact(&doc.facts[p.pos].id));
-        }
-    }
-    let removed_by_delta: Vec<bool> = {
-        let mut v = vec![false; doc.facts.len()];
-        for p in pending.iter().filter(|p| p.stands()) {
-            v[p.pos] = true;
-        }
-        v
-    };
-    for (i, pos) in outcome.iter().enumerate() {
-        if let Some(pos) = *pos {
-            if evict_set[pos] && !removed_by_delta[pos] && added.contains(&pos) {
-                report.skipped.push(Skipped::new(facts[i].0.clone(), reasons::EVICTED, "evicted by maxFacts"));
-            }
-        }
-    }
-    let facts = std::mem::take(&mut doc.facts);
-    for (k, f) in facts.into_iter().enumerate() {
-        let gone = evict_set[k];
-        if gone && !removed_by_delta[k] {
-            report.evicted.push(f.clone());
-        }
-        if !gone {
-            doc.facts.push(f);
         }
     }
 
-    let after = ids_of(&doc.facts);
-    report.added = doc.facts.iter().filter(|f| !original_ids.contains_key(f.id.as_str())).map(|f| f.id.clone()).collect();
-    report.removed = original.into_iter().filter(|id| !after.contains_key(id.as_str())).collect();
-    report.confirmed = doc
-        .facts
-        .iter()
-        .filter(|f| f.last_confirmed_at() == Some(ctx.now_iso) && original_ids.contains_key(f.id.as_str()))
-        .map(|f| f.id.clone())
-        .collect();
-    for id in SectionId::ALL {
-        if replaced[id.index()] || doc.section(id).summary != before_summaries[id.index()] {
-            report.updated_sections.push(id);
+    /// Before step 2: the removals the delta names that name a fact it may remove
+    /// (decided in step 4).
+    fn name_removals(&mut self) {
+        let before_ids = ids_of(&self.doc.facts);
+        let removals = &self.delta.facts_to_remove;
+        for (index, r) in removals.iter().enumerate() {
+            // The first mention of an id counts (as the parser keeps it).
+            if removals[..index].iter().any(|x| x.id == r.id) {
+                continue;
+            }
+            let at = || path("factsToRemove", index);
+            let Some(&pos) = before_ids.get(r.id.as_str()) else {
+                self.report.skipped.push(Skipped::new(at(), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(&r.id));
+                continue;
+            };
+            if self.ctx.shown.is_some_and(|shown| !shown.contains(&r.id)) {
+                let why = "the extraction prompt did not show this fact";
+                self.report.skipped.push(Skipped::new(at(), reasons::NOT_SHOWN, why).with_fact(&r.id));
+                continue;
+            }
+            if r.scope.as_deref().is_some_and(|s| s != "user") {
+                self.report.skipped.push(Skipped::new(at(), reasons::SCOPE_GATED, "scope is not user").with_fact(&r.id));
+                continue;
+            }
+            self.pending.push(Pending { index, pos: pos as usize, replacement: r.replacement, refused: None, cancelled: false });
+        }
+        self.removing = vec![false; self.doc.facts.len()];
+        for p in &self.pending {
+            self.removing[p.pos] = true;
         }
     }
-    report
+
+    /// Before step 2: the facts to place, the reply's and then the candidates that are the
+    /// user's own words.
+    fn gather_new_facts(&mut self) {
+        self.facts = self.delta.new_facts.iter().enumerate().map(|(i, f)| (path("newFacts", i), f.clone())).collect();
+        for c in std::mem::take(&mut self.candidates) {
+            match self.sets.as_ref().map(|s| salvage(&mut self.vocab, s, self.doc, &c)) {
+                Some(Ok(())) => self.facts.push((
+                    c.path,
+                    NewFact {
+                        content: c.text,
+                        category: "context".into(),
+                        confidence: gates::SALVAGE_CONFIDENCE,
+                        labels: c.labels,
+                        ..NewFact::default()
+                    },
+                )),
+                Some(Err((reason, detail))) => self.report.skipped.push(Skipped::new(c.path, reason, detail)),
+                None => self.report.skipped.push(Skipped::new(c.path, c.reason, c.detail)),
+            }
+        }
+    }
+
+    /// Step 2: places each new fact in turn ([`Applier::place`]) and records where it went.
+    fn place_new_facts(&mut self) {
+        self.outcome = vec![None; self.facts.len()];
+        if self.facts.is_empty() {
+            return;
+        }
+        let mut known = Known::new(self.doc, self.ctx.forgotten, &mut self.vocab);
+        let facts = std::mem::take(&mut self.facts);
+        for (i, (path, nf)) in facts.iter().enumerate() {
+            let placed = self.place(nf, &mut known);
+            self.record(i, path, placed, &known.exact);
+        }
+        self.facts = facts;
+    }
+
+    /// Notes where new fact `i` (at `path`) went: its outcome, and its report entry.
+    fn record(&mut self, i: usize, path: &str, placed: Placed, exact: &Exact) {
+        let path = path.to_string();
+        let skipped = match placed {
+            Placed::Refused(reason, detail) => Skipped::new(path, reason, detail),
+            Placed::Forgotten(k) => {
+                let why = "the user asked to forget this";
+                Skipped::new(path, reasons::FORGOTTEN, why).with_fact(&self.ctx.forgotten[k].id)
+            }
+            Placed::Unchanged(pos) => {
+                let same = exact.positions(&normalize_content(&self.doc.facts[pos].content));
+                for p in self.pending.iter_mut().filter(|p| same.contains(&p.pos)) {
+                    p.cancelled = true;
+                }
+                self.outcome[i] = Some(pos);
+                Skipped::new(path, reasons::UNCHANGED, "re-added with the same text").with_fact(&self.doc.facts[pos].id)
+            }
+            Placed::Confirmed(pos, reason, detail) => {
+                self.outcome[i] = Some(pos);
+                Skipped::new(path, reason, detail).with_fact(&self.doc.facts[pos].id)
+            }
+            Placed::Added(pos) => {
+                self.outcome[i] = Some(pos);
+                self.added.push(pos);
+                self.removing.push(false);
+                return;
+            }
+        };
+        self.report.skipped.push(skipped);
+    }
+
+    /// Decides where new fact `nf` goes and does it (confirm, merge or append).
+    fn place(&mut self, nf: &NewFact, known: &mut Known) -> Placed {
+        let content = strip_invisible(nf.content.trim());
+        let content = content.trim();
+        let key = normalize_content(content);
+        if let Some(refused) = self.refusal(nf, content, &key, known) {
+            return refused;
+        }
+        let confidence = nf.confidence.clamp(0.0, 1.0);
+        // Every fact with this text (an imported document may hold one twice): all are
+        // confirmed, so a second application finds nothing left to confirm.
+        let same = known.exact.positions(&key);
+        if !same.is_empty() {
+            for &pos in &same {
+                let f = &mut self.doc.facts[pos];
+                f.confidence = f.confidence.max(confidence);
+                f.confirm(self.ctx.now_iso);
+                if f.happened_at().is_none() {
+                    set_happened_at(f, nf);
+                }
+            }
+            return match same.iter().find(|&&p| !self.removing[p]) {
+                Some(&pos) => Placed::Confirmed(pos, reasons::DUPLICATE, "same text as an existing fact"),
+                // "Remove X and add X's text": X stays.
+                None => Placed::Unchanged(same[0]),
+            };
+        }
+        let set = self.vocab.set(content);
+        if let Some(sets) = self.sets.as_ref() {
+            if sets.assistant_copy(&mut self.vocab, &set) {
+                return Placed::Refused(reasons::ASSISTANT_COPY, "mostly the assistant's words");
+            }
+        }
+        let category = {
+            let c = safe_category(&nf.category);
+            if c.is_empty() {
+                crate::memory::document::DEFAULT_CATEGORY.to_string()
+            } else {
+                c.into_owned()
+            }
+        };
+        let (doc, removing) = (&mut *self.doc, &self.removing);
+        let near = known.index.best(&set, NEAR_DUPLICATE_JACCARD, |item| {
+            let p = item as usize;
+            p < removing.len() && !removing[p] && doc.facts[p].category == category
+        });
+        if let Some((item, _)) = near {
+            let pos = item as usize;
+            let f = &mut doc.facts[pos];
+            if !f.is_manual() {
+                f.content = content.to_string();
+            }
+            f.confidence = f.confidence.max(confidence);
+            f.confirm(self.ctx.now_iso);
+            set_lifecycle(f, nf);
+            known.exact.insert(key, pos);
+            return Placed::Confirmed(pos, reasons::NEAR_DUPLICATE, "same meaning as an existing fact");
+        }
+        // Facts the delta removes are still in `doc`, so their ids are not reused either
+        // (clients may still hold them).
+        let mut fact = Fact {
+            id: doc.fresh_id(self.ctx.ids),
+            content: content.to_string(),
+            category,
+            confidence,
+            created_at: self.ctx.now_iso.to_string(),
+            source: self.ctx.source.to_string(),
+            extra: Default::default(),
+        };
+        set_lifecycle(&mut fact, nf);
+        let pos = doc.facts.len();
+        doc.facts.push(fact);
+        known.index.add(&set);
+        known.exact.insert(key, pos);
+        Placed::Added(pos)
+    }
+
+    /// Why new fact `nf` (its stripped `content`, normalised `key`) is not stored, if it
+    /// is not: the confidence threshold, the label gate, empty text, an upload, a forget
+    /// tombstone, a copy of the prompt or the user's task.
+    fn refusal(&mut self, nf: &NewFact, content: &str, key: &str, known: &mut Known) -> Option<Placed> {
+        let confidence = nf.confidence;
+        if !confidence.is_finite() || confidence < self.cfg.threshold {
+            return Some(Placed::Refused(reasons::BELOW_THRESHOLD, "confidence below threshold"));
+        }
+        if !nf.labels.accepted() {
+            return Some(Placed::Refused(reasons::SCOPE_GATED, NOT_ABOUT_THE_USER));
+        }
+        if key.is_empty() {
+            return Some(Placed::Refused(reasons::INVALID, "content is empty"));
+        }
+        if crate::extract::scrub::mentions_upload(content) {
+            // It would be scrubbed right after: refusing it now keeps a removal paired with it
+            // from applying.
+            return Some(Placed::Refused(reasons::UPLOAD, "records a file upload"));
+        }
+        if !self.ctx.forgotten.is_empty() {
+            let same = known.forgotten_exact.positions(key).first().copied();
+            let near = || known.forgotten_index.best(&self.vocab.set(content), NEAR_DUPLICATE_JACCARD, |_| true).map(|(k, _)| k as usize);
+            let variant = || {
+                let words = crate::memory::forget::skeleton(content);
+                known.skeletons.iter().position(|t| crate::memory::forget::variant_of(t, &words))
+            };
+            if let Some(k) = same.or_else(near).or_else(variant) {
+                return Some(Placed::Forgotten(k));
+            }
+        }
+        let sets = self.sets.as_ref()?;
+        copied_or_task(&mut self.vocab, sets, content).map(|(reason, detail)| Placed::Refused(reason, detail))
+    }
+
+    /// Step 3: `factsToReinforce` confirm their facts.
+    fn reinforce(&mut self) {
+        let ids_now = ids_of(&self.doc.facts);
+        for (k, id) in self.delta.facts_to_reinforce.iter().enumerate() {
+            match ids_now.get(id.as_str()) {
+                Some(&pos) => {
+                    self.doc.facts[pos as usize].confirm(self.ctx.now_iso);
+                }
+                None => self
+                    .report
+                    .skipped
+                    .push(Skipped::new(path("factsToReinforce", k), reasons::UNKNOWN_FACT, "no fact has this id").with_fact(id)),
+            }
+        }
+    }
+
+    /// Step 4: a removal paired with a replacement stands only while the replacement passed
+    /// every gate; one without stands only if some new fact did (or the delta adds none:
+    /// "forget this", which the user's words must then mention).
+    fn judge_removals(&mut self) {
+        let unpaired = self.pending.iter().filter(|p| p.stands() && p.replacement.is_none()).count();
+        let n_reply_facts = self.delta.new_facts.len();
+        let any_placed = self.outcome[..n_reply_facts].iter().any(Option::is_some);
+        for p in self.pending.iter_mut().filter(|p| p.stands()) {
+            match p.replacement {
+                Some(r) if r >= n_reply_facts => {
+                    p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacementFactIndex past newFacts"));
+                }
+                Some(r) if self.outcome[r].is_none() => {
+                    p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement refused"));
+                }
+                Some(_) => {}
+                None if n_reply_facts > 0 && !any_placed => {
+                    p.refused = Some((reasons::NO_FACT_APPLIED, "no new fact applied"));
+                }
+                None if unpaired > MAX_UNPAIRED_REMOVALS => {
+                    p.refused = Some((reasons::TOO_MANY_REMOVALS, "over 3 unpaired removals"));
+                }
+                // A delta that stores nothing and only deletes ("forget this") must be about
+                // what the user said. One that also stored something (a duplicate or a
+                // near-duplicate counts: the model read this conversation as news about the
+                // user) may drop a fact it judged stale, within the guard above.
+                None if !any_placed => {
+                    let Some(sets) = self.sets.as_ref() else { continue };
+                    let set = self.vocab.set(&self.doc.facts[p.pos].content);
+                    let new_user: Vec<&[u32]> = sets.new_user.iter().map(Vec::as_slice).collect();
+                    if !set.is_empty() && self.vocab.overlap(&set, &new_user) == 0 {
+                        p.refused = Some((reasons::REMOVAL_UNRELATED, "not in the user's new messages"));
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Step 5: the `max_facts` cap. A standing pair swaps one fact for another, so its
+    /// replacement is evicted only after every other fact (when the cap is smaller than
+    /// what must stay); then the pair is refused, its old fact restored, and the cap decided
+    /// again. Drops what the delta removes and what the cap evicts.
+    fn evict(&mut self) {
+        let evict_set = loop {
+            let mut gone = vec![false; self.doc.facts.len()];
+            let mut last = vec![false; self.doc.facts.len()];
+            for p in self.pending.iter().filter(|p| p.stands()) {
+                gone[p.pos] = true;
+                if let Some(pos) = p.replacement.and_then(|r| self.outcome[r]) {
+                    last[pos] = true;
+                }
+            }
+            let evicted = eviction(self.doc, &gone, &last, self.cfg, self.now_ms, &Fact::is_manual);
+            for &e in &evicted {
+                gone[e] = true;
+            }
+            let mut changed = false;
+            for p in self.pending.iter_mut().filter(|p| p.stands()) {
+                if p.replacement.is_some_and(|r| self.outcome[r].is_some_and(|pos| gone[pos])) {
+                    p.refused = Some((reasons::REPLACEMENT_NOT_APPLIED, "replacement evicted by maxFacts"));
+                    changed = true;
+                }
+            }
+            if !changed {
+                break gone;
+            }
+        };
+        let mut removed_by_delta = vec![false; self.doc.facts.len()];
+        for p in &self.pending {
+            match p.refused {
+                Some((reason, detail)) => self
+                    .report
+                    .skipped
+                    .push(Skipped::new(path("factsToRemove", p.index), reason, detail).with_fact(&self.doc.facts[p.pos].id)),
+                None if !p.cancelled => removed_by_delta[p.pos] = true,
+                None => {}
+            }
+        }
+        for (i, pos) in self.outcome.iter().enumerate() {
+            if let Some(pos) = *pos {
+                if evict_set[pos] && !removed_by_delta[pos] && self.added.contains(&pos) {
+                    self.report.skipped.push(Skipped::new(self.facts[i].0.clone(), reasons::EVICTED, "evicted by maxFacts"));
+                }
+            }
+        }
+        let facts = std::mem::take(&mut self.doc.facts);
+        for (k, f) in facts.into_iter().enumerate() {
+            let gone = evict_set[k];
+            if gone && !removed_by_delta[k] {
+                self.report.evicted.push(f.clone());
+            }
+            if !gone {
+                self.doc.facts.push(f);
+            }
+        }
+    }
+
+    /// The report's net change: what was added, removed, confirmed and updated.
+    fn finish(self) -> ApplyReport {
+        let Applier { doc, ctx, mut report, original, original_ids, before_summaries, replaced, .. } = self;
+        let after = ids_of(&doc.facts);
+        report.added = doc.facts.iter().filter(|f| !original_ids.contains_key(f.id.as_str())).map(|f| f.id.clone()).collect();
+        report.removed = original.into_iter().filter(|id| !after.contains_key(id.as_str())).collect();
+        report.confirmed = doc
+            .facts
+            .iter()
+            .filter(|f| f.last_confirmed_at() == Some(ctx.now_iso) && original_ids.contains_key(f.id.as_str()))
+            .map(|f| f.id.clone())
+            .collect();
+        for id in SectionId::ALL {
+            if replaced[id.index()] || doc.section(id).summary != before_summaries[id.index()] {
+                report.updated_sections.push(id);
+            }
+        }
+        report
+    }
+}
+
+/// What a new fact is compared with: the document's facts (by normalised text and by token
+/// set, appended facts included) and the forget tombstones (the same two tests, and their
+/// confusable skeletons).
+#[derive(Default)]
+struct Known {
+    exact: Exact,
+    index: SetIndex,
+    forgotten_exact: Exact,
+    forgotten_index: SetIndex,
+    skeletons: Vec<Vec<String>>,
+}
+
+impl Known {
+    fn new(doc: &Document, forgotten: &[Tombstone], vocab: &mut Vocab) -> Known {
+        let mut known = Known::default();
+        for (pos, f) in doc.facts.iter().enumerate() {
+            known.exact.insert(normalize_content(&f.content), pos);
+            known.index.add(&vocab.set(&f.content));
+        }
+        for (k, t) in forgotten.iter().enumerate() {
+            known.forgotten_exact.insert(t.content.clone(), k);
+            known.forgotten_index.add(&vocab.set(&t.content));
+            known.skeletons.push(crate::memory::forget::skeleton(&t.content));
+        }
+        known
+    }
 }
 
 /// Where a new fact went.
@@ -501,121 +716,6 @@ enum Placed {
     Confirmed(usize, &'static str, &'static str),
     /// Appended at that position.
     Added(usize),
-}
-
-/// Decides where new fact `nf` goes and does it (confirm, merge or append).
-#[allow(clippy::too_many_arguments)]
-fn place_new_fact(
-    doc: &mut Document,
-    nf: &NewFact,
-    cfg: &ApplyConfig,
-    ctx: &ApplyContext<'_>,
-    sets: Option<&ConversationSets>,
-    vocab: &mut Vocab,
-    index: &mut SetIndex,
-    exact: &mut Exact,
-    removing: &[bool],
-    forgotten: &mut (Exact, SetIndex, Vec<Vec<String>>),
-) -> Placed {
-    let confidence = nf.confidence;
-    if !confidence.is_finite() || confidence < cfg.threshold {
-        return Placed::Refused(reasons::BELOW_THRESHOLD, "confidence below threshold");
-    }
-    if !nf.labels.accepted() {
-        return Placed::Refused(reasons::SCOPE_GATED, NOT_ABOUT_THE_USER);
-    }
-    let content = strip_invisible(nf.content.trim());
-    let content = content.trim();
-    let key = normalize_content(content);
-    if key.is_empty() {
-        return Placed::Refused(reasons::INVALID, "content is empty");
-    }
-    if crate::extract::scrub::mentions_upload(content) {
-        // It would be scrubbed right after: refusing it now keeps a removal paired with it
-        // from applying.
-        return Placed::Refused(reasons::UPLOAD, "records a file upload");
-    }
-    if !ctx.forgotten.is_empty() {
-        let same = forgotten.0.positions(&key).first().copied();
-        let near = || forgotten.1.best(&vocab.set(content), NEAR_DUPLICATE_JACCARD, |_| true).map(|(k, _)| k as usize);
-        let variant = || {
-            let words = crate::memory::forget::skeleton(content);
-            forgotten.2.iter().position(|t| crate::memory::forget::variant_of(t, &words))
-        };
-        if let Some(k) = same.or_else(near).or_else(variant) {
-            return Placed::Forgotten(k);
-        }
-    }
-    if let Some(sets) = sets {
-        if let Some(refusal) = copied_or_task(vocab, sets, content) {
-            return Placed::Refused(refusal.0, refusal.1);
-        }
-    }
-    // Every fact with this text (an imported document may hold one twice): all are
-    // confirmed, so a second application finds nothing left to confirm.
-    let same = exact.positions(&key);
-    if !same.is_empty() {
-        for &pos in &same {
-            let f = &mut doc.facts[pos];
-            f.confidence = f.confidence.max(confidence.clamp(0.0, 1.0));
-            f.confirm(ctx.now_iso);
-            if f.happened_at().is_none() {
-                set_happened_at(f, nf);
-            }
-        }
-        return match same.iter().find(|&&p| !removing[p]) {
-            Some(&pos) => Placed::Confirmed(pos, reasons::DUPLICATE, "same text as an existing fact"),
-            // "Remove X and add X's text": X stays.
-            None => Placed::Unchanged(same[0]),
-        };
-    }
-    let set = vocab.set(content);
-    if let Some(sets) = sets {
-        if sets.assistant_copy(vocab, &set) {
-            return Placed::Refused(reasons::ASSISTANT_COPY, "mostly the assistant's words");
-        }
-    }
-    let category = {
-        let c = safe_category(&nf.category);
-        if c.is_empty() {
-            crate::memory::document::DEFAULT_CATEGORY.to_string()
-        } else {
-            c.into_owned()
-        }
-    };
-    let near = index.best(&set, NEAR_DUPLICATE_JACCARD, |item| {
-        let p = item as usize;
-        p < removing.len() && !removing[p] && doc.facts[p].category == category
-    });
-    if let Some((item, _)) = near {
-        let pos = item as usize;
-        let f = &mut doc.facts[pos];
-        if !f.is_manual() {
-            f.content = content.to_string();
-        }
-        f.confidence = f.confidence.max(confidence.clamp(0.0, 1.0));
-        f.confirm(ctx.now_iso);
-        set_lifecycle(f, nf);
-        exact.insert(key, pos);
-        return Placed::Confirmed(pos, reasons::NEAR_DUPLICATE, "same meaning as an existing fact");
-    }
-    // Facts the delta removes are still in `doc`, so their ids are not reused either
-    // (clients may still hold them).
-    let mut fact = Fact {
-        id: doc.fresh_id(ctx.ids),
-        content: content.to_string(),
-        category,
-        confidence: confidence.clamp(0.0, 1.0),
-        created_at: ctx.now_iso.to_string(),
-        source: ctx.source.to_string(),
-        extra: Default::default(),
-    };
-    set_lifecycle(&mut fact, nf);
-    let pos = doc.facts.len();
-    doc.facts.push(fact);
-    index.add(&set);
-    exact.insert(key, pos);
-    Placed::Added(pos)
 }
 
 /// Normalised content → every position holding it (a chain through `prev`).
