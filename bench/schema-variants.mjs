@@ -117,6 +117,66 @@ const VARIANTS = {
   },
 };
 
+// The prompt for a first list of what the user said: the default prompt with its newFacts line
+// preceded by the list's own, and the examples showing it.
+const SAID_LINE =
+  "- userSaid: every lasting thing the user says about themself (job, city, projects, tools, tastes, plans, family), " +
+  "each a few words as the user wrote them, also in a message that asks something else; [] when the user says none.\n";
+function saidPrompt(system, key = "userSaid") {
+  return system
+    .replace("- newFacts:", SAID_LINE.replace("userSaid", key) + "- newFacts:")
+    .replace(
+      '-> {"newFacts":[{"content":"Teaches maths"',
+      `-> {"${key}":["I teach maths","in Porto"],"newFacts":[{"content":"Teaches maths"`,
+    )
+    .replaceAll('-> {"newFacts":[]}', `-> {"${key}":[],"newFacts":[]}`)
+    .replace(
+      '-> {"newFacts":[{"content":"Uses pnpm"',
+      `-> {"${key}":["I use pnpm"],"newFacts":[{"content":"Uses pnpm"`,
+    );
+}
+/** userSaid strings → new facts (an upper bound: the library's salvage would gate them). */
+const saidToFacts = (key) => (r) => {
+  const out = groups(r);
+  delete out[key];
+  const contents = new Set(out.newFacts.map((f) => f.content));
+  for (const s of r[key] ?? [])
+    if (!contents.has(s)) out.newFacts.push({ content: s, category: "context", confidence: 0.8 });
+  return out;
+};
+const SAID = (key, extra = {}) =>
+  obj({
+    [key]: { type: "array", items: str, ...extra },
+    newFacts: arr(factFull),
+    factsToRemove: arr(removal),
+    factsToReinforce: arr(str),
+    sections: sectionList,
+  });
+Object.assign(VARIANTS, {
+  jsonObject: { format: { type: "json_object" }, convert: (r) => r },
+  newFactsMin1: {
+    schema: obj({
+      newFacts: { type: "array", items: factFull, minItems: 1 },
+      factsToRemove: arr(removal),
+      factsToReinforce: arr(str),
+      sections: sectionList,
+    }),
+    convert: groups,
+  },
+  said: { system: (s) => saidPrompt(s), schema: SAID("userSaid"), convert: saidToFacts("userSaid") },
+  saidMin1: {
+    system: (s) => saidPrompt(s),
+    schema: SAID("userSaid", { minItems: 1 }),
+    convert: saidToFacts("userSaid"),
+  },
+  saidNoPrompt: { schema: SAID("userSaid"), convert: saidToFacts("userSaid") },
+  aboutTheUser: {
+    system: (s) => saidPrompt(s, "aboutTheUser"),
+    schema: SAID("aboutTheUser"),
+    convert: saidToFacts("aboutTheUser"),
+  },
+});
+
 /** POSTs JSON and reads the JSON answer, with no time limit (fetch gives up on headers after 5 minutes). */
 function post(url, body) {
   return new Promise((resolve, reject) => {
@@ -166,7 +226,7 @@ try {
             ],
             temperature: 0,
             max_tokens: 1024,
-            response_format: {
+            response_format: v.format ?? {
               type: "json_schema",
               json_schema: { name: "memory_delta", strict: true, schema: v.schema },
             },
