@@ -125,7 +125,7 @@ fn nothing_stored_is_plaintext_and_the_same_passphrase_reads_it_back() {
         }
         let record = KeyRecord::parse(&kv.snapshot().into_iter().find(|(_, v)| v.starts_with(r#"{"encryption""#)).unwrap().1).unwrap();
         assert_eq!(record.kdf.as_ref().map(|k| k.0), Some(PBKDF2_ITERATIONS));
-        assert_eq!(stored.matches("umenc2:").count(), 2, "document and queue are sealed:\n{stored}");
+        assert_eq!(stored.matches("umenc2:").count(), 3, "document and queue sealed, the empty vectors slot's marker too:\n{stored}");
 
         let again = open_enc(&kv, &provider, &passphrase("correct horse")).await.unwrap();
         let other = RigBuilder::shared(&kv, &FakeClock::at(T0)).instance("B").store(again).open().await.unwrap();
@@ -553,5 +553,117 @@ fn an_instance_opened_before_encrypt_never_writes_plaintext_into_encrypted_memor
             .await
             .unwrap();
         assert_eq!(rig.engine.queue_status().pending.len(), 1, "the encrypted queued conversation is intact");
+    });
+}
+
+/// A store that runs `between` once, just before its first commit of `slot` goes through:
+/// another process encrypting or rotating after a writer checked the key record and before
+/// its write lands.
+struct RaceStore {
+    inner: Rc<dyn Store>,
+    slot: Slot,
+    between: std::cell::RefCell<Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>>>,
+}
+
+impl Store for RaceStore {
+    fn load(&self, slot: Slot) -> LocalFuture<'_, Result<Option<user_memory::storage::Versioned>>> {
+        self.inner.load(slot)
+    }
+    fn commit(&self, slot: Slot, base: u64, value: String) -> LocalFuture<'_, Result<user_memory::storage::Commit>> {
+        Box::pin(async move {
+            let between = if slot == self.slot { self.between.borrow_mut().take() } else { None };
+            if let Some(between) = between {
+                between.await;
+            }
+            self.inner.commit(slot, base, value).await
+        })
+    }
+    fn discard(&self, slot: Slot) -> LocalFuture<'_, Result<()>> {
+        self.inner.discard(slot)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+fn race(kv: &Rc<MemoryKv>, slot: Slot, between: impl std::future::Future<Output = ()> + 'static) -> Rc<dyn Store> {
+    Rc::new(RaceStore { inner: versioned(kv), slot, between: std::cell::RefCell::new(Some(Box::pin(between))) })
+}
+
+/// Before: a writer without `encryption` that checked for a key record, then wrote the first
+/// value of a slot (based on revision 0) after another process encrypted the memory, landed
+/// that value in plaintext beside the encrypted ones (the migration had found the slot empty
+/// and left it so). Now encrypted memory leaves no slot empty (a sealed "no value" marker):
+/// the late write conflicts, the writer re-reads and refuses.
+#[test]
+fn a_plain_write_racing_encrypt_lands_no_plaintext() {
+    run(async {
+        // 1. Plain memory with a document; the queue's first value races encrypt().
+        let kv = Rc::new(MemoryKv::new());
+        let provider = Rc::new(Provider::default());
+        let (k2, p2) = (kv.clone(), provider.clone());
+        let between = async move {
+            crypto::encrypt(versioned(&k2), "default", p2, &passphrase("p"), None).await.unwrap();
+        };
+        let plain_store: Rc<dyn Store> = Rc::new(crypto::open_plain(race(&kv, Slot::Queue, between), "default").await.unwrap());
+        let plain = RigBuilder::shared(&kv, &FakeClock::at(T0)).store(plain_store).open().await.unwrap();
+        plain.engine.add_fact(&json!({"content": "Plays the cello"})).await.unwrap();
+        let queued = plain.engine.observe("t1", &turn("My PIN is 4321", "Noted"));
+        let e = match queued {
+            Ok(Some(wait)) => wait.await.unwrap_err(),
+            Ok(None) => panic!("observe queued nothing"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code(), "DECRYPT_FAILED", "{}", e.message());
+        assert!(e.message().contains("now encrypted"), "{}", e.message());
+        let stored = raw(&kv);
+        assert!(!stored.contains("4321") && !stored.contains("cello"), "no plaintext in the store:\n{stored}");
+        let rig = RigBuilder::shared(&kv, &FakeClock::at(T0))
+            .instance("B")
+            .store(open_enc(&kv, &provider, &passphrase("p")).await.unwrap())
+            .open()
+            .await
+            .unwrap();
+        assert_eq!(rig.engine.get().await.unwrap().facts[0].content, "Plays the cello", "the encrypted memory reads");
+
+        // 2. Empty memory: the first document races another process creating encrypted memory.
+        let kv = Rc::new(MemoryKv::new());
+        let (k2, p2) = (kv.clone(), provider.clone());
+        let between = async move {
+            crypto::open(versioned(&k2), "default", p2, &passphrase("p")).await.unwrap();
+        };
+        let plain_store: Rc<dyn Store> = Rc::new(crypto::open_plain(race(&kv, Slot::Document, between), "default").await.unwrap());
+        let plain = RigBuilder::shared(&kv, &FakeClock::at(T0)).store(plain_store).open().await.unwrap();
+        let e = plain.engine.add_fact(&json!({"content": "Secret plan"})).await.unwrap_err();
+        assert_eq!(e.code(), "DECRYPT_FAILED", "{}", e.message());
+        assert!(!raw(&kv).contains("Secret plan"), "no plaintext in the store:\n{}", raw(&kv));
+    });
+}
+
+/// The same race for a rotation: an instance of the old key that checked the key record,
+/// then wrote a slot's first value after the rotation, landed a value only the old key opens.
+#[test]
+fn a_write_racing_a_rotation_lands_nothing_under_the_retired_key() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let provider = Rc::new(Provider::default());
+        let (k2, p2) = (kv.clone(), provider.clone());
+        let between = async move {
+            crypto::encrypt(versioned(&k2), "default", p2, &passphrase("old"), Some(&passphrase("new"))).await.unwrap();
+        };
+        open_enc(&kv, &provider, &passphrase("old")).await.unwrap();
+        let store = crypto::open(race(&kv, Slot::Queue, between), "default", provider.clone(), &passphrase("old")).await.unwrap();
+        let rig = RigBuilder::shared(&kv, &FakeClock::at(T0)).store(Rc::new(store)).open().await.unwrap();
+        let e = match rig.engine.observe("t1", &turn("My PIN is 4321", "Noted")) {
+            Ok(Some(wait)) => wait.await.unwrap_err(),
+            Ok(None) => panic!("observe queued nothing"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code(), "DECRYPT_FAILED", "{}", e.message());
+        for (k, v) in kv.snapshot() {
+            if v.starts_with("umenc") {
+                assert!(v.starts_with("umenc2:2."), "{k} is sealed under the new data key: {v:.12}");
+            }
+        }
     });
 }

@@ -59,6 +59,12 @@ pub const PBKDF2_ITERATIONS: u32 = 600_000;
 pub const MAX_ITERATIONS: u32 = 10_000_000;
 /// Version of the key record format.
 const FORMAT: u64 = 2;
+/// The plaintext of a sealed "no value" marker. Encrypted memory leaves no data slot empty:
+/// an empty one holds this, sealed, at revision ≥ 1 (and reads as absent), so a writer that
+/// checked the key record before it was written or rotated, and then commits a first value
+/// (based on revision 0), conflicts instead of landing plaintext or a retired key's value
+/// beside the encrypted ones. (No stored document, queue or vector set is a lone NUL.)
+const ABSENT: &str = "\0";
 
 /// AES-256-GCM under one key.
 pub trait Aead {
@@ -467,15 +473,18 @@ impl EncryptedStore {
         format!("{}|{}|{}", self.inner.describe(), self.agent, self.keys.borrow().body.id)
     }
 
-    async fn seal_value(&self, slot: Slot, revision: u64, plain: &str) -> Result<String> {
-        let (generation, dek) = {
-            let k = self.keys.borrow();
-            (k.body.generation, k.dek.clone())
-        };
-        let bytes = seal(&*self.provider, &*dek, &value_aad(&self.agent, slot, generation, revision), plain.as_bytes()).await?;
-        let mut out = format!("{PREFIX}{generation}.{revision}:");
-        base64_encode(&bytes, &mut out);
-        Ok(out)
+    // Boxed (one copy of its state machine, not one per caller: wasm size).
+    fn seal_value<'a>(&'a self, slot: Slot, revision: u64, plain: &'a str) -> LocalFuture<'a, Result<String>> {
+        Box::pin(async move {
+            let (generation, dek) = {
+                let k = self.keys.borrow();
+                (k.body.generation, k.dek.clone())
+            };
+            let bytes = seal(&*self.provider, &*dek, &value_aad(&self.agent, slot, generation, revision), plain.as_bytes()).await?;
+            let mut out = format!("{PREFIX}{generation}.{revision}:");
+            base64_encode(&bytes, &mut out);
+            Ok(out)
+        })
     }
 
     async fn open_value(&self, slot: Slot, v: Versioned) -> Result<Versioned> {
@@ -553,9 +562,20 @@ impl EncryptedStore {
         Ok(())
     }
 
+    /// The opened value of `slot`, a "no value" marker included (boxed: one copy of
+    /// [`EncryptedStore::open_value`]'s state machine for both callers).
+    fn opened(&self, slot: Slot) -> LocalFuture<'_, Result<Option<Versioned>>> {
+        Box::pin(async move {
+            match self.inner.load(slot).await? {
+                Some(v) => Ok(Some(self.open_value(slot, v).await?)),
+                None => Ok(None),
+            }
+        })
+    }
+
     async fn load_slot(&self, slot: Slot) -> Result<Option<Versioned>> {
-        match self.inner.load(slot).await? {
-            Some(v) => Ok(Some(self.open_value(slot, v).await?)),
+        match self.opened(slot).await? {
+            Some(v) => Ok(Some(v).filter(|v| v.value != ABSENT)),
             None => {
                 if slot == Slot::Document {
                     self.check_floor(None)?;
@@ -590,8 +610,46 @@ impl EncryptedStore {
         Ok(())
     }
 
+    /// The revision of `slot`'s "no value" marker ([`ABSENT`]), or 0 (nothing, or a value: a
+    /// commit based on 0 then conflicts, and the writer re-reads it). A value of a newer data
+    /// key is `DECRYPT_FAILED` (rotated since this instance opened).
+    async fn absent_at(&self, slot: Slot) -> Result<u64> {
+        match self.opened(slot).await {
+            Ok(Some(v)) if v.value == ABSENT => Ok(v.revision),
+            Err(e @ Error::DecryptFailed(_)) => Err(e),
+            _ => Ok(0),
+        }
+    }
+
+    /// Seals the "no value" marker into `slot` if it is empty: `false` when a value was
+    /// committed first (the caller re-reads it).
+    async fn mark_absent(&self, slot: Slot) -> Result<bool> {
+        let sealed = self.seal_value(slot, 1, ABSENT).await?;
+        match self.inner.commit(slot, 0, sealed).await? {
+            Commit::Committed(n) => {
+                if slot == Slot::Document {
+                    seen(&self.seen_key(), Some(n));
+                }
+                Ok(true)
+            }
+            Commit::Conflict => Ok(false),
+        }
+    }
+
+    /// Marks every empty data slot (see [`ABSENT`]).
+    async fn mark_empty_slots(&self) -> Result<()> {
+        for slot in Slot::DATA {
+            while self.inner.load(slot).await?.is_none() && !self.mark_absent(slot).await? {}
+        }
+        Ok(())
+    }
+
     async fn commit_slot(&self, slot: Slot, base: u64, value: String) -> Result<Commit> {
         self.check_key().await?;
+        // A first value (base 0, what a load that found nothing names) replaces the slot's
+        // "no value" marker: based on the marker's revision, so a value written meanwhile
+        // still conflicts.
+        let base = if base == 0 { self.absent_at(slot).await? } else { base };
         let sealed = self.seal_value(slot, base + 1, &value).await?;
         let commit = self.inner.commit(slot, base, sealed).await?;
         if let (Slot::Document, Commit::Committed(n)) = (slot, commit) {
@@ -640,7 +698,12 @@ impl EncryptedStore {
         let plain = self.keys.borrow().body.plain.clone();
         for slot in Slot::DATA {
             loop {
-                let Some(v) = self.inner.load(slot).await? else { break };
+                let Some(v) = self.inner.load(slot).await? else {
+                    if self.mark_absent(slot).await? {
+                        break;
+                    }
+                    continue;
+                };
                 if v.value.starts_with(ANY_PREFIX) {
                     break;
                 }
@@ -685,7 +748,12 @@ impl EncryptedStore {
     async fn finish_rotation(&self) -> Result<()> {
         for slot in Slot::DATA {
             loop {
-                let Some(v) = self.inner.load(slot).await? else { break };
+                let Some(v) = self.inner.load(slot).await? else {
+                    if self.mark_absent(slot).await? {
+                        break;
+                    }
+                    continue;
+                };
                 let current = self.keys.borrow().body.generation;
                 if header(&v.value).is_some_and(|(g, _, _)| g == current) {
                     break;
@@ -749,7 +817,11 @@ impl Store for EncryptedStore {
     fn discard(&self, slot: Slot) -> LocalFuture<'_, Result<()>> {
         Box::pin(async move {
             self.check_key().await?;
-            self.inner.discard(slot).await
+            self.inner.discard(slot).await?;
+            if slot != Slot::Key {
+                self.mark_empty_slots().await?;
+            }
+            Ok(())
         })
     }
     fn describe(&self) -> String {
@@ -811,7 +883,11 @@ async fn open_as(
                 if !committed {
                     continue; // another instance created it first: use theirs
                 }
-                keys
+                let store = EncryptedStore { inner, provider, agent: agent.into(), keys: RefCell::new(keys) };
+                // A plain instance that checked for a key record just before this one was
+                // written must not land a first value in the clear.
+                store.mark_empty_slots().await?;
+                return Ok(store);
             }
         };
         let state = keys.body.state;

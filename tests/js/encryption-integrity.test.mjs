@@ -8,7 +8,7 @@
 // * rotation makes a new data key: the old passphrase with the old key record opens nothing
 //   written since, and a kill before any write of it loses nothing;
 // * an instance opened before encrypt() or a rotation refuses to write, without advising a
-//   reset;
+//   reset, even when its write races encrypt() in another process;
 // * passphrases that are not well-formed Unicode are refused, and NFC-equal ones are equal.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -283,6 +283,64 @@ test("an instance opened before encrypt() never writes plaintext into encrypted 
   assert.ok(!allText(dir).includes("4321"));
   const enc = await open(fileStore(dir), agent, { passphrase: PASS });
   assert.equal(enc.status().pending.length, 1, "the queued conversation, encrypted, is intact");
+  await enc.close();
+});
+
+test("a plain write racing encrypt() in another process lands no plaintext", async () => {
+  // The check-then-write race: the plain instance has checked that there is no key record;
+  // before its first queue value lands, another process encrypts the memory. That process
+  // found the queue empty, so the late write used to land in the clear (based on revision 0).
+  const dir = scratch();
+  const agent = freshAgent("race");
+  const files0 = fileStore(dir);
+  let raced = false;
+  const racing = {
+    get: (/** @type {string} */ k) => files0.get(k),
+    delete: (/** @type {string} */ k) => files0.delete(k),
+    keys: (/** @type {string} */ p) => files0.keys(p),
+    compareAndSet: (/** @type {string} */ k, /** @type {string | null} */ e, /** @type {string} */ v) =>
+      files0.compareAndSet(k, e, v),
+    async set(/** @type {string} */ k, /** @type {string} */ v) {
+      if (!raced && /\/queue\/v/.test(k)) {
+        raced = true;
+        const child = await runChild(`
+          import { UserMemory } from "user-memory";
+          import { fileStore } from "user-memory/node";
+          await UserMemory.encrypt({ agent: ${JSON.stringify(agent)}, storage: fileStore(${JSON.stringify(dir)}),
+            encryption: { passphrase: ${JSON.stringify(PASS)} } });
+          console.log("encrypted");
+        `);
+        assert.equal(child.stdout.trim(), "encrypted", child.stderr);
+      }
+      return files0.set(k, v);
+    },
+  };
+  const plain = await open(racing, agent);
+  await plain.addFact({ content: "Plays the cello" });
+  /** @type {any[]} */
+  const errors = [];
+  plain.on("error", (e) => errors.push(e));
+  const persisted = await plain
+    .observe("t1", [
+      { role: "user", content: "My PIN is 4321" },
+      { role: "assistant", content: "Noted" },
+    ])
+    .catch((e) => (errors.push(e), "rejected"));
+  await plain.close().catch((e) => errors.push(e));
+  assert.notEqual(persisted, true, "the racing write is not persisted");
+  assert.ok(errors.length > 0, "the refusal is reported");
+  for (const e of errors) {
+    assert.equal(e.code, "DECRYPT_FAILED", e.message);
+    assert.match(e.message, /now encrypted/);
+  }
+  assert.ok(raced, "the race ran");
+  const text = allText(dir);
+  assert.ok(!text.includes("4321") && !text.includes("cello"), "no plaintext in any file");
+  const enc = await open(fileStore(dir), agent, { passphrase: PASS });
+  assert.deepEqual(
+    (await enc.get()).facts.map((f) => f.content),
+    ["Plays the cello"],
+  );
   await enc.close();
 });
 
