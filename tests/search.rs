@@ -9,7 +9,7 @@ mod common;
 use common::fact;
 use user_memory::config::Config;
 use user_memory::document::Document;
-use user_memory::inject::explain;
+use user_memory::inject::{explain, inject, InjectOptions};
 use user_memory::message::ChatMessage;
 use user_memory::relevance::FactIndex;
 use user_memory::search::{search, SearchOptions};
@@ -70,6 +70,26 @@ fn search_ranks_exactly_as_explain_does_for_the_same_text() {
         assert_eq!(h.similarity, h.lexical, "without embeddings the similarity is the lexical one");
         assert!((h.score - (0.6 * h.similarity + 0.4 * d.facts[h.position].confidence)).abs() < 1e-12);
     }
+}
+
+#[test]
+fn an_expired_fact_is_no_hit_as_it_is_not_injected() {
+    // Proves search() applies inject()'s lifetime rule: with the clock past the trip's
+    // 30 days it is left out of both; without a clock (or before the end) it is found.
+    let mut trip = fact("f_trip", "In Tokyo for a conference this month", 1.0);
+    trip.set_expected_valid_days(30.0); // created 2026-01-01
+    let d = Document { facts: vec![trip, fact("f_sushi", "Likes sushi in Tokyo", 0.8)], ..Document::empty() };
+    let mut index = FactIndex::new();
+    index.sync(&d.facts);
+    let ids = |now: &str| {
+        let weights = InjectOptions { now_ms: user_memory::time::millis_from_iso(now), ..Config::default().inject };
+        let hits = search(&d, &index, None, "Tokyo", &SearchOptions::default(), &weights);
+        let block = inject(&d, &index, &[ChatMessage::user("Tokyo")], &weights, &Estimate);
+        (hits.iter().map(|h| d.facts[h.position].id.clone()).collect::<Vec<_>>(), block.contains("conference"))
+    };
+    assert_eq!(ids("2026-01-20T00:00:00Z"), (vec!["f_trip".to_string(), "f_sushi".to_string()], true));
+    assert_eq!(ids("2026-03-14T00:00:00Z"), (vec!["f_sushi".to_string()], false), "over by March");
+    assert_eq!(run(&d, "Tokyo", SearchOptions::default()).len(), 2, "without a clock nothing expires");
 }
 
 #[test]

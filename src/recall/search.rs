@@ -6,7 +6,8 @@
 //! confidenceWeight × confidence`, ties as there), so a fact that `search()` puts first is
 //! the one `inject()` would pick for the same text. Only **matches** are returned: a fact
 //! whose similarity to the query is 0 is left out, however confident, and so are facts with
-//! blank content. Lexically that is a fact sharing no term with the query; with an embedding
+//! blank content and, as in `inject()`, facts whose lifetime (`expected_valid_days`) is over
+//! at `weights.now_ms`. Lexically that is a fact sharing no term with the query; with an embedding
 //! model nearly every fact with a vector has some similarity, so `limit` and `min_score` do
 //! the cutting. A blank query matches nothing.
 
@@ -82,8 +83,8 @@ pub struct SearchHit {
 
 /// The facts of `doc` matching `query`, best first: at most `opts.limit`, each scoring at
 /// least `opts.min_score`, ranked lexically or, with `dense`, by the hybrid similarity of
-/// `src/recall/fusion.rs`. `weights` are the options `inject()` ranks with (only the two weights
-/// are read).
+/// `src/recall/fusion.rs`. `weights` are the options `inject()` ranks with (the two weights,
+/// and `now_ms` for fact lifetimes: a fact `inject()` leaves out as expired is no hit either).
 ///
 /// `index` should have been [`FactIndex::sync`]ed with `doc.facts`; if it visibly was not
 /// (other ids), a temporary index is built for this call.
@@ -106,7 +107,8 @@ pub fn search(
         let conf = index.confidence(pos);
         Ranked { pos, sim, conf, score: weights.similarity_weight * sim + weights.confidence_weight * conf, created: index.created_ms(pos) }
     };
-    let matches = (0..doc.facts.len()).filter(|&p| sims.fused(p) > 0.0 && !index.is_blank(p));
+    let expired = |p: usize| weights.now_ms.is_some_and(|now| index.is_expired(p, now));
+    let matches = (0..doc.facts.len()).filter(|&p| sims.fused(p) > 0.0 && !index.is_blank(p) && !expired(p));
     top_k(matches, rank, opts.limit.min(doc.facts.len()))
         .into_iter()
         .filter(|r| r.score >= opts.min_score)
