@@ -11,6 +11,12 @@
 //! the seed's plain TF-IDF (scikit-learn defaults: `\b\w\w+\b` tokens, smoothed idf, l2,
 //! cosine, 0.6/0.4) and BM25 over the same CJK-aware tokens (0.6 × normalised + 0.4 ×
 //! confidence, and pure BM25). `--sweep` varies the ranker's parameters instead.
+//!
+//! The long-horizon set (`tests/data/longhorizon.json`, or one half: `…:tune`, `…:report`)
+//! loads as personas too (its questions the cases, their evidence the relevant facts), so
+//! `--fusions` and `--block` report it beside the relevance sets; its vectors are not cached
+//! in the repository (`--embed-url … --write-vectors target/eval/longhorizon-vectors.json`
+//! once, then `--vectors` for each cache: see docs/relevance.md).
 
 // An evaluation tool run natively: the size rules of clippy.toml are for the wasm build.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -40,9 +46,18 @@ struct Persona {
     cases: Vec<Case>,
 }
 
+/// Loads a labelled set: the relevance format, or the long-horizon set
+/// (`tests/data/longhorizon.json`, optionally `…:tune` or `…:report` for one half).
 fn load(path: &str) -> Vec<Persona> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (file, half) = match path.rsplit_once(':') {
+        Some((f, h)) if h == "tune" || h == "report" => (f, Some(h)),
+        _ => (path, None),
+    };
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    if v["format"] == "user-memory-longhorizon/1" {
+        return load_longhorizon(&v, half);
+    }
     let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
     let mut out = Vec::new();
     for p in v["personas"].as_array().expect("personas") {
@@ -82,6 +97,67 @@ fn load(path: &str) -> Vec<Persona> {
                 assert!(doc.fact(id).is_some(), "{path}: unknown relevant id {id}");
             }
         }
+        out.push(Persona { doc, cases });
+    }
+    out
+}
+
+/// The long-horizon set as personas, the users of `half` (all without one): each user's
+/// observations as the facts an extraction would have stored, as `bench/longhorizon.mjs`
+/// imports them (`createdAt` the session's time in UTC, `source` the session, `happenedAt`
+/// where it is an event, superseded facts kept); a case per question (its context, then the
+/// question as the last user message; relevant: its evidence; `lang`: the question's).
+fn load_longhorizon(v: &Value, half: Option<&str>) -> Vec<Persona> {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let mut out = Vec::new();
+    for u in v["users"].as_array().expect("users") {
+        if half.is_some_and(|h| u["half"] != h) {
+            continue;
+        }
+        let mut doc = Document::empty();
+        for session in u["sessions"].as_array().expect("sessions") {
+            let at = user_memory::time::Stamp::parse(session["at"].as_str().expect("at")).expect("a session time");
+            for o in session["observations"].as_array().expect("observations") {
+                let mut fact = Fact {
+                    id: s(o, "id"),
+                    content: s(o, "content"),
+                    category: s(o, "category"),
+                    confidence: o["confidence"].as_f64().unwrap_or(0.5),
+                    created_at: user_memory::time::iso_from_millis(at.ms).replace(".000Z", "Z"),
+                    source: s(session, "id"),
+                    extra: Default::default(),
+                };
+                if let Some(h) = o["happenedAt"].as_str() {
+                    fact.set_happened_at(h);
+                }
+                doc.facts.push(fact);
+            }
+        }
+        let cases = u["questions"]
+            .as_array()
+            .expect("questions")
+            .iter()
+            .map(|q| {
+                let mut messages: Vec<ChatMessage> = q["context"]
+                    .as_array()
+                    .map(|c| {
+                        c.iter()
+                            .map(|m| match m["role"].as_str() {
+                                Some("user") => ChatMessage::user(s(m, "content")),
+                                _ => ChatMessage::assistant(s(m, "content")),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                messages.push(ChatMessage::user(s(q, "question")));
+                Case {
+                    lang: s(q, "language"),
+                    kind: s(q, "kind"),
+                    messages,
+                    relevant: q["evidence"].as_array().expect("evidence").iter().map(|x| x.as_str().unwrap_or("").to_string()).collect(),
+                }
+            })
+            .collect();
         out.push(Persona { doc, cases });
     }
     out
@@ -290,7 +366,16 @@ fn main() {
         .collect();
     assert!(!files.is_empty(), "usage: eval_relevance [--sweep | --explore] [--vectors f.json] [--embed-url URL [--embed-model M] [--write-vectors f.json]] <file.json>…");
     let defaults = Config::default().inject;
-    let mut emb = Embeddings::load(flag(&args, "--vectors").unwrap_or(DEFAULT_VECTORS));
+    // `--vectors` may be given more than once (the long-horizon set's cache is separate).
+    let vector_files: Vec<&str> = args.windows(2).filter(|w| w[0] == "--vectors").map(|w| w[1].as_str()).collect();
+    let mut emb = Embeddings::default();
+    for path in if vector_files.is_empty() { vec![DEFAULT_VECTORS] } else { vector_files } {
+        let more = Embeddings::load(path);
+        if !more.model.is_empty() {
+            emb.model = more.model;
+        }
+        emb.vectors.extend(more.vectors);
+    }
     emb.url = flag(&args, "--embed-url").map(str::to_string);
     if let Some(m) = flag(&args, "--embed-model") {
         emb.model = m.to_string();
@@ -699,53 +784,81 @@ fn compare_fusions(emb: &Embeddings, files: &[&String]) {
     }
 }
 
-/// `--block`: how many facts the block should hold. Fixed 15 (the default `topFacts`) and 30,
-/// against adaptive rules on the fused similarity `s` (in [0, 1], the best fact has 1): the
-/// top 15 plus every further fact with `s ≥ τ` up to 30 ("more when many are clearly
-/// relevant"), and the facts with `s ≥ τ`, at least 5 and at most 30 ("fewer when few are").
-/// Prints recall@block and the mean block size, lexical and hybrid, pooled over the sets.
+/// `--block`: how many facts the block should hold. Fixed 15 (the default `topFacts`), 20
+/// and 30, against adaptive rules on the similarity `s` the score uses (in [0, 1], the best
+/// fact has 1), read from the explanation in score order: the top 15 plus every further
+/// fact with `s ≥ τ`, up to 30 ("more when many are clearly relevant"); the facts with
+/// `s ≥ τ`, at least 5 and at most 30 ("fewer when few are"); and twice the number of facts
+/// with `s ≥ τ`, 10 to 30 (both ways). Each rule's block is `explain()`'s with `top_facts`
+/// set to the rule's number (budget 2 000 tokens, corrections first, as `inject()` does).
+/// Prints, per set and pooled, recall@block, the mean number of facts and the block's tokens
+/// (the built-in estimate), lexical and hybrid, and the pooled recall difference to fixed 15
+/// with its 95 % paired bootstrap interval.
 fn compare_blocks(emb: &Embeddings, files: &[&String]) {
+    /// One case under one rule: (set, recall, facts, tokens).
+    type Row = (usize, f64, f64, f64);
     type Rule = (String, Box<dyn Fn(&[f64]) -> usize>);
-    let mut rules: Vec<Rule> = vec![("fixed 15 (default)".into(), Box::new(|_| 15)), ("fixed 30".into(), Box::new(|_| 30))];
-    for tau in [0.3, 0.5, 0.7] {
-        rules.push((
-            format!("15 + facts with s ≥ {tau}, ≤ 30"),
-            Box::new(move |s: &[f64]| s.iter().filter(|&&x| x >= tau).count().clamp(15, 30)),
-        ));
-        rules.push((
-            format!("facts with s ≥ {tau}, 5..30"),
-            Box::new(move |s: &[f64]| s.iter().filter(|&&x| x >= tau).count().clamp(5, 30)),
-        ));
+    let count = |s: &[f64], tau: f64| s.iter().filter(|&&x| x >= tau).count();
+    let mut rules: Vec<Rule> = [15usize, 17, 20, 25, 30]
+        .into_iter()
+        .map(|k| (format!("fixed {k}"), Box::new(move |_: &[f64]| k) as Box<dyn Fn(&[f64]) -> usize>))
+        .collect();
+    for tau in [0.2, 0.3, 0.5] {
+        rules.push((format!("15 + facts with s ≥ {tau}, ≤ 30"), Box::new(move |s: &[f64]| count(s, tau).clamp(15, 30))));
+        rules.push((format!("facts with s ≥ {tau}, 5..30"), Box::new(move |s: &[f64]| count(s, tau).clamp(5, 30))));
+        rules.push((format!("2 × facts with s ≥ {tau}, 10..30"), Box::new(move |s: &[f64]| (2 * count(s, tau)).clamp(10, 30))));
     }
-    println!("| block rule | lexical recall@block | lexical facts | hybrid recall@block | hybrid facts |\n|---|--:|--:|--:|--:|");
-    let sets: Vec<Persona> = files.iter().flat_map(|f| load(f)).collect();
-    for (name, rule) in &rules {
-        let mut cells = Vec::new();
-        for dense in [false, true] {
-            let (mut recall, mut size, mut n) = (0.0, 0.0, 0.0);
-            for p in &sets {
+    let defaults = Config::default().inject;
+    let sets: Vec<Vec<Persona>> = files.iter().map(|f| load(f)).collect();
+    for dense in [false, true] {
+        // Per rule, per case: (set, recall, facts, tokens).
+        let mut per: Vec<Vec<Row>> = vec![Vec::new(); rules.len()];
+        for (si, personas) in sets.iter().enumerate() {
+            for p in personas {
                 let mut index = FactIndex::new();
                 index.sync(&p.doc.facts);
+                let mut set = user_memory::vectors::VectorSet::new(&emb.model, 0);
+                for f in &p.doc.facts {
+                    set.insert(user_memory::vectors::content_key(&f.content), emb.get(&f.content).to_vec()).unwrap();
+                }
+                let aligned = set.align(&p.doc.facts);
                 for c in &p.cases {
-                    let query = library_query(c);
-                    let lexical: Vec<f64> = index.similarities(&query).into_iter().map(f64::from).collect();
-                    let sim = if dense {
-                        fused(&lexical, &cosines(emb, &p.doc, &query, Precision::Int8), Fuse::MinMax { w: 1.0 })
-                    } else {
-                        lexical
+                    let query = user_memory::vectors::QueryVector::new(emb.get(&library_query(c)).to_vec()).unwrap();
+                    let d = user_memory::inject::Dense { vectors: &set, aligned: &aligned, query: &query };
+                    let run = |k: usize| {
+                        let opts = InjectOptions { top_facts: k, ..defaults };
+                        user_memory::inject::explain_hybrid(&p.doc, &index, dense.then_some(&d), &c.messages, &opts, &Estimate)
                     };
-                    let scores: Vec<f64> = sim.iter().zip(&p.doc.facts).map(|(s, f)| 0.6 * s + 0.4 * f.confidence).collect();
-                    let (order, _) = by_scores(&scores);
-                    let k = rule(&sim).min(order.len());
-                    let hit = order[..k].iter().filter(|&&i| c.relevant.contains(&p.doc.facts[i].id)).count();
-                    recall += hit as f64 / c.relevant.len() as f64;
-                    size += k as f64;
-                    n += 1.0;
+                    let first = run(15);
+                    let sims: Vec<f64> = first.facts.iter().map(|f| f.similarity).collect();
+                    for (ri, (_, rule)) in rules.iter().enumerate() {
+                        let k = rule(&sims);
+                        let e = if k == 15 { first.clone() } else { run(k) };
+                        let inc: Vec<&str> = e.facts.iter().filter(|f| f.included).map(|f| f.id.as_str()).collect();
+                        let hit = c.relevant.iter().filter(|id| inc.contains(&id.as_str())).count();
+                        per[ri].push((si, hit as f64 / c.relevant.len() as f64, inc.len() as f64, e.tokens as f64));
+                    }
                 }
             }
-            cells.push(format!("{:.3} | {:.1}", recall / n, size / n));
         }
-        println!("| {name} | {} | {} |", cells[0], cells[1]);
+        let mean = |xs: &[&Row], f: &dyn Fn(&Row) -> f64| xs.iter().map(|x| f(x)).sum::<f64>() / xs.len() as f64;
+        println!("\n{} (recall@block / facts / block tokens)\n", if dense { "hybrid" } else { "lexical" });
+        print!("| block rule |");
+        for file in files {
+            print!(" {} |", file.rsplit('/').next().unwrap_or(file));
+        }
+        println!(" pooled | pooled recall gain vs fixed 15 [95 % CI] |");
+        println!("|---|{}---|---|", "---|".repeat(files.len()));
+        for (ri, (name, _)) in rules.iter().enumerate() {
+            print!("| {name} |");
+            for si in 0..=files.len() {
+                let xs: Vec<_> = per[ri].iter().filter(|x| si == files.len() || x.0 == si).collect();
+                print!(" {:.3} / {:.1} / {:.0} |", mean(&xs, &|x| x.1), mean(&xs, &|x| x.2), mean(&xs, &|x| x.3));
+            }
+            let d: Vec<f64> = per[ri].iter().zip(&per[0]).map(|(a, b)| a.1 - b.1).collect();
+            let (lo, hi) = bootstrap(&d);
+            println!(" {:+.3} [{lo:+.3}, {hi:+.3}] |", d.iter().sum::<f64>() / d.len() as f64);
+        }
     }
 }
 
