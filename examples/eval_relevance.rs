@@ -14,7 +14,7 @@
 //!
 //! The long-horizon set (`tests/data/longhorizon.json`, or one half: `…:tune`, `…:report`)
 //! loads as personas too (its questions the cases, their evidence the relevant facts), so
-//! `--fusions` and `--block` report it beside the relevance sets; its vectors are not cached
+//! `--fusions`, `--block` and `--keywords` report it beside the relevance sets; its vectors are not cached
 //! in the repository (`--embed-url … --write-vectors target/eval/longhorizon-vectors.json`
 //! once, then `--vectors` for each cache: see docs/relevance.md).
 
@@ -130,6 +130,11 @@ fn load_longhorizon(v: &Value, half: Option<&str>) -> Vec<Persona> {
                 if let Some(h) = o["happenedAt"].as_str() {
                     fact.set_happened_at(h);
                 }
+                // The user turn the observation comes from, for `--keywords`' scripted replies.
+                let turn = o["turn"].as_u64().and_then(|t| session["turns"].get(t as usize));
+                if let Some(text) = turn.and_then(|t| t["content"].as_str()) {
+                    fact.extra.insert(SOURCE_TURN.into(), text.into());
+                }
                 doc.facts.push(fact);
             }
         }
@@ -161,6 +166,405 @@ fn load_longhorizon(v: &Value, half: Option<&str>) -> Vec<Persona> {
         out.push(Persona { doc, cases });
     }
     out
+}
+
+/// Where `load_longhorizon` keeps the text of the user turn a fact comes from (extra field).
+const SOURCE_TURN: &str = "evalSourceTurn";
+
+/// The units of `text`: Latin words of 3+ letters or digits (lower-cased, function and
+/// general words dropped) and, with `cjk_pairs`, every pair of adjacent CJK characters. The
+/// keywords are words only: pairs cut from a Chinese turn are mostly not words (我老, 婆李),
+/// and no segmenter is at hand, so Chinese facts get none.
+fn keyword_units(text: &str, cjk_pairs: bool) -> Vec<String> {
+    // Function words and general words no model would write as a search keyword (English's
+    // most frequent words, not chosen on the sets), and Chinese function-word pairs.
+    const STOP: &[&str] = &[
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "have",
+        "has",
+        "was",
+        "are",
+        "but",
+        "not",
+        "you",
+        "your",
+        "from",
+        "she",
+        "her",
+        "his",
+        "him",
+        "they",
+        "them",
+        "its",
+        "our",
+        "about",
+        "all",
+        "any",
+        "also",
+        "just",
+        "only",
+        "very",
+        "really",
+        "then",
+        "than",
+        "when",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "how",
+        "where",
+        "there",
+        "here",
+        "these",
+        "those",
+        "some",
+        "more",
+        "most",
+        "much",
+        "many",
+        "few",
+        "other",
+        "such",
+        "same",
+        "own",
+        "now",
+        "still",
+        "again",
+        "ever",
+        "never",
+        "always",
+        "often",
+        "usually",
+        "sometimes",
+        "maybe",
+        "probably",
+        "actually",
+        "properly",
+        "quite",
+        "pretty",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "did",
+        "does",
+        "doing",
+        "done",
+        "been",
+        "being",
+        "were",
+        "had",
+        "get",
+        "gets",
+        "getting",
+        "got",
+        "make",
+        "makes",
+        "made",
+        "take",
+        "takes",
+        "took",
+        "give",
+        "gave",
+        "put",
+        "say",
+        "says",
+        "said",
+        "tell",
+        "told",
+        "think",
+        "know",
+        "want",
+        "wants",
+        "need",
+        "needs",
+        "like",
+        "let",
+        "see",
+        "look",
+        "come",
+        "came",
+        "going",
+        "gone",
+        "keep",
+        "thing",
+        "things",
+        "stuff",
+        "way",
+        "lot",
+        "lots",
+        "bit",
+        "kind",
+        "sort",
+        "one",
+        "two",
+        "three",
+        "first",
+        "last",
+        "next",
+        "new",
+        "old",
+        "good",
+        "great",
+        "nice",
+        "bad",
+        "big",
+        "small",
+        "little",
+        "long",
+        "short",
+        "easy",
+        "hard",
+        "quick",
+        "right",
+        "sure",
+        "okay",
+        "yes",
+        "yeah",
+        "hey",
+        "thanks",
+        "please",
+        "help",
+        "means",
+        "mean",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "after",
+        "before",
+        "while",
+        "because",
+        "since",
+        "until",
+        "though",
+        "even",
+        "back",
+        "out",
+        "off",
+        "down",
+        "yet",
+        "too",
+        "each",
+        "every",
+        "both",
+        "either",
+        "anyway",
+        "today",
+        "day",
+        "days",
+        "week",
+        "time",
+        "times",
+        "year",
+        "years",
+        "something",
+        "anything",
+        "everything",
+        "someone",
+        "mine",
+        "myself",
+        "we",
+        "us",
+        "me",
+        "my",
+        "i'm",
+        "it's",
+        "don't",
+        "can't",
+        "didn't",
+        "im",
+        "ive",
+        "我的",
+        "一个",
+        "这个",
+        "那个",
+        "什么",
+        "因为",
+        "所以",
+        "但是",
+        "现在",
+        "就是",
+        "还是",
+        "可以",
+        "没有",
+        "我们",
+        "你们",
+        "他们",
+        "自己",
+        "已经",
+        "一下",
+        "一点",
+        "怎么",
+        "这样",
+        "那样",
+        "觉得",
+        "想要",
+        "帮我",
+        "一些",
+        "有点",
+        "的时",
+        "时候",
+        "了一",
+        "我在",
+        "我是",
+        "我想",
+        "我要",
+        "我们",
+        "是不",
+        "不是",
+        "了，",
+        "的话",
+        "这两",
+        "一直",
+        "其实",
+        "真的",
+    ];
+    let cjk = |c: char| ('\u{3040}'..='\u{30ff}').contains(&c) || ('\u{3400}'..='\u{9fff}').contains(&c);
+    let mut out: Vec<String> = Vec::new();
+    let lower = text.to_lowercase();
+    let chars: Vec<char> = lower.chars().collect();
+    let mut word = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_alphanumeric() && !cjk(c) {
+            word.push(c);
+        } else {
+            if word.chars().count() >= 3 && !STOP.contains(&word.as_str()) {
+                out.push(std::mem::take(&mut word));
+            }
+            word.clear();
+        }
+        if cjk_pairs && cjk(c) && chars.get(i + 1).is_some_and(|&d| cjk(d)) {
+            out.push([c, chars[i + 1]].iter().collect());
+        }
+    }
+    if word.chars().count() >= 3 && !STOP.contains(&word.as_str()) {
+        out.push(word);
+    }
+    let mut seen = Vec::new();
+    out.retain(|u| {
+        let new = !seen.contains(u);
+        seen.push(u.clone());
+        new
+    });
+    out
+}
+
+/// The keywords a scripted extraction reply writes for `fact` (a stand-in for a model's:
+/// words of the conversation that the fact does not say): the units of its source turn —
+/// of the clause that shares most units with the fact when `clause`, else of the whole
+/// turn — that are not in the fact, the rarest among the persona's facts first, at most `n`.
+fn scripted_keywords(fact: &Fact, facts_lower: &[String], n: usize, clause: bool) -> Vec<String> {
+    let Some(turn) = fact.extra.get(SOURCE_TURN).and_then(|v| v.as_str()) else { return Vec::new() };
+    let own = keyword_units(&fact.content, true);
+    let content = fact.content.to_lowercase();
+    let said = |u: &str| {
+        content.contains(u)
+            || u.strip_suffix('s').is_some_and(|w| content.contains(w))
+            || own.iter().any(|o| o.starts_with(u) || u.starts_with(o.as_str()))
+    };
+    let source = if clause {
+        let clauses: Vec<&str> =
+            turn.split(|c: char| "。！？!?;；，,、\n".contains(c) || c == '.').filter(|c| !c.trim().is_empty()).collect();
+        let overlap = |c: &str| keyword_units(c, true).iter().filter(|u| own.contains(u)).count();
+        match clauses.iter().copied().max_by_key(|c| (overlap(c), std::cmp::Reverse(c.len()))) {
+            Some(c) if overlap(c) > 0 => c.to_string(),
+            _ => return Vec::new(),
+        }
+    } else {
+        turn.to_string()
+    };
+    let mut cands: Vec<String> = keyword_units(&source, false).into_iter().filter(|u| !said(u)).collect();
+    let df = |u: &str| facts_lower.iter().filter(|f| f.contains(u)).count();
+    cands.sort_by_key(|u| df(u));
+    cands.truncate(n);
+    cands
+}
+
+/// `--keywords`: does a hidden keywords field that the lexical index reads lift lexical
+/// recall? Each fact's keywords come from [`scripted_keywords`] (the long-horizon set, whose
+/// facts know their source turn; the relevance sets have none, so they are unchanged) and are
+/// indexed after its content; the ranking is `explain()`'s, lexical, defaults. Per set and
+/// pooled: recall@15 / nDCG@15, the mean keywords a fact got, and the pooled gains with their
+/// 95 % paired bootstrap intervals. `EVAL_SHOW_KEYWORDS=<variant number, from 0>` prints
+/// every fact's keywords of that variant.
+fn compare_keywords(files: &[&String]) {
+    let variants: [(&str, usize, bool); 5] = [
+        ("no keywords (shipped)", 0, true),
+        ("3 from the fact's clause", 3, true),
+        ("5 from the fact's clause", 5, true),
+        ("3 from the source turn", 3, false),
+        ("5 from the source turn", 5, false),
+    ];
+    let sets: Vec<Vec<Persona>> = files.iter().map(|f| load(f)).collect();
+    let opts = Config::default().inject;
+    // Per variant, per case: (set, recall@15, nDCG@15); per variant and set: keywords a fact.
+    let mut per: Vec<Vec<(usize, f64, f64)>> = vec![Vec::new(); variants.len()];
+    let mut per_fact: Vec<Vec<(f64, f64)>> = vec![vec![(0.0, 0.0); files.len()]; variants.len()];
+    for (vi, &(_, n, clause)) in variants.iter().enumerate() {
+        for (si, personas) in sets.iter().enumerate() {
+            for p in personas {
+                let lower: Vec<String> = p.doc.facts.iter().map(|f| f.content.to_lowercase()).collect();
+                let mut indexed = p.doc.clone();
+                for f in &mut indexed.facts {
+                    let k = if n == 0 { Vec::new() } else { scripted_keywords(f, &lower, n, clause) };
+                    if std::env::var("EVAL_SHOW_KEYWORDS").is_ok_and(|v| v == vi.to_string()) && !k.is_empty() {
+                        println!("{} -> {k:?}", f.content);
+                    }
+                    per_fact[vi][si].0 += k.len() as f64;
+                    per_fact[vi][si].1 += 1.0;
+                    if !k.is_empty() {
+                        f.content = format!("{} {}", f.content, k.join(" "));
+                    }
+                }
+                let mut index = FactIndex::new();
+                index.sync(&indexed.facts);
+                for c in &p.cases {
+                    let e = explain(&indexed, &index, &c.messages, &opts, &Estimate);
+                    let order: Vec<usize> = e.facts.iter().map(|f| f.position).collect();
+                    let injected: Vec<usize> = e.facts.iter().filter(|f| f.included).map(|f| f.position).collect();
+                    let m = metrics(&order, &injected, &p.doc, &c.relevant);
+                    per[vi].push((si, m[0], m[2]));
+                }
+            }
+        }
+    }
+    let mean = |xs: &[&(usize, f64, f64)], f: &dyn Fn(&(usize, f64, f64)) -> f64| xs.iter().map(|x| f(x)).sum::<f64>() / xs.len() as f64;
+    print!("| keywords (recall@15 / nDCG@15, keywords a fact) |");
+    for file in files {
+        print!(" {} |", file.rsplit('/').next().unwrap_or(file));
+    }
+    println!(" pooled | pooled recall@15 gain [95 % CI] | pooled nDCG@15 gain [95 % CI] |");
+    println!("|---|{}---|---|---|", "---|".repeat(files.len()));
+    for (vi, (name, _, _)) in variants.iter().enumerate() {
+        print!("| {name} |");
+        for si in 0..=files.len() {
+            let xs: Vec<_> = per[vi].iter().filter(|x| si == files.len() || x.0 == si).collect();
+            print!(" {:.3} / {:.3}", mean(&xs, &|x| x.1), mean(&xs, &|x| x.2));
+            if let Some((words, facts)) = per_fact[vi].get(si) {
+                print!(", {:.1}", words / facts.max(1.0));
+            }
+            print!(" |");
+        }
+        for metric in [1usize, 2] {
+            let d: Vec<f64> = per[vi].iter().zip(&per[0]).map(|(a, b)| if metric == 1 { a.1 - b.1 } else { a.2 - b.2 }).collect();
+            let (lo, hi) = bootstrap(&d);
+            print!(" {:+.3} [{lo:+.3}, {hi:+.3}] |", d.iter().sum::<f64>() / d.len() as f64);
+        }
+        println!();
+    }
 }
 
 /// recall@15 (injected), recall@5, nDCG@15 of one case.
@@ -413,6 +817,10 @@ fn main() {
     if args.iter().any(|a| a == "--block") {
         assert!(have_vectors, "--block needs vectors");
         compare_blocks(&emb, &files);
+        return;
+    }
+    if args.iter().any(|a| a == "--keywords") {
+        compare_keywords(&files);
         return;
     }
     if args.iter().any(|a| a == "--fusions") {
