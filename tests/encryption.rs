@@ -667,3 +667,43 @@ fn a_write_racing_a_rotation_lands_nothing_under_the_retired_key() {
         }
     });
 }
+
+/// The limit of the high-water mark, checked: the queue has none (only the document has),
+/// so an older queue put back alone is read. What it can do is bounded by the document's
+/// per-thread watermarks: the conversation it holds again was already extracted, and is
+/// skipped without a model call, so a fact the user removed is not learned back from it.
+#[test]
+fn an_older_queue_put_back_alone_re_runs_nothing_the_document_already_learned() {
+    run(async {
+        let kv = Rc::new(MemoryKv::new());
+        let provider = Rc::new(Provider::default());
+        let rig = RigBuilder::shared(&kv, &FakeClock::at(T0))
+            .replies(vec![reply_with_facts(&["Lives in Lisbon"])])
+            .store(open_enc(&kv, &provider, &passphrase("p")).await.unwrap())
+            .open()
+            .await
+            .unwrap();
+        rig.engine.observe("t1", &turn("I live in Lisbon", "Nice")).unwrap().unwrap().await.unwrap();
+        let old_queue = slot_entries(&kv, "queue");
+        rig.engine.flush().await.unwrap();
+        let f = rig.engine.cached().facts[0].clone();
+        rig.engine.remove_fact(&f.id, false).await.unwrap();
+        for (k, _) in slot_entries(&kv, "queue") {
+            kv.delete(&k).await.unwrap();
+        }
+        for (k, v) in &old_queue {
+            kv.put_raw(k, v);
+        }
+        let again = RigBuilder::shared(&kv, &FakeClock::at(T0))
+            .instance("B")
+            .replies(vec![reply_with_facts(&["Lives in Lisbon"])])
+            .store(open_enc(&kv, &provider, &passphrase("p")).await.unwrap())
+            .open()
+            .await
+            .unwrap();
+        assert_eq!(again.engine.queue_status().pending.len(), 1, "the older queue is read (no mark for the queue)");
+        again.engine.flush().await.unwrap();
+        assert_eq!(again.llm.calls(), 0, "the watermark skips the conversation already extracted");
+        assert!(again.engine.get().await.unwrap().facts.is_empty(), "the removed fact is not learned back");
+    });
+}

@@ -486,3 +486,71 @@ fn close_aborts_the_embedder_and_stops_filling() {
         assert!(r.model.calls(EmbedPurpose::Facts).is_empty(), "a closed instance embeds nothing");
     });
 }
+
+fn processed(rig: &Rig) -> Vec<user_memory::engine::ProcessedEvent> {
+    use user_memory::engine::Event;
+    rig.events.0.borrow().iter().filter_map(|e| if let Event::Processed(p) = e { Some(p.clone()) } else { None }).collect()
+}
+
+/// Before: only the words were compared, so a forgotten fact came back in other words
+/// ("Owns a puppy" after forgetting "Has a dog called Rex"). With an embedder, a new fact of
+/// an extraction whose vector is within FORGET_COSINE of a tombstone's (and is the same
+/// claim: no negation, number or swapped word) is refused as `forgotten`, naming the
+/// tombstone; the tombstone, which stores no vector, is embedded when first needed and only
+/// once; an embedding failure leaves the lexical test (the fact is learned, an event says
+/// why), never fails the extraction.
+#[test]
+fn a_new_fact_that_means_a_forgotten_one_is_refused_with_an_embedder() {
+    run(async {
+        let reply = |c: &str| Ok(serde_json::json!({"newFacts": [{"content": c, "category": "knowledge", "confidence": 0.9}]}).to_string());
+        let replies = || vec![reply("Owns a puppy"), reply("Drinks green tea"), reply("Has a pet"), reply("Owns a puppy")];
+        // Without an embedder: the paraphrase shares no word with the tombstone, it is learned.
+        let plain = RigBuilder::new().replies(replies()).open().await.unwrap();
+        let f = plain.engine.add_fact(&json!({"content": "Has a dog called Rex"})).await.unwrap();
+        plain.engine.remove_fact(&f.id, true).await.unwrap();
+        plain.engine.observe("t1", &turn("I got a puppy", "Nice")).unwrap().unwrap().await.unwrap();
+        plain.engine.flush().await.unwrap();
+        assert_eq!(plain.engine.cached().facts.len(), 1, "learned without an embedder");
+
+        let r = open_with(RigBuilder::new().replies(replies()), &ToyEmbedder::new("toy")).await;
+        let f = r.rig.engine.add_fact(&json!({"content": "Has a dog called Rex"})).await.unwrap();
+        r.rig.engine.remove_fact(&f.id, true).await.unwrap();
+        r.tasks.drain().await;
+        r.rig.engine.observe("t1", &turn("I got a puppy", "Nice")).unwrap().unwrap().await.unwrap();
+        r.rig.engine.flush().await.unwrap();
+        assert!(r.rig.engine.cached().facts.is_empty(), "{:?}", r.rig.engine.cached().facts);
+        let p = processed(&r.rig).pop().unwrap();
+        assert_eq!((p.skipped[0].reason.as_str(), p.skipped[0].fact.as_deref()), ("forgotten", Some(f.id.as_str())));
+        let calls = r.model.calls(EmbedPurpose::Facts);
+        assert_eq!(
+            calls.last().unwrap(),
+            &vec!["owns a puppy".to_string(), "has a dog called rex".to_string()],
+            "the tombstone embedded on demand"
+        );
+        // An unrelated fact is learned; the tombstone is not embedded again.
+        r.rig.engine.observe("t2", &turn("I like green tea", "Nice")).unwrap().unwrap().await.unwrap();
+        r.rig.engine.flush().await.unwrap();
+        assert_eq!(r.rig.engine.cached().facts.len(), 1);
+        assert_eq!(r.model.calls(EmbedPurpose::Facts).iter().filter(|c| c.contains(&"has a dog called rex".to_string())).count(), 1);
+        // A failed embedding: the lexical test alone (learned), an EMBED_FAILED event, no failure.
+        r.tasks.drain().await;
+        // (Twice: the extraction prompt's ranking embeds the conversation first.)
+        r.model.then(Answer::Fail(Error::EmbedFailed("down".into())));
+        r.model.then(Answer::Fail(Error::EmbedFailed("down".into())));
+        r.rig.engine.observe("t3", &turn("I have a pet", "Nice")).unwrap().unwrap().await.unwrap();
+        r.rig.engine.flush().await.unwrap();
+        assert!(
+            r.rig.engine.cached().facts.iter().any(|f| f.content == "Has a pet"),
+            "{:?} {:?} {:?}",
+            r.rig.engine.cached().facts,
+            r.model.calls.borrow(),
+            processed(&r.rig).pop()
+        );
+        assert!(r.rig.events.error_codes().contains(&"EMBED_FAILED"));
+        // unforget(): the paraphrase is learned again.
+        r.rig.engine.unforget(&f.id).await.unwrap();
+        r.rig.engine.observe("t4", &turn("My puppy again", "Nice")).unwrap().unwrap().await.unwrap();
+        r.rig.engine.flush().await.unwrap();
+        assert!(r.rig.engine.cached().facts.iter().any(|f| f.content == "Owns a puppy"));
+    });
+}

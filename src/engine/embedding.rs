@@ -22,10 +22,11 @@ use super::{Engine, ErrorEvent, Event};
 use crate::base::error::{Error, Result};
 use crate::base::sync::LocalFuture;
 use crate::base::time::Millis;
-use crate::memory::document::Document;
+use crate::memory::document::{normalize_content, Document};
+use crate::memory::forget::{same_claim, skeleton, Tombstone, FORGET_COSINE};
 use crate::recall::embed::{check_reply, EmbedPurpose, Embedder};
 use crate::recall::fusion::Dense;
-use crate::recall::vectors::{content_key, QueryVector, VectorSet, NO_VECTOR};
+use crate::recall::vectors::{content_key, normalize, QueryVector, VectorSet, NO_VECTOR};
 use crate::storage::{Commit, Slot};
 use std::rc::Rc;
 
@@ -45,6 +46,12 @@ pub const QUERY_RETRY_BASE_MS: Millis = 10_000;
 pub const QUERY_RETRY_MAX_MS: Millis = 300_000;
 /// Conflicting writes of the vectors slot before a fill gives up until its next try.
 const MAX_VECTOR_REPLAYS: usize = 16;
+/// Forget tombstones compared by meaning with an extraction's new facts: the newest this
+/// many (older ones are matched by their words only). Each is embedded once per process and
+/// model, when first needed (a tombstone stores no vector: the vectors slot is keyed by the
+/// contents of current facts, and a tombstone written before this or by an instance without
+/// an embedder has none).
+pub(super) const MEANING_TOMBSTONES: usize = 64;
 
 /// `base × 2^(failures − 1)`, capped.
 fn backoff(base: Millis, max: Millis, failures: u32) -> Millis {
@@ -76,6 +83,9 @@ pub(super) struct EmbedState {
     query_retry_at: Millis,
     /// The last query vector: (model, text, vector).
     last_query: Option<(String, String, Rc<QueryVector>)>,
+    /// Unit vectors of forget tombstones' contents: (model, normalised content, vector),
+    /// at most [`MEANING_TOMBSTONES`] × 2, newest last (see [`Engine::forgotten_by_meaning`]).
+    tombstone_vectors: Vec<(String, String, Vec<f32>)>,
 }
 
 impl EmbedState {
@@ -156,6 +166,83 @@ impl Engine {
         // A build without the `embed` feature (docs/size.md) never has one: the vector
         // paths below are then dead code the compiler drops.
         cfg!(feature = "embed") && self.inner.embed.borrow().embedder.is_some()
+    }
+
+    /// Which of `texts` (an extraction's new facts, cleaned as apply cleans them) mean what a
+    /// forget tombstone says: the cosine of their vectors at least [`FORGET_COSINE`] and
+    /// [`same_claim`] (no negation, number or swapped word between them); each as its
+    /// normalised content with that tombstone's id. Empty without an embedder. Costs a read
+    /// of the record and one embedding call of the new facts (plus the tombstones not
+    /// embedded yet); a failure is
+    /// an `EMBED_FAILED` event and leaves the lexical test alone, never fails the extraction.
+    pub(super) fn forgotten_by_meaning<'a>(&'a self, texts: &'a [String]) -> LocalFuture<'a, Vec<(String, String)>> {
+        // Boxed: one state machine, not one inlined into every caller's (wasm size).
+        Box::pin(async move {
+            if !self.has_embedder() || texts.is_empty() {
+                return Vec::new();
+            }
+            // The tombstones as stored now (a store error: the lexical test alone).
+            let tombstones = self.refresh_record().await.map(|r| r.forgotten.list).unwrap_or_default();
+            if tombstones.is_empty() {
+                return Vec::new();
+            }
+            match self.meaning_matches(texts, &tombstones).await {
+                Ok(found) => found,
+                Err(e) => {
+                    self.emit_embed_error(e);
+                    Vec::new()
+                }
+            }
+        })
+    }
+
+    async fn meaning_matches(&self, texts: &[String], tombstones: &[Tombstone]) -> Result<Vec<(String, String)>> {
+        let Some(embedder) = self.inner.embed.borrow().embedder.clone() else { return Ok(Vec::new()) };
+        let model = embedder.model().to_string();
+        let newest = &tombstones[tombstones.len().saturating_sub(MEANING_TOMBSTONES)..];
+        let mut wanted: Vec<String> = texts.iter().map(|t| normalize_content(t)).collect();
+        let n = wanted.len();
+        {
+            let em = self.inner.embed.borrow();
+            for t in newest {
+                if !em.tombstone_vectors.iter().any(|(m, c, _)| *m == model && *c == t.content) && !wanted[n..].contains(&t.content) {
+                    wanted.push(t.content.clone());
+                }
+            }
+        }
+        let doing = "comparing new facts with forgotten ones by meaning failed (they were compared by their words)";
+        let mut vectors = Vec::with_capacity(wanted.len());
+        for chunk in wanted.chunks(embedder.batch_size().max(1)) {
+            let v = embedder.embed(chunk, EmbedPurpose::Facts).await.map_err(|e| embed_error(e, doing))?;
+            check_reply(chunk.len(), &v).map_err(|e| embed_error(e, doing))?;
+            vectors.extend(v);
+        }
+        for v in &mut vectors {
+            if !normalize(v) {
+                v.clear(); // no direction: compares as 0
+            }
+        }
+        let facts: Vec<Vec<f32>> = vectors.drain(..n.min(vectors.len())).collect();
+        let mut em = self.inner.embed.borrow_mut();
+        em.tombstone_vectors.retain(|(m, _, _)| *m == model);
+        em.tombstone_vectors.extend(wanted.drain(n..).zip(vectors).map(|(c, v)| (model.clone(), c, v)));
+        let over = em.tombstone_vectors.len().saturating_sub(2 * MEANING_TOMBSTONES);
+        em.tombstone_vectors.drain(..over);
+        let mut found = Vec::new();
+        for ((key, text), v) in wanted.iter().zip(texts).zip(&facts) {
+            let words = skeleton(text);
+            let near = newest.iter().rev().find(|t| {
+                em.tombstone_vectors.iter().find(|(m, c, _)| *m == model && *c == t.content).is_some_and(|(_, _, tv)| {
+                    tv.len() == v.len()
+                        && v.iter().zip(tv).map(|(a, b)| a * b).sum::<f32>() >= FORGET_COSINE
+                        && same_claim(&skeleton(&t.content), &words)
+                })
+            });
+            if let Some(t) = near {
+                found.push((key.clone(), t.id.clone()));
+            }
+        }
+        Ok(found)
     }
 
     /// Aborts the embedder's calls in flight (`close()`).

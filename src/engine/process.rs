@@ -9,6 +9,7 @@ use crate::extract::apply::{apply_delta, ApplyContext, Conversation};
 use crate::extract::delta::Delta;
 use crate::extract::prompt::{build_request, chunk_end, memory_view, CONTEXT_MESSAGES};
 use crate::llm::Usage;
+use crate::memory::forget::Tombstone;
 use crate::memory::message::Speaker;
 use crate::queue::{Entry, FailureOutcome, RETRY_BASE_MS};
 use crate::recall::token_count::Estimate;
@@ -295,6 +296,15 @@ impl Engine {
     /// to the end of the messages it covered; returns its `processed` event.
     async fn commit_extraction(&self, entry: &Entry, extracted: Extraction) -> Result<ProcessedEvent> {
         let Extraction { delta, usage, usage_reported, ctx_from, start, end, shown } = extracted;
+        // With an embedder, new facts that mean what a forgotten one says join the tombstones
+        // apply matches (as the tombstone they mean: reported as `forgotten`, not stored).
+        let by_meaning = if self.has_embedder() && !delta.new_facts.is_empty() {
+            let texts: Vec<String> =
+                delta.new_facts.iter().map(|f| crate::extract::sanitize::strip_invisible(f.content.trim()).trim().to_string()).collect();
+            self.forgotten_by_meaning(&texts).await
+        } else {
+            Vec::new()
+        };
         let cfg = self.config().apply;
         let ids = self.parts().ids.clone();
         let now = self.now();
@@ -304,14 +314,20 @@ impl Engine {
         let mut report = None;
         self.commit(UpdateReason::Extraction, Some(&thread), true, &mut |record| {
             let conversation = Some(Conversation { messages: sent, new_from: start - ctx_from });
-            let ctx = ApplyContext {
-                now_iso: &now_iso,
-                source: &thread,
-                ids: &*ids,
-                conversation,
-                forgotten: &record.forgotten.list,
-                shown: shown.as_deref(),
+            let meant: Vec<Tombstone>;
+            let forgotten = if by_meaning.is_empty() {
+                &record.forgotten.list
+            } else {
+                let list = &record.forgotten.list;
+                let extra = by_meaning.iter().filter(|(_, id)| list.iter().any(|t| t.id == *id));
+                meant = list
+                    .iter()
+                    .cloned()
+                    .chain(extra.map(|(content, id)| Tombstone { id: id.clone(), content: content.clone(), at: 0 }))
+                    .collect();
+                &meant
             };
+            let ctx = ApplyContext { now_iso: &now_iso, source: &thread, ids: &*ids, conversation, forgotten, shown: shown.as_deref() };
             let r = apply_delta(&mut record.doc, &delta, &cfg, &ctx);
             // The watermark moves in the same commit as what was learned from the messages.
             record.threads.advance(&thread, &messages[..end], now);

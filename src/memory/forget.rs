@@ -9,7 +9,9 @@
 //! test (the same normalised text, or a near-duplicate by token Jaccard, whatever the
 //! category) and [`variant_of`]: the same words on a confusable-folded skeleton (Cyrillic
 //! `е` for `e`, fullwidth letters), give or take a one-letter slip in a long word, up to two
-//! added words (`(severe)`) or one dropped from a long fact, never a negation.
+//! added words (`(severe)`) or one dropped from a long fact, never a negation. With an
+//! embedder, the engine also matches by meaning ([`FORGET_COSINE`], [`same_claim`];
+//! `src/engine/embedding.rs`).
 
 use crate::base::time::Millis;
 use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
@@ -184,6 +186,32 @@ pub fn variant_of(a: &[String], b: &[String]) -> bool {
     };
     let turns = |w: &[String], other: &[String]| w.iter().any(|t| TURNS.contains(&t.as_str()) && !other.contains(t));
     shape && !turns(a, b) && !turns(b, a)
+}
+
+/// Cosine (of the embedding model's vectors of the normalised texts) at or above which a new
+/// fact means what a tombstone says, when [`same_claim`] allows it. Tuned with
+/// multilingual-e5-small on `tests/data/forget-variants.json` (`node bench/forget-embed.mjs`,
+/// then `cargo test --test forget_match -- --nocapture`): at 0.94, 16 of 24 paraphrases
+/// match (the lexical test alone: 3) and 0 of 1 419 different facts, the lowest value
+/// without one (0.93: 20 paraphrases, and "Takes penicillin for an infection" for
+/// "Allergic to penicillin"). The cosine alone lets 15 of 1 335 different facts in at 0.94
+/// (a negation, another number, one word swapped), which [`same_claim`] keeps out. e5's
+/// cosines are compressed (unrelated facts ≈ 0.79): another model needs its own value.
+pub const FORGET_COSINE: f32 = 0.94;
+
+/// Whether `b` can be the same claim as `a` for the embedder's test (what a cosine cannot
+/// see): no negation added or dropped, the same numbers, and not the same sentence with one
+/// word swapped for another (`left knee` / `right knee`, `Tuesday` / `Friday`: another
+/// value of the same attribute, which embeddings place very close).
+pub fn same_claim(a: &[String], b: &[String]) -> bool {
+    let turns = |w: &[String], other: &[String]| w.iter().any(|t| TURNS.contains(&t.as_str()) && !other.contains(t));
+    fn numbers(w: &[String]) -> Vec<&str> {
+        let mut n: Vec<&str> = w.iter().filter(|t| t.bytes().any(|c| c.is_ascii_digit())).map(String::as_str).collect();
+        crate::base::sort::sort_by(&mut n, |x, y| x < y);
+        n
+    }
+    let swapped = a.len() == b.len() && a.iter().zip(b).filter(|(x, y)| x != y).count() == 1;
+    !turns(a, b) && !turns(b, a) && numbers(a) == numbers(b) && !swapped
 }
 
 /// The same word, or one letter apart in words of five letters or more (not numbers).

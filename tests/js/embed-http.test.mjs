@@ -110,6 +110,45 @@ test("the real model finds facts that share no word with the conversation", asyn
   );
 });
 
+test("the real model: a forgotten fact said in other words is not learned again", async () => {
+  // Before, tombstones were matched by their words only: "Has a penicillin allergy" shares
+  // one word with "Allergic to penicillin" and came back.
+  let reply = { newFacts: [] };
+  const replying = async () => JSON.stringify(reply);
+  const embed = { baseUrl: e5.baseUrl, model: e5.model };
+  const memory = await openMemory({ agent: freshAgent("e5-forget"), storage: "memory", llm: replying, embed });
+  const lexical = await openMemory({ agent: freshAgent("e5-forget-lexical"), storage: "memory", llm: replying });
+  const forgotten = [];
+  for (const m of [memory, lexical]) {
+    const f = await m.addFact({ content: "Allergic to penicillin" });
+    await m.removeFact(f.id, { forget: true });
+    forgotten.push(f.id);
+  }
+  const events = record(memory, ["processed"]);
+  reply = {
+    newFacts: [
+      { content: "Has a penicillin allergy", confidence: 0.9 },
+      { content: "Not allergic to penicillin", confidence: 0.9 },
+      { content: "Plays the cello", confidence: 0.9 },
+    ],
+  };
+  for (const m of [memory, lexical]) {
+    await m.observe("t1", turn("I have a penicillin allergy, I think. I also play the cello."));
+    await m.flush();
+  }
+  assert.deepEqual(
+    (await memory.get()).facts.map((f) => f.content),
+    ["Not allergic to penicillin", "Plays the cello"],
+    "the paraphrase is refused; the negation is a new fact",
+  );
+  const skipped = events.events.flatMap((e) => e.skipped);
+  assert.ok(
+    skipped.some((s) => s.reason === "forgotten" && s.factId === forgotten[0]),
+    JSON.stringify(skipped),
+  );
+  assert.equal((await lexical.get()).facts.length, 3, "by words alone the paraphrase is learned");
+});
+
 test("endpoint down: the commit stands, an EMBED_FAILED event, lexical ranking", async () => {
   const agent = freshAgent("down");
   const memory = await openMemory({
