@@ -407,3 +407,51 @@ fn each_fact_line_shows_its_date_the_event_day_first_and_the_budget_counts_it() 
     assert!(Estimate.count(&cut) <= tight);
     assert!(cut.lines().filter(|l| l.starts_with("- [")).count() < 3, "{cut}");
 }
+
+mod tail {
+    use proptest::prelude::*;
+    use user_memory::filter::filter_messages;
+    use user_memory::inject::{query_text, tail_decides_query};
+    use user_memory::message::{InputMessage, Role};
+
+    /// Every kind of message the filter treats differently: kept and dropped user turns
+    /// (an acknowledgement, an upload notice alone, a blank one), answers, tool steps,
+    /// tool results and system messages.
+    fn message(kind: u8, i: usize) -> InputMessage {
+        let m = |role, text: &str| InputMessage::new(role, text);
+        match kind % 9 {
+            0 | 1 => m(Role::User, &format!("question {i} about rust")),
+            2 => m(Role::User, "thanks!"),
+            3 => m(Role::User, "<uploaded_files>a.pdf</uploaded_files>"),
+            4 => m(Role::User, "  "),
+            5 | 6 => m(Role::Assistant, &format!("answer {i}")),
+            7 => InputMessage { has_tool_calls: true, ..m(Role::Assistant, "calling a tool") },
+            _ => m(if i % 2 == 0 { Role::Tool } else { Role::System }, "tool output"),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// What lets `inject()` read only the end of a long conversation across the JS
+        /// boundary (src/wasm/convert.rs): whenever a tail is said to decide the query, the
+        /// query of the filtered tail is that of the filtered whole.
+        #[test]
+        fn a_tail_that_decides_the_query_gives_the_whole_conversations_query(
+            kinds in proptest::collection::vec(0u8..9, 0..14),
+            turns in 0usize..4,
+        ) {
+            let all: Vec<InputMessage> = kinds.iter().enumerate().map(|(i, &k)| message(k, i)).collect();
+            let whole = query_text(&filter_messages(&all), turns);
+            for start in 0..=all.len() {
+                let tail = &all[start..];
+                if tail_decides_query(tail, turns) {
+                    prop_assert_eq!(&query_text(&filter_messages(tail), turns), &whole, "tail from {}", start);
+                }
+            }
+            // A tail holding every message decides it, once there are more user turns.
+            let users = filter_messages(&all).iter().filter(|m| m.role == user_memory::message::Speaker::User).count();
+            prop_assert_eq!(tail_decides_query(&all, turns), users > turns);
+        }
+    }
+}

@@ -45,7 +45,7 @@
 
 use crate::extract::sanitize::safe_category;
 use crate::memory::document::{Document, SectionId, CORRECTION};
-use crate::memory::message::ChatMessage;
+use crate::memory::message::{ChatMessage, InputMessage, Speaker};
 use crate::recall::fusion::similarities;
 use crate::recall::relevance::FactIndex;
 pub use crate::recall::render::fact_date;
@@ -194,6 +194,18 @@ pub fn query_text(messages: &[ChatMessage], recent_turns: usize) -> String {
         query.push_str(&m.content);
     }
     query
+}
+
+/// Whether the last messages `tail` of a conversation decide its query: whatever came before
+/// them, [`query_text`] of the filtered conversation equals that of the filtered tail, so a
+/// caller holding a long conversation in another runtime need read only its end.
+///
+/// The filter keeps or drops a user message by its own text, and an answer by its own text
+/// and the user message before it; so once the tail holds more kept user messages than
+/// `recent_turns`, the turns the query takes and everything they depend on are in it.
+pub fn tail_decides_query(tail: &[InputMessage], recent_turns: usize) -> bool {
+    let kept = crate::extract::filter::filter_messages(tail);
+    kept.iter().filter(|m| m.role == Speaker::User).count() > recent_turns
 }
 
 /// A ranked fact: position in `doc.facts` and its numbers.

@@ -1,6 +1,7 @@
 //! Values across the boundary. Documents and other JSON data cross as JSON text
 //! (`JSON.stringify` / `JSON.parse`), which keeps key order and costs no extra code;
-//! messages are read field by field (only what filtering needs, fast for `inject()`).
+//! messages are read field by field (only what filtering needs, fast for `inject()`), and
+//! for `inject()` only the last ones, as many as its query needs.
 //!
 //! Everything that reads a value the user handed in goes through a call that catches what
 //! JS throws: a Proxy's traps, a getter, a revoked Proxy can throw from any property read,
@@ -12,6 +13,7 @@ use crate::base::error::{Error, Result};
 use crate::base::time::Stamp;
 use crate::json::Value;
 use crate::memory::message::{InputMessage, Part, Role, HIDDEN_IN, HIDE_FROM_UI, TIME_HOLDERS, TIME_KEYS};
+use crate::recall::inject::tail_decides_query;
 use js_sys::{Array, Function, Promise, Reflect, JSON};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
@@ -37,15 +39,30 @@ pub(crate) fn is_array(v: &JsValue) -> bool {
 /// The items of `v` if it is an array, read one by one (each read may throw: a getter, a
 /// Proxy). `INVALID_INPUT` naming `what` if a read throws or it claims over 2^20 items.
 pub(crate) fn items(v: &JsValue, what: &str) -> Result<Option<Vec<JsValue>>> {
+    let Some(len) = array_len(v, what)? else { return Ok(None) };
+    (0..len).map(|i| item(v, i, what)).collect::<Result<Vec<_>>>().map(Some)
+}
+
+/// The `length` of `v` if it is an array; `INVALID_INPUT` naming `what` if reading it throws
+/// or it claims over 2^20 items.
+fn array_len(v: &JsValue, what: &str) -> Result<Option<u32>> {
     if !is_array(v) {
         return Ok(None);
     }
-    let unreadable = |e: JsValue| Error::invalid(format!("{what} could not be read: {}", super::error::js_message(&e)));
-    let len = Reflect::get(v, &JsValue::from_str("length")).map_err(unreadable)?.as_f64().unwrap_or(0.0);
+    let len = Reflect::get(v, &JsValue::from_str("length")).map_err(|e| unreadable(what, &e))?.as_f64().unwrap_or(0.0);
     if !(0.0..=f64::from(MAX_ITEMS)).contains(&len) {
         return Err(Error::invalid(format!("{what} has more than {MAX_ITEMS} items")));
     }
-    (0..len as u32).map(|i| Reflect::get_u32(v, i).map_err(unreadable)).collect::<Result<Vec<_>>>().map(Some)
+    Ok(Some(len as u32))
+}
+
+/// Item `i` of array `v` (`INVALID_INPUT` naming `what` if reading it throws).
+fn item(v: &JsValue, i: u32, what: &str) -> Result<JsValue> {
+    Reflect::get_u32(v, i).map_err(|e| unreadable(what, &e))
+}
+
+fn unreadable(what: &str, e: &JsValue) -> Error {
+    Error::invalid(format!("{what} could not be read: {}", super::error::js_message(e)))
 }
 
 /// The own enumerable keys of object `v` (`INVALID_INPUT` naming `what` if reading throws).
@@ -89,13 +106,84 @@ pub(crate) fn prop(obj: &JsValue, key: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-/// Reads a `messages` array (any of the shapes `InputMessage` knows).
+/// Reads a `messages` array (any of the shapes `InputMessage` knows), with each message's time.
 pub(crate) fn messages(v: &JsValue) -> Result<Vec<InputMessage>> {
+    let Some(len) = messages_len(v)? else { return Ok(Vec::new()) };
+    KEYS.with(|k| (0..len).map(|i| Ok(message(&item(v, i, "`messages`")?, k))).collect())
+}
+
+/// The messages `inject()` and `explain()` rank by: the last ones, as many as decide the
+/// query ([`tail_decides_query`]: more user turns than `recent_turns`), read from the end
+/// without their times. A chat hands over its whole history on every turn, and each
+/// message costs a dozen property reads across the boundary; the query needs its end.
+pub(crate) fn query_messages(v: &JsValue, recent_turns: usize) -> Result<Vec<InputMessage>> {
+    let Some(len) = messages_len(v)? else { return Ok(Vec::new()) };
+    KEYS.with(|k| {
+        let (mut start, mut chunk, mut tail) = (len, 8u32, Vec::new());
+        while start > 0 {
+            let from = start.saturating_sub(chunk);
+            let mut read = (from..start).map(|i| Ok(message_text(&item(v, i, "`messages`")?, k))).collect::<Result<Vec<_>>>()?;
+            read.append(&mut tail);
+            (tail, start, chunk) = (read, from, chunk.saturating_mul(2));
+            if start > 0 && tail_decides_query(&tail, recent_turns) {
+                break;
+            }
+        }
+        Ok(tail)
+    })
+}
+
+/// The length of a `messages` array, `None` for `undefined` / `null`, `INVALID_INPUT` for
+/// anything else than an array.
+fn messages_len(v: &JsValue) -> Result<Option<u32>> {
     if v.is_undefined() || v.is_null() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let arr = items(v, "`messages`")?.ok_or_else(|| Error::invalid("`messages` must be an array of { role | type, content }"))?;
-    Ok(arr.iter().map(message).collect())
+    array_len(v, "`messages`")?.map(Some).ok_or_else(|| Error::invalid("`messages` must be an array of { role | type, content }"))
+}
+
+/// The property names messages are read by, made JS strings once: building one per read
+/// (`JsValue::from_str` decodes it from the wasm memory) was a tenth of the boundary's
+/// share of `inject()` at 500 facts (`node bench/inject-profile.mjs 500`).
+struct Keys {
+    role: JsValue,
+    kind: JsValue,
+    content: JsValue,
+    parts: JsValue,
+    tool_calls: JsValue,
+    length: JsValue,
+    text: JsValue,
+    provider_executed: JsValue,
+    hide_from_ui: JsValue,
+    hidden_in: [JsValue; HIDDEN_IN.len()],
+    time: [JsValue; TIME_KEYS.len()],
+    holders: [JsValue; TIME_HOLDERS.len()],
+}
+
+thread_local! {
+    static KEYS: Keys = Keys {
+        role: "role".into(),
+        kind: "type".into(),
+        content: "content".into(),
+        parts: "parts".into(),
+        tool_calls: "tool_calls".into(),
+        length: "length".into(),
+        text: "text".into(),
+        provider_executed: "providerExecuted".into(),
+        hide_from_ui: HIDE_FROM_UI.into(),
+        hidden_in: HIDDEN_IN.map(JsValue::from_str),
+        time: TIME_KEYS.map(JsValue::from_str),
+        holders: TIME_HOLDERS.map(JsValue::from_str),
+    };
+}
+
+/// [`prop`] by a key made once ([`Keys`]).
+fn get(obj: &JsValue, key: &JsValue) -> JsValue {
+    // Most holders (`metadata`, `additional_kwargs`) are absent: one check for those.
+    if obj.is_undefined() || (!obj.is_object() && !obj.is_function()) {
+        return JsValue::UNDEFINED;
+    }
+    Reflect::get(obj, key).unwrap_or(JsValue::UNDEFINED)
 }
 
 /// A time handed in: a `Date`, an ISO string or epoch milliseconds / seconds; `None` for
@@ -111,45 +199,58 @@ pub(crate) fn stamp(v: &JsValue) -> Option<Stamp> {
 }
 
 /// A message's own time: [`TIME_KEYS`] on it, then in its [`TIME_HOLDERS`].
-fn message_stamp(m: &JsValue) -> Option<Stamp> {
-    let on = |o: &JsValue| TIME_KEYS.iter().find_map(|k| stamp(&prop(o, k)));
-    on(m).or_else(|| TIME_HOLDERS.iter().find_map(|h| on(&prop(m, h))))
+fn message_stamp(m: &JsValue, k: &Keys) -> Option<Stamp> {
+    let on = |o: &JsValue| k.time.iter().find_map(|key| stamp(&get(o, key)));
+    on(m).or_else(|| k.holders.iter().find_map(|h| on(&get(m, h))))
 }
 
-fn message(m: &JsValue) -> InputMessage {
-    let at = message_stamp(m);
-    InputMessage { at, ..message_text(m) }
+fn message(m: &JsValue, k: &Keys) -> InputMessage {
+    let at = message_stamp(m, k);
+    InputMessage { at, ..message_text(m, k) }
 }
 
-fn message_text(m: &JsValue) -> InputMessage {
-    let role = prop(m, "role").as_string().or_else(|| prop(m, "type").as_string());
-    let hidden = HIDDEN_IN.iter().any(|h| prop(&prop(m, h), HIDE_FROM_UI).as_bool() == Some(true));
+fn message_text(m: &JsValue, k: &Keys) -> InputMessage {
+    if !m.is_object() && !m.is_function() {
+        return InputMessage::new(Role::Other, "");
+    }
+    // `m` is an object: its properties are read without checking it again.
+    let read = |key: &JsValue| Reflect::get(m, key).unwrap_or(JsValue::UNDEFINED);
+    let role = read(&k.role).as_string().or_else(|| read(&k.kind).as_string());
+    let hidden = k.hidden_in.iter().any(|h| get(&read(h), &k.hide_from_ui).as_bool() == Some(true));
     let role = role.as_deref().map_or(Role::Other, Role::parse).unless_hidden(hidden);
-    let calls = prop(m, "tool_calls");
+    let calls = read(&k.tool_calls);
     let has_tool_calls = if is_array(&calls) {
-        prop(&calls, "length").as_f64().is_some_and(|n| n > 0.0)
+        get(&calls, &k.length).as_f64().is_some_and(|n| n > 0.0)
     } else {
         !(calls.is_undefined() || calls.is_null())
     };
-    let content = prop(m, "content");
-    let parts = prop(m, "parts");
-    let list = if is_array(&parts) { parts } else { content.clone() };
+    let (content, parts) = (read(&k.content), read(&k.parts));
+    let text = content.as_string();
+    // A `parts` list (AI SDK UI) wins over `content`; a string content is no list.
+    let list = if is_array(&parts) { Some(&parts) } else { text.is_none().then_some(&content) };
     // A list whose items cannot be read (a hostile Proxy) holds no text.
-    if let Ok(Some(list)) = items(&list, "message parts") {
-        return InputMessage::from_parts(role, &list.iter().map(part).collect::<Vec<_>>(), has_tool_calls);
+    if let Some(msg) = list.and_then(|l| from_list(role, l, has_tool_calls, k)) {
+        return msg;
     }
-    InputMessage { content: content.as_string().unwrap_or_default(), has_tool_calls, ..InputMessage::new(role, "") }
+    InputMessage { content: text.unwrap_or_default(), has_tool_calls, ..InputMessage::new(role, "") }
+}
+
+/// A message whose text is the parts list `list`; `None` when `list` is no array or its
+/// items cannot be read (a hostile Proxy: no text).
+fn from_list(role: Role, list: &JsValue, has_tool_calls: bool, k: &Keys) -> Option<InputMessage> {
+    let list = items(list, "message parts").ok()??;
+    Some(InputMessage::from_parts(role, &list.iter().map(|p| part(p, k)).collect::<Vec<_>>(), has_tool_calls))
 }
 
 /// One content part reduced to what [`InputMessage::from_parts`] reads (`type`, `text`,
 /// `providerExecuted`), so tool outputs and a file's data URL never cross the boundary.
-fn part(p: &JsValue) -> Part {
+fn part(p: &JsValue, k: &Keys) -> Part {
     match p.as_string() {
         Some(s) => Part { text: Some(s), ..Part::default() },
         None => Part {
-            kind: prop(p, "type").as_string(),
-            text: prop(p, "text").as_string(),
-            provider_executed: prop(p, "providerExecuted").as_bool() == Some(true),
+            kind: get(p, &k.kind).as_string(),
+            text: get(p, &k.text).as_string(),
+            provider_executed: get(p, &k.provider_executed).as_bool() == Some(true),
         },
     }
 }
