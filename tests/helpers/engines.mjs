@@ -25,7 +25,9 @@ import { CHROMIUM_ARGS } from "./browser.mjs";
 /** The engines, or those named in BROWSER_ENGINES (e.g. `BROWSER_ENGINES=webkit`, for a quick run). */
 export const ENGINES = process.env.BROWSER_ENGINES?.split(",").filter(Boolean) ?? ["chromium", "firefox", "webkit"];
 const POLL_MS = 25;
-const DEFAULT_WAIT_MS = 30_000;
+// A budget for what a wait is waiting for (an answer, the debounce and an extraction through the
+// page), not a pause: 30 s ran out in WebKit at load 17 on 2 cores, with the pipeline working.
+const DEFAULT_WAIT_MS = 120_000;
 
 /** Every descendant process of `pid` (children first found, then theirs). */
 function descendants(pid) {
