@@ -255,7 +255,9 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
     await ok(["history", ...enc], { env }),
     /removeFact: -1 fact\n.*Lives in Lisbon \(forgotten\)\n.*addFact: \+1 fact\n.*\n.*addFact: \+1 fact\n.*penicillin\n$/,
   );
-  assert.match(await ok(["undo", ...enc], { env }), /undid revision 3 .*; memory is at revision 4/);
+  // One revision more than plain memory: encrypted memory's first document revision is its
+  // sealed "no value" marker (docs/storage.md, encryption at rest).
+  assert.match(await ok(["undo", ...enc], { env }), /undid revision 4 .*; memory is at revision 5/);
   // Another process (with the passphrase) queues a conversation; process extracts it.
   await new Promise((resolve, reject) =>
     spawn(process.execPath, [WRITER, dir, "default", "observe", "t1", "I keep three hives of bees"], {
@@ -270,7 +272,7 @@ test("--passphrase-env opens encrypted memory: add, show, history, undo, process
   assert.equal(processed.status, 0, processed.stderr);
   assert.deepEqual(JSON.parse(processed.stdout), { agents: [{ agent: "default", processed: ["t1"], failed: [] }] });
   const shown = await run(["show", ...enc], { env });
-  assert.match(shown.stdout, /3 facts, revision 5/);
+  assert.match(shown.stdout, /3 facts, revision 6/);
   assert.match(shown.stdout, /Keeps bees/);
   assert.match(shown.stdout, /Allergic to penicillin/);
   assert.match(shown.stdout, /Lives in Lisbon/);
