@@ -1234,7 +1234,7 @@ fn compare_blocks(emb: &Embeddings, files: &[&String]) {
                     let query = user_memory::vectors::QueryVector::new(emb.get(&library_query(c)).to_vec()).unwrap();
                     let d = user_memory::inject::Dense { vectors: &set, aligned: &aligned, query: &query };
                     let run = |k: usize| {
-                        let opts = InjectOptions { top_facts: k, ..defaults };
+                        let opts = InjectOptions { top_facts: k, extra_facts: 0, ..defaults };
                         user_memory::inject::explain_hybrid(&p.doc, &index, dense.then_some(&d), &c.messages, &opts, &Estimate)
                     };
                     let first = run(15);

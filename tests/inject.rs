@@ -13,6 +13,8 @@ const OPTS: InjectOptions = InjectOptions {
     enabled: true,
     max_tokens: 2000,
     top_facts: 15,
+    // Most tests count on exactly `top_facts`; `clearly_relevant_facts_…` cover the extras.
+    extra_facts: 0,
     recent_turns: 3,
     similarity_weight: 0.6,
     confidence_weight: 0.4,
@@ -218,6 +220,50 @@ fn top_facts_limits_the_facts() {
     assert_eq!(e.facts.iter().filter(|f| f.reason == "not in top 5").count(), 25);
     assert!(e.facts.iter().all(|f| f.tokens > 0));
     assert_eq!(run(&doc, &[], &InjectOptions { top_facts: 0, ..OPTS }), "");
+}
+
+/// `matching` facts about kayaks (each as similar to the query as the next) among `others`
+/// unrelated ones, the unrelated ones more confident so that they compete for the block.
+fn kayaks(matching: usize, others: usize) -> Document {
+    let mut facts: Vec<Fact> =
+        (0..matching).map(|i| fact(&format!("k{i}"), &format!("Paddles a kayak on lake {i}"), "context", 0.6)).collect();
+    facts.extend((0..others).map(|i| fact(&format!("o{i}"), &format!("Owns houseplant number {i}"), "context", 0.95)));
+    doc_with(facts)
+}
+
+/// Fact lines of a block that name a kayak.
+fn kayak_lines(block: &str) -> usize {
+    block.lines().filter(|l| l.starts_with("- [") && l.contains("kayak")).count()
+}
+
+#[test]
+fn clearly_relevant_facts_beyond_top_facts_join_the_block_up_to_extra_facts() {
+    let ask = [ChatMessage::user("Which kayak should I paddle next?")];
+    // 25 clearly relevant facts: 15 + 10 more with the default room of 15 extras, both
+    // through the scan that keeps only the best (175 facts) and the full sort (35).
+    for others in [150, 10] {
+        let doc = kayaks(25, others);
+        let with = InjectOptions { extra_facts: 15, ..OPTS };
+        assert_eq!(kayak_lines(&run(&doc, &ask, &with)), 25, "{others} others");
+        let mut index = FactIndex::new();
+        index.sync(&doc.facts);
+        let e = explain(&doc, &index, &ask, &with, &Estimate);
+        assert_eq!(e.facts.iter().filter(|f| f.included).count(), 25);
+        assert!(e.facts.iter().filter(|f| !f.included).all(|f| f.reason == "not in top 25"));
+        // The extras are capped, and 0 turns them off.
+        assert_eq!(kayak_lines(&run(&doc, &ask, &InjectOptions { extra_facts: 4, ..OPTS })), 19);
+        assert_eq!(kayak_lines(&run(&doc, &ask, &OPTS)), 15);
+    }
+}
+
+#[test]
+fn few_clearly_relevant_facts_leave_the_block_at_top_facts() {
+    // 3 kayak facts: the block still holds 15 facts (the 3 and the 12 most confident others),
+    // not fewer and not more.
+    let doc = kayaks(3, 40);
+    let block = run(&doc, &[ChatMessage::user("Which kayak should I paddle next?")], &InjectOptions { extra_facts: 15, ..OPTS });
+    assert_eq!(block.matches("\n- [").count(), 15);
+    assert_eq!(kayak_lines(&block), 3);
 }
 
 #[test]

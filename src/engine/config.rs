@@ -55,6 +55,7 @@ impl Default for Config {
                 enabled: true,
                 max_tokens: 2000,
                 top_facts: 15,
+                extra_facts: 15,
                 recent_turns: 3,
                 similarity_weight: 0.6,
                 confidence_weight: 0.4,
@@ -97,6 +98,7 @@ pub const KNOWN_OPTIONS: &[&str] = &[
     "extractionMemoryTokens",
     "maxInjectionTokens",
     "topFacts",
+    "extraFacts",
     "recentTurns",
     "similarityWeight",
     "confidenceWeight",
@@ -188,6 +190,9 @@ impl Config {
         if let Some(x) = opt_uint(obj, "", "topFacts")? {
             c.inject.top_facts = x as usize;
         }
+        if let Some(x) = opt_uint(obj, "", "extraFacts")? {
+            c.inject.extra_facts = x as usize;
+        }
         if let Some(x) = opt_uint(obj, "", "recentTurns")? {
             c.inject.recent_turns = x as usize;
         }
@@ -250,6 +255,7 @@ impl ToJson for Config {
             .u64("extractionMemoryTokens", self.extraction_memory_tokens as u64)
             .u64("maxInjectionTokens", self.inject.max_tokens as u64)
             .u64("topFacts", self.inject.top_facts as u64)
+            .u64("extraFacts", self.inject.extra_facts as u64)
             .u64("recentTurns", self.inject.recent_turns as u64)
             .fixed("similarityWeight", self.inject.similarity_weight, 6)
             .fixed("confidenceWeight", self.inject.confidence_weight, 6)
@@ -322,6 +328,7 @@ mod tests {
         assert_eq!(c.apply.threshold, 0.7);
         assert_eq!(c.inject.max_tokens, 2000);
         assert_eq!(c.inject.top_facts, 15);
+        assert_eq!(c.inject.extra_facts, 15);
         assert_eq!(c.inject.recent_turns, 3);
         assert_eq!((c.inject.similarity_weight, c.inject.confidence_weight), (0.6, 0.4));
         assert!(c.inject.enabled && c.enabled && c.auto_process);
@@ -342,6 +349,8 @@ mod tests {
         assert!(!paused.enabled && paused.agent == "coder");
         assert_eq!(c.with_changes(&json!({"agent": "other"})).unwrap_err().code(), "INVALID_INPUT");
         assert_eq!(c.with_changes(&json!({"topFacts": -1})).unwrap_err().code(), "INVALID_INPUT");
+        assert_eq!(c.with_changes(&json!({"extraFacts": 0})).unwrap().inject.extra_facts, 0);
+        assert_eq!(c.with_changes(&json!({"extraFacts": 1.5})).unwrap_err().code(), "INVALID_INPUT");
     }
 
     #[test]

@@ -339,6 +339,9 @@ export interface UserMemoryOptions {
   maxInjectionTokens?: number;
   /** Default 15. */
   topFacts?: number;
+  /** Up to this many facts beyond `topFacts` when that many more are clearly relevant
+   * (similarity ≥ 0.3). Default 15; 0: exactly `topFacts`. */
+  extraFacts?: number;
   /** Turns of the conversation used as the relevance query. Default 3. */
   recentTurns?: number;
   /** Default 0.6. */
@@ -401,6 +404,7 @@ export interface ResolvedOptions {
   extractionMemoryTokens: number;
   maxInjectionTokens: number;
   topFacts: number;
+  extraFacts: number;
   recentTurns: number;
   similarityWeight: number;
   confidenceWeight: number;
