@@ -2,6 +2,8 @@
 // aside (`#[cfg(test)]` modules, tests.rs files): the rooms to cut next (HACKING.md).
 //
 //   node scripts/long-fns.mjs [limit]
+//   node scripts/long-fns.mjs --check   the lint's budget: exits 1 when a function is over
+//                                       100 lines (or over its entry in ALLOWED)
 //
 // A function runs from its `fn` line to the brace that closes its body, counted with
 // comments, strings and char literals skipped (a lexer of the few Rust tokens that hide
@@ -12,7 +14,21 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const limit = Number(process.argv[2] ?? 100);
+const check = process.argv[2] === "--check";
+const limit = check ? 100 : Number(process.argv[2] ?? 100);
+
+/**
+ * The functions allowed over the limit in `--check`, by "file:name", each up to the length
+ * given: only while they are being cut (the entry goes with the cut; a stale one is reported).
+ * @type {Record<string, number>}
+ */
+const ALLOWED = {
+  // inject::run's wrappers are folded into one entry (issue 27 item 2), which cuts it.
+  "src/recall/inject.rs:run": 111,
+  // Call::run's arms become one line each (issue 27 item 2; branch house-api, which costs
+  // +1.2 KB gzip as it stands and waits for a smaller form).
+  "src/wasm/api.rs:run": 127,
+};
 
 function* rustFiles(dir) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -94,5 +110,20 @@ for (const file of rustFiles(join(root, "src"))) {
   }
 }
 found.sort((a, b) => b.length - a.length);
-for (const f of found) console.log(`${String(f.length).padStart(5)}  ${f.file}:${f.line}  ${f.name}`);
-console.log(`${found.length} functions over ${limit} lines in src/ (tests aside)`);
+if (check) {
+  const over = found.filter((f) => f.length > (ALLOWED[`${f.file}:${f.name}`] ?? limit));
+  for (const key of Object.keys(ALLOWED))
+    if (!found.some((f) => `${f.file}:${f.name}` === key))
+      console.log(`long-fns: ${key} is no longer over ${limit} lines: drop it from ALLOWED in scripts/long-fns.mjs`);
+  for (const f of over)
+    console.error(
+      `long-fns: ${f.file}:${f.line} ${f.name} is ${f.length} lines, over the budget of ${ALLOWED[`${f.file}:${f.name}`] ?? limit}: cut it into steps`,
+    );
+  if (over.length) process.exit(1);
+  console.log(
+    `long-fns: no function of src/ over ${limit} lines (tests aside)${found.length ? `, but the ${found.length} allowed` : ""}`,
+  );
+} else {
+  for (const f of found) console.log(`${String(f.length).padStart(5)}  ${f.file}:${f.line}  ${f.name}`);
+  console.log(`${found.length} functions over ${limit} lines in src/ (tests aside)`);
+}

@@ -41,7 +41,7 @@ function wasmTests() {
 /** name → [description, command, args, extra env] */
 const STEPS = {
   lint: [
-    "rustfmt --check, prettier --check (JS, TS), tsc --checkJs --strict over js/ and each module against its .d.ts, src/ imports against HACKING.md's map (no loops), clippy -D warnings (native, and wasm32 with the wasm tests)",
+    "rustfmt --check, prettier --check (JS, TS), tsc --checkJs --strict over js/ and each module against its .d.ts, src/ imports against HACKING.md's map (no loops), no function of src/ over 100 lines, clippy -D warnings (native, and wasm32 with the wasm tests)",
     "bash",
     [
       "-c",
@@ -50,6 +50,7 @@ const STEPS = {
         `"${node}" node_modules/prettier/bin/prettier.cjs --check --log-level warn .`,
         `"${node}" scripts/check-js.mjs`,
         `"${node}" scripts/check-layers.mjs`,
+        `"${node}" scripts/long-fns.mjs --check`,
         "cargo clippy --quiet --all-targets -- -D warnings",
         "cargo clippy --quiet --lib --features serde -- -D warnings",
         "cargo clippy --quiet --target wasm32-unknown-unknown --lib " + wasmTests().join(" ") + " -- -D warnings",
