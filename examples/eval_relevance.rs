@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use user_memory::config::Config;
 use user_memory::document::{Document, Fact};
-use user_memory::inject::{explain, InjectOptions};
+use user_memory::inject::{select, InjectOptions, Report};
 use user_memory::message::ChatMessage;
 use user_memory::relevance::{FactIndex, Params, TokenizerOptions};
 use user_memory::tokens::Estimate;
@@ -532,7 +532,7 @@ fn compare_keywords(files: &[&String]) {
                 let mut index = FactIndex::new();
                 index.sync(&indexed.facts);
                 for c in &p.cases {
-                    let e = explain(&indexed, &index, &c.messages, &opts, &Estimate);
+                    let e = select(&indexed, &index, None, &c.messages, &opts, &Estimate, Report::All);
                     let order: Vec<usize> = e.facts.iter().map(|f| f.position).collect();
                     let injected: Vec<usize> = e.facts.iter().filter(|f| f.included).map(|f| f.position).collect();
                     let m = metrics(&order, &injected, &p.doc, &c.relevant);
@@ -587,7 +587,7 @@ fn library(params: Params, opts: InjectOptions) -> impl Fn(&Document, &Case) -> 
     move |doc, case| {
         let mut index = FactIndex::with_params(params);
         index.sync(&doc.facts);
-        let e = explain(doc, &index, &case.messages, &opts, &Estimate);
+        let e = select(doc, &index, None, &case.messages, &opts, &Estimate, Report::All);
         let pos: HashMap<&str, usize> = doc.facts.iter().enumerate().map(|(i, f)| (f.id.as_str(), i)).collect();
         let order: Vec<usize> = e.facts.iter().map(|f| pos[f.id.as_str()]).collect();
         let injected = e.facts.iter().filter(|f| f.included).map(|f| pos[f.id.as_str()]).collect();
@@ -609,7 +609,7 @@ fn library_hybrid<'a>(emb: &'a Embeddings, opts: InjectOptions) -> impl Fn(&Docu
         let aligned = set.align(&doc.facts);
         let query = QueryVector::new(emb.get(&library_query(case)).to_vec()).unwrap();
         let dense = user_memory::inject::Dense { vectors: &set, aligned: &aligned, query: &query };
-        let e = user_memory::inject::explain_hybrid(doc, &index, Some(&dense), &case.messages, &opts, &Estimate);
+        let e = user_memory::inject::select(doc, &index, Some(&dense), &case.messages, &opts, &Estimate, Report::All);
         let pos: HashMap<&str, usize> = doc.facts.iter().enumerate().map(|(i, f)| (f.id.as_str(), i)).collect();
         let order: Vec<usize> = e.facts.iter().map(|f| pos[f.id.as_str()]).collect();
         let injected = e.facts.iter().filter(|f| f.included).map(|f| pos[f.id.as_str()]).collect();
@@ -1235,7 +1235,7 @@ fn compare_blocks(emb: &Embeddings, files: &[&String]) {
                     let d = user_memory::inject::Dense { vectors: &set, aligned: &aligned, query: &query };
                     let run = |k: usize| {
                         let opts = InjectOptions { top_facts: k, extra_facts: 0, ..defaults };
-                        user_memory::inject::explain_hybrid(&p.doc, &index, dense.then_some(&d), &c.messages, &opts, &Estimate)
+                        user_memory::inject::select(&p.doc, &index, dense.then_some(&d), &c.messages, &opts, &Estimate, Report::All)
                     };
                     let first = run(15);
                     let sims: Vec<f64> = first.facts.iter().map(|f| f.similarity).collect();

@@ -11,7 +11,7 @@
 use std::time::Instant;
 use user_memory::config::Config;
 use user_memory::document::{Document, Fact};
-use user_memory::inject::inject;
+use user_memory::inject::{select, Report};
 use user_memory::message::ChatMessage;
 use user_memory::relevance::FactIndex;
 use user_memory::tokens::Estimate;
@@ -97,7 +97,7 @@ fn main() {
         let mut times: Vec<f64> = (0..runs)
             .map(|i| {
                 let t = Instant::now();
-                let block = inject(&doc, &index, &queries[i % queries.len()], &opts, &Estimate);
+                let block = select(&doc, &index, None, &queries[i % queries.len()], &opts, &Estimate, Report::Block).block;
                 assert!(block.contains("<memory>"));
                 t.elapsed().as_secs_f64() * 1e6
             })

@@ -23,8 +23,6 @@ const limit = check ? 100 : Number(process.argv[2] ?? 100);
  * @type {Record<string, number>}
  */
 const ALLOWED = {
-  // inject::run's wrappers are folded into one entry (issue 27 item 2), which cuts it.
-  "src/recall/inject.rs:run": 117,
   // Call::run's arms become one line each (issue 27 item 2; branch house-api, which costs
   // +1.2 KB gzip as it stands and waits for a smaller form).
   "src/wasm/api.rs:run": 127,

@@ -46,7 +46,7 @@
 //! * Options: [`config::Config`].
 //! * The pure steps a Rust user can call on their own: [`filter::filter_messages`],
 //!   [`prompt`] (the extraction request), [`parse::parse_reply`], [`apply::apply_delta`],
-//!   [`relevance::FactIndex`], [`inject::inject`] / [`inject::explain`] and [`search::search`].
+//!   [`relevance::FactIndex`], [`inject::select`] and [`search::search`].
 //!
 //! Everything else (the queue state machine, the localStorage leader protocol, the fact
 //! diff, tokenizer, fusion, sanitising and scrubbing, the HTTP and retry policy, hashing and

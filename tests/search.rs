@@ -9,7 +9,7 @@ mod common;
 use common::fact;
 use user_memory::config::Config;
 use user_memory::document::Document;
-use user_memory::inject::{explain, inject, InjectOptions};
+use user_memory::inject::{select, InjectOptions, Report};
 use user_memory::message::ChatMessage;
 use user_memory::relevance::FactIndex;
 use user_memory::search::{search, SearchOptions};
@@ -61,7 +61,7 @@ fn search_ranks_exactly_as_explain_does_for_the_same_text() {
     let cfg = Config::default().inject;
     let query = "Redis 缓存 and the game's save files in JSON";
     let hits = search(&d, &index, None, query, &SearchOptions { limit: 100, min_score: 0.0 }, &cfg);
-    let e = explain(&d, &index, &[ChatMessage::user(query)], &cfg, &Estimate);
+    let e = select(&d, &index, None, &[ChatMessage::user(query)], &cfg, &Estimate, Report::All);
     let explained: Vec<_> = e.facts.iter().filter(|f| f.similarity > 0.0 && f.tokens > 0).map(|f| (f.id.clone(), f.score)).collect();
     let searched: Vec<_> = hits.iter().map(|h| (d.facts[h.position].id.clone(), h.score)).collect();
     assert_eq!(searched, explained);
@@ -84,7 +84,7 @@ fn an_expired_fact_is_no_hit_as_it_is_not_injected() {
     let ids = |now: &str| {
         let weights = InjectOptions { now_ms: user_memory::time::millis_from_iso(now), ..Config::default().inject };
         let hits = search(&d, &index, None, "Tokyo", &SearchOptions::default(), &weights);
-        let block = inject(&d, &index, &[ChatMessage::user("Tokyo")], &weights, &Estimate);
+        let block = select(&d, &index, None, &[ChatMessage::user("Tokyo")], &weights, &Estimate, Report::Block).block;
         (hits.iter().map(|h| d.facts[h.position].id.clone()).collect::<Vec<_>>(), block.contains("conference"))
     };
     assert_eq!(ids("2026-01-20T00:00:00Z"), (vec!["f_trip".to_string(), "f_sushi".to_string()], true));

@@ -35,7 +35,7 @@ use crate::memory::document::{Document, Fact};
 use crate::memory::message::{ChatMessage, InputMessage};
 use crate::memory::record::{Record, Threads};
 use crate::queue::QueueFile;
-use crate::recall::inject::{self, Explanation};
+use crate::recall::inject::{self, Explanation, Report};
 use crate::recall::relevance::FactIndex;
 use crate::recall::search::{self, SearchHit, SearchOptions};
 use crate::recall::token_count::TokenCounter;
@@ -426,14 +426,14 @@ impl Engine {
     /// embedding model the recent turns are embedded first (see `embedding.rs`); without one,
     /// or when that fails, the ranking is lexical.
     pub fn inject(&self, messages: &[InputMessage]) -> impl Future<Output = String> + 'static {
-        let ranked = self.rank(messages, false);
+        let ranked = self.rank(messages, Report::Block);
         async move { ranked.await.0.block }
     }
 
     /// Per-fact scores (lexical, dense, fused) and the reasons for the selection, with the
     /// document they refer to.
     pub fn explain(&self, messages: &[InputMessage]) -> impl Future<Output = (Explanation, Rc<Document>)> + 'static {
-        self.rank(messages, true)
+        self.rank(messages, Report::All)
     }
 
     /// [`Engine::explain`] with only the facts that entered the block and the first `limit`
@@ -446,20 +446,15 @@ impl Engine {
         limit: Option<usize>,
     ) -> impl Future<Output = (Explanation, Rc<Document>)> + 'static {
         let limit = limit.unwrap_or(self.config().inject.top_facts.saturating_add(EXPLAIN_MARGIN));
-        let ranked = self.rank(messages, true);
-        async move {
-            let (mut x, doc) = ranked.await;
-            x.keep_top(limit);
-            (x, doc)
-        }
+        self.rank(messages, Report::Top(limit))
     }
 
-    /// The selection of [`Engine::inject`], with the per-fact report when `full`.
+    /// The selection of [`Engine::inject`], with the per-fact report `report` asks for.
     ///
     /// A selection asked for while another one counts tokens (by a `countTokens` that calls
     /// `inject()`) counts with the built-in estimate: it runs later than its caller, so the
     /// counter's own guard against recursion would not see it.
-    fn rank(&self, messages: &[InputMessage], full: bool) -> LocalFuture<'static, (Explanation, Rc<Document>)> {
+    fn rank(&self, messages: &[InputMessage], report: Report) -> LocalFuture<'static, (Explanation, Rc<Document>)> {
         let me = self.clone();
         let kept = filter::filter_messages(messages);
         let nested = self.inner.ranking.get();
@@ -472,11 +467,7 @@ impl Engine {
             let dense = q.as_ref().map(|q| q.dense());
             let counter: &dyn TokenCounter = if nested { &crate::recall::token_count::Estimate } else { &*me.parts().counter };
             let was = me.inner.ranking.replace(true);
-            let x = if full {
-                inject::explain_hybrid(&doc, &index, dense.as_ref(), &kept, &opts, counter)
-            } else {
-                Explanation { block: inject::inject_hybrid(&doc, &index, dense.as_ref(), &kept, &opts, counter), ..Explanation::default() }
-            };
+            let x = inject::select(&doc, &index, dense.as_ref(), &kept, &opts, counter, report);
             me.inner.ranking.set(was);
             (x, doc)
         })

@@ -91,7 +91,7 @@ mod tests {
     use super::*;
     use crate::memory::document::{Document, Fact};
     use crate::memory::message::ChatMessage;
-    use crate::recall::inject::explain_hybrid;
+    use crate::recall::inject::{select, Report};
     use crate::recall::token_count::Estimate;
     use crate::recall::vectors::{content_key, NO_VECTOR};
 
@@ -143,21 +143,23 @@ mod tests {
         assert_eq!(s.fused(3), s.lexical[3]);
         // Through explain: the vegetarian fact now ranks next to the lexical match, ahead of the
         // more confident work fact that ranked above it lexically.
-        let lexical_only = explain_hybrid(
+        let lexical_only = select(
             &doc,
             &index,
             None,
             &[ChatMessage::user("which steakhouse for my dog Rex")],
             &crate::engine::config::Config::default().inject,
             &Estimate,
+            Report::All,
         );
-        let hybrid = explain_hybrid(
+        let hybrid = select(
             &doc,
             &index,
             Some(&dense),
             &[ChatMessage::user("which steakhouse for my dog Rex")],
             &crate::engine::config::Config::default().inject,
             &Estimate,
+            Report::All,
         );
         let ids = |e: &crate::recall::inject::Explanation| e.facts.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
         assert_eq!(ids(&lexical_only)[..2], ["pet", "work"]);

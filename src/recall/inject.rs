@@ -49,14 +49,14 @@
 use crate::extract::sanitize::safe_category;
 use crate::memory::document::{Document, SectionId, CORRECTION};
 use crate::memory::message::{ChatMessage, InputMessage, Speaker};
-use crate::recall::fusion::similarities;
+use crate::recall::fusion::{similarities, Similarities};
 use crate::recall::relevance::FactIndex;
 pub use crate::recall::render::fact_date;
 use crate::recall::render::{clean, collapse, push_confidence, push_value};
 use crate::recall::token_count::TokenCounter;
 use std::cmp::Ordering;
 
-/// The embedding side of a hybrid ranking ([`inject_hybrid`], [`explain_hybrid`]).
+/// The embedding side of a hybrid ranking ([`select`]).
 pub use crate::recall::fusion::Dense;
 
 /// Injection settings.
@@ -138,62 +138,200 @@ pub struct Explanation {
     pub facts: Vec<FactExplanation>,
 }
 
-impl Explanation {
-    /// Keeps the facts that entered the block and, of the others, those among the first
-    /// `limit` in score order (what a debugging view shows; the rest only cost time).
-    pub fn keep_top(&mut self, limit: usize) {
-        let mut rank = 0usize;
-        self.facts.retain(|f| {
-            rank += 1;
-            f.included || rank <= limit
-        });
+/// What a selection reports besides the block ([`select`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// The block and its tokens only (what `inject()` returns); `""` when injection is off.
+    Block,
+    /// Also the facts that entered the block and, of the others, the first `n` in score
+    /// order (a debugging view; explaining every fact of thousands costs far more than the
+    /// selection).
+    Top(usize),
+    /// Also every fact, in score order.
+    All,
+}
+
+/// Selects facts and renders the `<memory>` block for the next model call, explaining the
+/// facts `report` asks for (with their scores and fates, in score order) and the query.
+///
+/// `dense`: the embedding side of a hybrid ranking (see `src/recall/fusion.rs`); `None`
+/// ranks lexically. `index` should have been [`FactIndex::sync`]ed with `doc.facts`; if it
+/// visibly was not (other ids), a temporary index is built for this call. The block is
+/// `""` when injection is disabled, memory is empty, or the budget is too small for anything.
+pub fn select(
+    doc: &Document,
+    index: &FactIndex,
+    dense: Option<&Dense>,
+    messages: &[ChatMessage],
+    opts: &InjectOptions,
+    counter: &dyn TokenCounter,
+    report: Report,
+) -> Explanation {
+    let full = report != Report::Block;
+    let mut out = Explanation::default();
+    if doc.is_empty() || (!opts.enabled && !full) {
+        return out;
+    }
+    let mut temp = None;
+    let index = index.synced_or_temp(&doc.facts, &mut temp);
+    let query = query_text(messages, opts.recent_turns);
+    let sims = similarities(index, &query, dense);
+    if full {
+        out.query = query;
+    }
+    let s = Selection { doc, index, sims: &sims, opts };
+    let (ranked, take) = if full { s.rank_all() } else { s.rank_best() };
+    let top = s.pick(&ranked, take);
+    let lines: Vec<String> = top.iter().map(|&i| fact_line(doc, index, ranked[i].pos, opts)).collect();
+    let costs: Vec<usize> = lines.iter().map(|l| counter.count(l)).collect();
+    let chosen = if opts.enabled { lay_out(&mut out, doc, &lines, &costs, opts, counter, full) } else { vec![false; top.len()] };
+    if full {
+        let keep = if let Report::Top(n) = report { n } else { usize::MAX };
+        out.facts = s.explain(&ranked, &top, &costs, &chosen, take, keep, counter);
+    }
+    out
+}
+
+/// One selection's inputs: what ranking reads per fact comes from the index's arrays
+/// (computed at sync), not from the facts themselves.
+struct Selection<'a> {
+    doc: &'a Document,
+    index: &'a FactIndex,
+    sims: &'a Similarities,
+    opts: &'a InjectOptions,
+}
+
+impl Selection<'_> {
+    #[inline]
+    fn rank(&self, pos: usize) -> Ranked {
+        let sim = f64::from(self.sims.fused(pos));
+        let conf = self.index.confidence(pos);
+        let score = self.opts.similarity_weight * sim + self.opts.confidence_weight * conf;
+        Ranked { pos, sim, conf, score, created: self.index.created_ms(pos) }
+    }
+
+    fn expired(&self, pos: usize) -> bool {
+        self.opts.now_ms.is_some_and(|now| self.index.is_expired(pos, now))
+    }
+
+    fn usable(&self, pos: usize) -> bool {
+        !self.index.is_blank(pos) && !self.expired(pos)
+    }
+
+    /// How many candidates: `top_facts`, or more when more usable facts are clearly
+    /// relevant (`clear` of them), at most `top_facts + extra_facts`.
+    fn take(&self, clear: usize) -> usize {
+        let o = self.opts;
+        clear.max(o.top_facts).min(o.top_facts.saturating_add(o.extra_facts))
+    }
+
+    /// Whether a usable ranked fact counts towards `extra_facts`.
+    fn clear(&self, r: &Ranked) -> bool {
+        self.opts.extra_facts > 0 && r.sim >= CLEARLY_RELEVANT
+    }
+
+    /// Every fact in score order, and how many candidates (see [`Selection::take`]).
+    fn rank_all(&self) -> (Vec<Ranked>, usize) {
+        let mut all: Vec<Ranked> = (0..self.doc.facts.len()).map(|p| self.rank(p)).collect();
+        let clear = all.iter().filter(|r| self.clear(r) && self.usable(r.pos)).count();
+        crate::base::sort::sort_by(&mut all, |a, b| better(a, b).is_lt());
+        (all, self.take(clear))
+    }
+
+    /// The best `top_facts + extra_facts` usable corrections, then as many usable other
+    /// facts, each in score order, and how many candidates: one pass over the facts, which
+    /// also counts the clearly relevant ones.
+    fn rank_best(&self) -> (Vec<Ranked>, usize) {
+        let cap = self.opts.top_facts.saturating_add(self.opts.extra_facts);
+        let (mut fixes, mut others, mut clear) = (TopK::new(cap), TopK::new(cap), 0usize);
+        for pos in (0..self.doc.facts.len()).filter(|&p| self.usable(p)) {
+            let r = self.rank(pos);
+            clear += usize::from(self.clear(&r));
+            if self.index.is_correction(pos) { &mut fixes } else { &mut others }.offer(r);
+        }
+        let mut best = fixes.into_vec();
+        best.extend(others.into_vec());
+        (best, self.take(clear))
+    }
+
+    /// The candidates, as indices into `ranked`: the usable corrections first, then the
+    /// other usable facts, `take` in all.
+    fn pick(&self, ranked: &[Ranked], take: usize) -> Vec<usize> {
+        let of =
+            |want: bool| (0..ranked.len()).filter(move |&i| self.usable(ranked[i].pos) && self.index.is_correction(ranked[i].pos) == want);
+        of(true).chain(of(false)).take(take).collect()
+    }
+
+    /// The report of the facts in `ranked` that entered the block or are among the first
+    /// `keep`; `top` are the candidates (indices into `ranked`), `costs` and `chosen` theirs.
+    #[allow(clippy::too_many_arguments)]
+    fn explain(
+        &self,
+        ranked: &[Ranked],
+        top: &[usize],
+        costs: &[usize],
+        chosen: &[bool],
+        take: usize,
+        keep: usize,
+        counter: &dyn TokenCounter,
+    ) -> Vec<FactExplanation> {
+        let mut slot = vec![usize::MAX; ranked.len()];
+        for (k, &i) in top.iter().enumerate() {
+            slot[i] = k;
+        }
+        let (doc, index, opts) = (self.doc, self.index, self.opts);
+        let kept = |(rank, (_, &k)): &(usize, (&Ranked, &usize))| *rank < keep || (k != usize::MAX && chosen[k]);
+        let report = |(_, (r, &k)): (usize, (&Ranked, &usize))| {
+            let (tokens, included, reason) = if index.is_blank(r.pos) {
+                (0, false, "empty content".to_string())
+            } else if self.expired(r.pos) {
+                (0, false, "expired".to_string())
+            } else if k == usize::MAX {
+                (counter.count(&fact_line(doc, index, r.pos, opts)), false, format!("not in top {take}"))
+            } else {
+                (costs[k], chosen[k], if chosen[k] { "selected" } else { "over token budget" }.into())
+            };
+            FactExplanation {
+                id: doc.facts[r.pos].id.clone(),
+                position: r.pos,
+                lexical: f64::from(self.sims.lexical[r.pos]),
+                dense: self.sims.dense.as_ref().and_then(|d| d[r.pos]).map(f64::from),
+                similarity: r.sim,
+                confidence: r.conf,
+                score: r.score,
+                date: fact_date(&doc.facts[r.pos]).map(str::to_string),
+                tokens,
+                included,
+                reason: if opts.enabled { reason } else { "injection disabled".into() },
+            }
+        };
+        ranked.iter().zip(&slot).enumerate().filter(kept).map(report).collect()
     }
 }
 
-/// Selects facts and renders the block, explaining every fact's score and fate.
-///
-/// `index` should have been [`FactIndex::sync`]ed with `doc.facts`; if it visibly was not
-/// (other ids), a temporary index is built for this call.
-pub fn explain(
+/// Lays the block out into `out` (block and tokens) within `opts.max_tokens`, as the
+/// counter measures the whole block; returns which candidate lines it holds.
+fn lay_out(
+    out: &mut Explanation,
     doc: &Document,
-    index: &FactIndex,
-    messages: &[ChatMessage],
+    lines: &[String],
+    costs: &[usize],
     opts: &InjectOptions,
     counter: &dyn TokenCounter,
-) -> Explanation {
-    run(doc, index, None, messages, opts, counter, true)
-}
-
-/// [`explain`] with the lexical similarity fused with the dense one of `dense` (see
-/// `src/recall/fusion.rs`); `None` is [`explain`].
-pub fn explain_hybrid(
-    doc: &Document,
-    index: &FactIndex,
-    dense: Option<&Dense>,
-    messages: &[ChatMessage],
-    opts: &InjectOptions,
-    counter: &dyn TokenCounter,
-) -> Explanation {
-    run(doc, index, dense, messages, opts, counter, true)
-}
-
-/// The `<memory>…</memory>` block for the next model call, or `""` (disabled, empty memory,
-/// or a budget too small for anything). Same rules as [`explain`], without the per-fact
-/// report.
-pub fn inject(doc: &Document, index: &FactIndex, messages: &[ChatMessage], opts: &InjectOptions, counter: &dyn TokenCounter) -> String {
-    run(doc, index, None, messages, opts, counter, false).block
-}
-
-/// [`inject`] with the hybrid ranking of [`explain_hybrid`].
-pub fn inject_hybrid(
-    doc: &Document,
-    index: &FactIndex,
-    dense: Option<&Dense>,
-    messages: &[ChatMessage],
-    opts: &InjectOptions,
-    counter: &dyn TokenCounter,
-) -> String {
-    run(doc, index, dense, messages, opts, counter, false).block
+    full: bool,
+) -> Vec<bool> {
+    let mut budget = opts.max_tokens;
+    loop {
+        let (block, picked, counted) = fit(doc, lines, costs, budget, counter, opts.neutralize_links);
+        let trusted = !full && counter.subadditive_over_lines();
+        let tokens = if trusted { counted } else { counter.count(&block) };
+        if tokens <= opts.max_tokens || block.is_empty() {
+            (out.block, out.tokens) = (block, tokens);
+            return picked;
+        }
+        // The counter is not additive on this text: shrink the budget by the overshoot.
+        budget = budget.saturating_sub(tokens - opts.max_tokens);
+    }
 }
 
 /// The relevance query of a conversation: the text of its last `recent_turns` turns, one
@@ -241,124 +379,6 @@ pub(crate) fn better(a: &Ranked, b: &Ranked) -> Ordering {
         return if a.conf > b.conf { Ordering::Less } else { Ordering::Greater };
     }
     b.created.cmp(&a.created).then(b.pos.cmp(&a.pos))
-}
-
-fn run(
-    doc: &Document,
-    index: &FactIndex,
-    dense: Option<&Dense>,
-    messages: &[ChatMessage],
-    opts: &InjectOptions,
-    counter: &dyn TokenCounter,
-    full: bool,
-) -> Explanation {
-    let mut out = Explanation::default();
-    if doc.is_empty() || (!opts.enabled && !full) {
-        return out;
-    }
-    let mut temp = None;
-    let index = index.synced_or_temp(&doc.facts, &mut temp);
-
-    let query = query_text(messages, opts.recent_turns);
-    let sims = similarities(index, &query, dense);
-    if full {
-        out.query = query;
-    }
-    // Everything read per fact comes from the index's arrays (computed at sync), not from
-    // the facts themselves: the per-call work is one pass over numbers.
-    let rank = |pos: usize| {
-        let sim = f64::from(sims.fused(pos));
-        let conf = index.confidence(pos);
-        let score = opts.similarity_weight * sim + opts.confidence_weight * conf;
-        Ranked { pos, sim, conf, score, created: index.created_ms(pos) }
-    };
-    let expired = |pos: usize| opts.now_ms.is_some_and(|now| index.is_expired(pos, now));
-    let usable = |pos: usize| !index.is_blank(pos) && !expired(pos);
-    let correction = |pos: usize| index.is_correction(pos);
-
-    // How many candidates: `top_facts`, or more when more are clearly relevant (one more pass
-    // over the similarities, only when `extra_facts` allows any).
-    let n = doc.facts.len();
-    let cap = opts.top_facts.saturating_add(opts.extra_facts);
-    let clear =
-        if opts.extra_facts == 0 { 0 } else { (0..n).filter(|&p| f64::from(sims.fused(p)) >= CLEARLY_RELEVANT && usable(p)).count() };
-    let take = clear.max(opts.top_facts).min(cap);
-    // `ranked` holds every fact for `explain`, only the best `take` corrections and others
-    // for `inject`.
-    let ranked: Vec<Ranked> = if full || take.saturating_mul(4) >= n {
-        let mut all: Vec<Ranked> = (0..n).map(rank).collect();
-        crate::base::sort::sort_by(&mut all, |a, b| better(a, b).is_lt());
-        all
-    } else {
-        let (mut fixes, mut others) = (TopK::new(take), TopK::new(take));
-        for pos in (0..n).filter(|&p| usable(p)) {
-            if correction(pos) { &mut fixes } else { &mut others }.offer(rank(pos));
-        }
-        let mut best = fixes.into_vec();
-        best.extend(others.into_vec());
-        best
-    };
-    // Corrections first, then the scored facts.
-    let ranked_ref = &ranked;
-    let pick = |want: bool| (0..ranked_ref.len()).filter(move |&i| usable(ranked_ref[i].pos) && correction(ranked_ref[i].pos) == want);
-    let top: Vec<usize> = pick(true).chain(pick(false)).take(take).collect();
-
-    let links = opts.neutralize_links;
-    let lines: Vec<String> = top.iter().map(|&i| fact_line(doc, index, ranked[i].pos, opts)).collect();
-    let costs: Vec<usize> = lines.iter().map(|l| counter.count(l)).collect();
-    let mut chosen = vec![false; top.len()];
-    if opts.enabled {
-        let mut budget = opts.max_tokens;
-        loop {
-            let (block, picked, counted) = fit(doc, &lines, &costs, budget, counter, links);
-            let trusted = !full && counter.subadditive_over_lines();
-            let tokens = if trusted { counted } else { counter.count(&block) };
-            if tokens <= opts.max_tokens || block.is_empty() {
-                (out.block, out.tokens, chosen) = (block, tokens, picked);
-                break;
-            }
-            // The counter is not additive on this text: shrink the budget by the overshoot.
-            budget = budget.saturating_sub(tokens - opts.max_tokens);
-        }
-    }
-
-    if full {
-        let mut slot = vec![usize::MAX; ranked.len()];
-        for (k, &i) in top.iter().enumerate() {
-            slot[i] = k;
-        }
-        out.facts = ranked
-            .iter()
-            .zip(slot)
-            .map(|(r, k)| {
-                let (tokens, included, reason) = if index.is_blank(r.pos) {
-                    (0, false, "empty content".to_string())
-                } else if expired(r.pos) {
-                    (0, false, "expired".to_string())
-                } else if k == usize::MAX {
-                    let t = counter.count(&fact_line(doc, index, r.pos, opts));
-                    (t, false, format!("not in top {take}"))
-                } else {
-                    (costs[k], chosen[k], if chosen[k] { "selected" } else { "over token budget" }.into())
-                };
-                let reason = if opts.enabled { reason } else { "injection disabled".into() };
-                FactExplanation {
-                    id: doc.facts[r.pos].id.clone(),
-                    position: r.pos,
-                    lexical: f64::from(sims.lexical[r.pos]),
-                    dense: sims.dense.as_ref().and_then(|d| d[r.pos]).map(f64::from),
-                    similarity: r.sim,
-                    confidence: r.conf,
-                    score: r.score,
-                    date: fact_date(&doc.facts[r.pos]).map(str::to_string),
-                    tokens,
-                    included,
-                    reason,
-                }
-            })
-            .collect();
-    }
-    out
 }
 
 /// The best `k` of the facts at `positions` in [`better`] order, keeping only `k` at a
@@ -539,4 +559,116 @@ fn fact_line(doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions
     }
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::document::{Fact, EXPECTED_VALID_DAYS, SOURCE_ERROR};
+    use crate::recall::token_count::Estimate;
+
+    const WORDS: [&str; 12] = ["rust", "go", "coffee", "rabbit", "piano", "berlin", "兔子", "咖啡", "跑步", "exam", "garden", "kafka"];
+
+    /// A small deterministic generator (xorshift), so a failure replays.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self, below: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % below.max(1) as u64) as usize
+        }
+        fn words(&mut self, k: usize) -> String {
+            (0..k).map(|_| WORDS[self.next(WORDS.len())]).collect::<Vec<_>>().join(" ")
+        }
+    }
+
+    /// Facts with many ties (few confidences and dates), corrections, blank contents and
+    /// lifetimes of which some are over at `NOW`.
+    fn document(g: &mut Gen, n: usize) -> Document {
+        let mut doc = Document::empty();
+        doc.sections[0].summary = "Backend engineer.".into();
+        for i in 0..n {
+            let k = 1 + g.next(6);
+            let content = if g.next(15) == 0 { " ".into() } else { g.words(k) };
+            let mut f = Fact::for_test(&format!("f{i}"), &content, [0.5, 0.7, 0.9, 1.0][g.next(4)]);
+            let day = 1 + g.next(3);
+            f.created_at = format!("2026-01-0{day}T00:00:00Z");
+            if g.next(6) == 0 {
+                f.category = CORRECTION.into();
+                f.extra.insert(SOURCE_ERROR.into(), "suggested npm".into());
+            }
+            if g.next(5) == 0 {
+                f.extra.insert(EXPECTED_VALID_DAYS.into(), [1u64, 100][g.next(2)].into());
+            }
+            doc.facts.push(f);
+        }
+        doc
+    }
+    const NOW: u64 = 1_767_571_200_000; // 2026-01-05
+
+    /// The straightforward selection: every fact ranked and sorted, the clearly relevant
+    /// ones counted over all usable facts, the corrections first, then the others.
+    fn reference(doc: &Document, index: &FactIndex, messages: &[ChatMessage], opts: &InjectOptions) -> Vec<usize> {
+        let sims = similarities(index, &query_text(messages, opts.recent_turns), None);
+        let s = Selection { doc, index, sims: &sims, opts };
+        let mut all: Vec<Ranked> = (0..doc.facts.len()).map(|p| s.rank(p)).collect();
+        all.sort_by(better);
+        let usable: Vec<&Ranked> = all.iter().filter(|r| s.usable(r.pos)).collect();
+        let clear = if opts.extra_facts == 0 { 0 } else { usable.iter().filter(|r| r.sim >= CLEARLY_RELEVANT).count() };
+        let take = clear.max(opts.top_facts).min(opts.top_facts + opts.extra_facts);
+        let fixes = usable.iter().filter(|r| index.is_correction(r.pos));
+        let others = usable.iter().filter(|r| !index.is_correction(r.pos));
+        fixes.chain(others).take(take).map(|r| r.pos).collect()
+    }
+
+    /// The fact lines of a block, in order.
+    fn fact_lines(block: &str) -> Vec<String> {
+        let facts = block.split("Facts:\n").nth(1).unwrap_or("");
+        facts.trim_end_matches(CLOSE).lines().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// Proves the one-pass selection (the clearly relevant facts counted in the loop that
+    /// keeps the best `top_facts + extra_facts`) picks exactly the facts, in the order, of
+    /// the all-sorted reference, over generated documents with ties, corrections, blank and
+    /// expired facts; and that the three reports render the same block, `Top(n)` keeping
+    /// exactly the facts of `All` that entered the block or rank among the first `n`.
+    #[test]
+    fn one_pass_selection_equals_the_all_sorted_reference() {
+        let mut g = Gen(0x9E37_79B9_7F4A_7C15);
+        for case in 0..400 {
+            let doc = document(&mut g, [0, 1, 5, 30, 120, 400][case % 6]);
+            let mut index = FactIndex::new();
+            index.sync(&doc.facts);
+            let opts = InjectOptions {
+                enabled: true,
+                max_tokens: 1_000_000,
+                top_facts: g.next(12),
+                extra_facts: [0, 1, 5, 15][g.next(4)],
+                recent_turns: 2,
+                similarity_weight: [0.6, 1.0, 0.0][g.next(3)],
+                confidence_weight: [0.4, 0.0, 1.0][g.next(3)],
+                neutralize_links: true,
+                now_ms: [None, Some(NOW)][g.next(2)],
+                dates: true,
+            };
+            let k = 1 + g.next(4);
+            let messages = vec![ChatMessage::user(g.words(k)), ChatMessage::assistant(g.words(2)), ChatMessage::user(g.words(k))];
+            let want: Vec<String> =
+                reference(&doc, &index, &messages, &opts).into_iter().map(|p| fact_line(&doc, &index, p, &opts)).collect();
+            let run = |opts: &InjectOptions, report| select(&doc, &index, None, &messages, opts, &Estimate, report);
+            assert_eq!(fact_lines(&run(&opts, Report::Block).block), want, "case {case}: {opts:?}");
+            // A budget that leaves facts out: the three reports agree.
+            let tight = InjectOptions { max_tokens: 40 + g.next(200), ..opts };
+            let (block, all) = (run(&tight, Report::Block), run(&tight, Report::All));
+            assert_eq!(block.block, all.block, "case {case}");
+            let n = g.next(10);
+            let top = run(&tight, Report::Top(n));
+            assert_eq!(top.block, all.block, "case {case}");
+            let kept: Vec<_> = all.facts.iter().enumerate().filter(|(i, f)| *i < n || f.included).map(|(_, f)| f.clone()).collect();
+            assert_eq!(top.facts, kept, "case {case}");
+            assert_eq!(all.facts.len(), doc.facts.len());
+        }
+    }
 }
