@@ -89,7 +89,7 @@ const PHASES = [
   ["sanitising / neutralising text", /sanitize|url_at|strip_invisible|neutrali[sz]e|inject::clean/],
   ["BM25 scoring, fusion", /similarities|fusion/],
   ["query: filter, tokenise", /tokenize|lexicon|query_terms|query_text|stem|filter|Hash|hash|recent_turns/],
-  ["selection (rank, top-k, sort)", /inject::run|better|top_k|sort|partition_point/],
+  ["selection (rank, top-k, sort)", /inject::select|Selection|better|top_k|TopK|sort|partition_point/],
   [
     "rendering, token counting",
     /push_value|fact_line|summary_line|inject::fit|Estimate|count|push_confidence|collapse|push_date/,

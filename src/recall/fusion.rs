@@ -47,6 +47,12 @@ pub(crate) struct Similarities {
 }
 
 impl Similarities {
+    /// Per fact position, the similarity the score uses.
+    #[inline]
+    pub(crate) fn used(&self) -> &[f32] {
+        self.fused.as_deref().unwrap_or(&self.lexical)
+    }
+
     /// The similarity the score uses for the fact at `pos`.
     #[inline]
     pub(crate) fn fused(&self, pos: usize) -> f32 {

@@ -50,7 +50,7 @@ use crate::extract::sanitize::safe_category;
 use crate::memory::document::{Document, SectionId, CORRECTION};
 use crate::memory::message::{ChatMessage, InputMessage, Speaker};
 use crate::recall::fusion::{similarities, Similarities};
-use crate::recall::relevance::FactIndex;
+use crate::recall::relevance::{FactIndex, BLANK, IS_CORRECTION};
 pub use crate::recall::render::fact_date;
 use crate::recall::render::{clean, collapse, push_confidence, push_value};
 use crate::recall::token_count::TokenCounter;
@@ -239,16 +239,27 @@ impl Selection<'_> {
     }
 
     /// The best `top_facts + extra_facts` usable corrections, then as many usable other
-    /// facts, each in score order, and how many candidates: one pass over the facts, which
-    /// also counts the clearly relevant ones.
+    /// facts, each in score order, and how many candidates: one pass over the index's
+    /// arrays, which also counts the clearly relevant facts. A fact whose score cannot enter
+    /// its list (once full) costs a multiply-add and a compare; only the others are checked
+    /// for blank content and lifetime.
     fn rank_best(&self) -> (Vec<Ranked>, usize) {
-        let cap = self.opts.top_facts.saturating_add(self.opts.extra_facts);
-        let (mut fixes, mut others, mut clear) = (TopK::new(cap), TopK::new(cap), 0usize);
-        for pos in (0..self.doc.facts.len()).filter(|&p| self.usable(p)) {
-            let r = self.rank(pos);
-            clear += usize::from(self.clear(&r));
-            if self.index.is_correction(pos) { &mut fixes } else { &mut others }.offer(r);
+        let o = self.opts;
+        let cap = o.top_facts.saturating_add(o.extra_facts);
+        let (sims, conf, flags) = (self.sims.used(), self.index.confidences(), self.index.flags());
+        let (mut tops, mut clear) = ([TopK::new(cap), TopK::new(cap)], 0usize);
+        for (pos, ((&sim, &conf), &flag)) in sims.iter().zip(conf).zip(flags).enumerate() {
+            let sim = f64::from(sim);
+            let score = o.similarity_weight * sim + o.confidence_weight * conf;
+            let counts = o.extra_facts > 0 && sim >= CLEARLY_RELEVANT;
+            let top = &mut tops[usize::from(flag & IS_CORRECTION == 0)];
+            if (!counts && !top.admits(score)) || flag & BLANK != 0 || self.expired(pos) {
+                continue;
+            }
+            clear += usize::from(counts);
+            top.offer(Ranked { pos, sim, conf, score, created: self.index.created_ms(pos) });
         }
+        let [fixes, others] = tops;
         let mut best = fixes.into_vec();
         best.extend(others.into_vec());
         (best, self.take(clear))
@@ -400,6 +411,13 @@ pub(crate) struct TopK {
 impl TopK {
     pub(crate) fn new(k: usize) -> TopK {
         TopK { k, top: Vec::with_capacity(k.min(1024) + 1) }
+    }
+
+    /// Whether a fact of this score may enter (it still loses if it ties the last one
+    /// and ranks after it).
+    #[inline]
+    pub(crate) fn admits(&self, score: f64) -> bool {
+        self.top.len() < self.k || self.top.last().is_some_and(|last| score >= last.score)
     }
 
     #[inline]

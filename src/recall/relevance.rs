@@ -73,9 +73,9 @@ struct Entry {
 }
 
 /// [`FactIndex::flags`]: the content is blank.
-const BLANK: u8 = 1;
+pub(crate) const BLANK: u8 = 1;
 /// [`FactIndex::flags`]: the category is `correction`.
-const IS_CORRECTION: u8 = 2;
+pub(crate) const IS_CORRECTION: u8 = 2;
 
 /// Where an entry of the previous sync went.
 const DROPPED: u32 = u32::MAX;
@@ -183,6 +183,16 @@ impl FactIndex {
     /// Whether the fact at `position` (of the last sync) is of category `correction`.
     pub fn is_correction(&self, position: usize) -> bool {
         self.flags.get(position).is_some_and(|f| f & IS_CORRECTION != 0)
+    }
+
+    /// Per position (of the last sync): the confidences, for a ranking loop over slices.
+    pub(crate) fn confidences(&self) -> &[f64] {
+        &self.conf
+    }
+
+    /// Per position (of the last sync): [`BLANK`] and [`IS_CORRECTION`].
+    pub(crate) fn flags(&self) -> &[u8] {
+        &self.flags
     }
 
     /// The confidence of the fact at `position` (of the last sync); 0 if out of range.
