@@ -182,7 +182,13 @@ pub fn select(
     let s = Selection { doc, index, sims: &sims, opts };
     let (ranked, take) = if full { s.rank_all() } else { s.rank_best() };
     let top = s.pick(&ranked, take);
-    let lines: Vec<String> = top.iter().map(|&i| fact_line(doc, index, ranked[i].pos, opts)).collect();
+    // The candidate lines in one buffer (one allocation, not one per line).
+    let (mut buf, mut ends) = (String::with_capacity(top.len() * 96), Vec::with_capacity(top.len()));
+    for &i in &top {
+        push_fact_line(&mut buf, doc, index, ranked[i].pos, opts);
+        ends.push(buf.len());
+    }
+    let lines: Vec<&str> = ends.iter().scan(0, |from, &to| Some(&buf[std::mem::replace(from, to)..to])).collect();
     let costs: Vec<usize> = lines.iter().map(|l| counter.count(l)).collect();
     let chosen = if opts.enabled { lay_out(&mut out, doc, &lines, &costs, opts, counter, full) } else { vec![false; top.len()] };
     if full {
@@ -325,7 +331,7 @@ impl Selection<'_> {
 fn lay_out(
     out: &mut Explanation,
     doc: &Document,
-    lines: &[String],
+    lines: &[&str],
     costs: &[usize],
     opts: &InjectOptions,
     counter: &dyn TokenCounter,
@@ -452,7 +458,7 @@ const GROUPS: [(&str, [SectionId; 3]); 2] = [
 /// which of the candidate fact lines it holds, and the sum of the pieces' counts.
 fn fit(
     doc: &Document,
-    lines: &[String],
+    lines: &[&str],
     costs: &[usize],
     budget: usize,
     counter: &dyn TokenCounter,
@@ -507,24 +513,24 @@ fn fit(
     }
     let lead = format!("{}{FACTS_HEADER}", if body.is_empty() { "" } else { SEPARATOR });
     let lead_cost = counter.count(&lead);
-    let mut facts = String::new();
+    let mut facts = 0usize;
     for (k, line) in lines.iter().enumerate() {
-        let extra = if facts.is_empty() { lead_cost } else { 0 };
+        let extra = if facts == 0 { lead_cost } else { 0 };
         if used + extra + costs[k] <= budget {
             used += extra + costs[k];
-            facts.push_str(line);
+            facts += line.len();
             chosen[k] = true;
         }
     }
-    if body.is_empty() && facts.is_empty() {
+    if body.is_empty() && facts == 0 {
         return (String::new(), chosen, 0);
     }
-    let mut block = String::with_capacity(OPEN.len() + body.len() + lead.len() + facts.len() + CLOSE.len());
+    let mut block = String::with_capacity(OPEN.len() + body.len() + lead.len() + facts + CLOSE.len());
     block.push_str(OPEN);
     block.push_str(&body);
-    if !facts.is_empty() {
+    if facts > 0 {
         block.push_str(&lead);
-        block.push_str(&facts);
+        lines.iter().zip(&chosen).filter(|(_, &c)| c).for_each(|(l, _)| block.push_str(l));
     }
     block.push_str(CLOSE);
     (block, chosen, used)
@@ -542,27 +548,26 @@ fn summary_line(label: &str, value: &str, mark: Option<char>) -> String {
     s
 }
 
-/// `- [category | 0.90 | 2023-05-07] content\n` (without the date when `opts.dates` is off
+/// Appends `- [category | 0.90 | 2023-05-07] content\n` (without the date when `opts.dates` is off
 /// or the fact has none), or `… content (avoid: source error)\n` for a correction. The
 /// content's rendering was prepared by the index when it was synced with this content.
-fn fact_line(doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions) -> String {
+fn push_fact_line(s: &mut String, doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions) {
     let links = opts.neutralize_links;
     let f = &doc.facts[pos];
-    let mut s = String::with_capacity(f.content.len() + f.category.len() + 16);
     s.push_str("- [");
     let category = safe_category(&f.category);
     s.push_str(if category.is_empty() { crate::memory::document::DEFAULT_CATEGORY } else { &category });
     s.push_str(" | ");
-    push_confidence(&mut s, f.confidence);
+    push_confidence(s, f.confidence);
     if let Some(date) = fact_date(f).filter(|_| opts.dates) {
         s.push_str(" | ");
         s.push_str(date);
     }
     s.push_str("] ");
     match index.rendered(pos, &f.content) {
-        Some(r) if links || index.renders_as_is(pos, &f.content) => s.push_str(r),
+        Some((r, as_is)) if links || as_is => s.push_str(r),
         _ => {
-            push_value(&mut s, &clean(&f.content, links));
+            push_value(s, &clean(&f.content, links));
         }
     }
     if f.category == CORRECTION {
@@ -570,12 +575,18 @@ fn fact_line(doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions
             let err = clean(err, links);
             if !err.trim().is_empty() {
                 s.push_str(" (avoid: ");
-                push_value(&mut s, &err);
+                push_value(s, &err);
                 s.push(')');
             }
         }
     }
     s.push('\n');
+}
+
+/// The line of [`push_fact_line`] on its own.
+fn fact_line(doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions) -> String {
+    let mut s = String::new();
+    push_fact_line(&mut s, doc, index, pos, opts);
     s
 }
 

@@ -207,17 +207,12 @@ impl FactIndex {
     }
 
     /// How the block renders `content`, the content of the fact at `position`, with links
-    /// neutralised: `Some(content)` itself, or its prepared rendering; `None` when the index
-    /// holds other content at `position` (it was not synced since), so the caller renders it.
-    pub(crate) fn rendered<'a>(&'a self, position: usize, content: &'a str) -> Option<&'a str> {
+    /// neutralised: its prepared rendering, and whether that is `content` itself (so it is
+    /// rendered so with or without neutralising); `None` when the index holds other content
+    /// at `position` (it was not synced since), so the caller renders it.
+    pub(crate) fn rendered<'a>(&'a self, position: usize, content: &'a str) -> Option<(&'a str, bool)> {
         let e = self.entries.get(position).filter(|e| *e.content == *content)?;
-        Some(e.rendered.as_deref().unwrap_or(content))
-    }
-
-    /// Whether `content` is rendered in the block exactly as it is (with or without
-    /// neutralising links).
-    pub(crate) fn renders_as_is(&self, position: usize, content: &str) -> bool {
-        self.entries.get(position).is_some_and(|e| *e.content == *content && e.rendered.is_none())
+        Some(e.rendered.as_deref().map_or((content, true), |r| (r, false)))
     }
 
     /// Brings the index in line with `facts`, re-tokenising only added or changed facts
