@@ -53,7 +53,7 @@ use crate::recall::fusion::{similarities, Similarities};
 use crate::recall::relevance::{FactIndex, BLANK, IS_CORRECTION};
 pub use crate::recall::render::fact_date;
 use crate::recall::render::{clean, collapse, push_confidence, push_value};
-use crate::recall::token_count::TokenCounter;
+use crate::recall::token_count::{Estimate, TokenCounter};
 use std::cmp::Ordering;
 
 /// The embedding side of a hybrid ranking ([`select`]).
@@ -183,13 +183,15 @@ pub fn select(
     let (ranked, take) = if full { s.rank_all() } else { s.rank_best() };
     let top = s.pick(&ranked, take);
     // The candidate lines in one buffer (one allocation, not one per line).
+    // With the built-in estimate, a line's count adds up what the index keeps of its content.
     let (mut buf, mut ends) = (String::with_capacity(top.len() * 96), Vec::with_capacity(top.len()));
+    let mut costs: Vec<Option<usize>> = Vec::with_capacity(top.len());
     for &i in &top {
-        push_fact_line(&mut buf, doc, index, ranked[i].pos, opts);
+        costs.push(push_fact_line(&mut buf, doc, index, ranked[i].pos, opts, counter.is_estimate()));
         ends.push(buf.len());
     }
     let lines: Vec<&str> = ends.iter().scan(0, |from, &to| Some(&buf[std::mem::replace(from, to)..to])).collect();
-    let costs: Vec<usize> = lines.iter().map(|l| counter.count(l)).collect();
+    let costs: Vec<usize> = lines.iter().zip(costs).map(|(l, c)| c.unwrap_or_else(|| counter.count(l))).collect();
     let chosen = if opts.enabled { lay_out(&mut out, doc, &lines, &costs, opts, counter, full) } else { vec![false; top.len()] };
     if full {
         let keep = if let Report::Top(n) = report { n } else { usize::MAX };
@@ -551,9 +553,11 @@ fn summary_line(label: &str, value: &str, mark: Option<char>) -> String {
 /// Appends `- [category | 0.90 | 2023-05-07] content\n` (without the date when `opts.dates` is off
 /// or the fact has none), or `… content (avoid: source error)\n` for a correction. The
 /// content's rendering was prepared by the index when it was synced with this content.
-fn push_fact_line(s: &mut String, doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions) {
+/// With `estimate`, returns the line's [`Estimate`] count when the index's share could be used.
+fn push_fact_line(s: &mut String, doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions, estimate: bool) -> Option<usize> {
     let links = opts.neutralize_links;
     let f = &doc.facts[pos];
+    let start = s.len();
     s.push_str("- [");
     let category = safe_category(&f.category);
     s.push_str(if category.is_empty() { crate::memory::document::DEFAULT_CATEGORY } else { &category });
@@ -563,13 +567,23 @@ fn push_fact_line(s: &mut String, doc: &Document, index: &FactIndex, pos: usize,
         s.push_str(" | ");
         s.push_str(date);
     }
-    s.push_str("] ");
+    s.push(']');
+    let head = s.len();
+    s.push(' ');
+    // The estimate of the line in eighths: the content's share kept by the index, the rest
+    // counted here (the line is cut after `]` and before the space that follows the content,
+    // where no run crosses).
+    let mut eighths = None;
     match index.rendered(pos, &f.content) {
-        Some((r, as_is)) if links || as_is => s.push_str(r),
+        Some(r) if links || r.as_is => {
+            s.push_str(r.text);
+            eighths = estimate.then(|| Estimate::eighths(&s[start..head]) + r.eighths);
+        }
         _ => {
             push_value(s, &clean(&f.content, links));
         }
     }
+    let tail = s.len();
     if f.category == CORRECTION {
         if let Some(err) = f.source_error() {
             let err = clean(err, links);
@@ -581,12 +595,13 @@ fn push_fact_line(s: &mut String, doc: &Document, index: &FactIndex, pos: usize,
         }
     }
     s.push('\n');
+    eighths.map(|e| (e + Estimate::eighths(&s[tail..])).div_ceil(8))
 }
 
 /// The line of [`push_fact_line`] on its own.
 fn fact_line(doc: &Document, index: &FactIndex, pos: usize, opts: &InjectOptions) -> String {
     let mut s = String::new();
-    push_fact_line(&mut s, doc, index, pos, opts);
+    push_fact_line(&mut s, doc, index, pos, opts, false);
     s
 }
 
@@ -620,7 +635,12 @@ mod tests {
         doc.sections[0].summary = "Backend engineer.".into();
         for i in 0..n {
             let k = 1 + g.next(6);
-            let content = if g.next(15) == 0 { " ".into() } else { g.words(k) };
+            let odd = ["12 apples", " spaced  out ", "see [docs](https://x.example/a?b=1) 3", "a & b <c>", "Ünïcode 词 9"];
+            let content = match g.next(15) {
+                0 => " ".into(),
+                1 => format!("{} {}", odd[g.next(odd.len())], g.words(k)),
+                _ => g.words(k),
+            };
             let mut f = Fact::for_test(&format!("f{i}"), &content, [0.5, 0.7, 0.9, 1.0][g.next(4)]);
             let day = 1 + g.next(3);
             f.created_at = format!("2026-01-0{day}T00:00:00Z");
@@ -698,6 +718,10 @@ mod tests {
             let kept: Vec<_> = all.facts.iter().enumerate().filter(|(i, f)| *i < n || f.included).map(|(_, f)| f.clone()).collect();
             assert_eq!(top.facts, kept, "case {case}");
             assert_eq!(all.facts.len(), doc.facts.len());
+            // The counts added up from the index's share equal the estimate of each line.
+            for f in all.facts.iter().filter(|f| f.tokens > 0) {
+                assert_eq!(f.tokens, Estimate.count(&fact_line(&doc, &index, f.position, &tight)), "case {case}: {}", f.id);
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::base::hash::FxMap;
 use crate::base::time::millis_from_iso;
 use crate::memory::document::{Fact, CORRECTION, DAY_MS};
 use crate::recall::render::{clean, push_value};
+use crate::recall::token_count::Estimate;
 use crate::recall::tokenize::{for_each_term, Term, TokenKind};
 
 /// How text is cut into terms ([`Params::tokenizer`]).
@@ -70,6 +71,19 @@ struct Entry {
     /// the content itself (`None`: the content is rendered as it is, with or without
     /// neutralising). Computed when the content is tokenised, so once per content.
     rendered: Option<Box<str>>,
+    /// [`Estimate::eighths`] of a space and the rendering with links neutralised: the
+    /// content's share of its fact line's built-in token estimate.
+    eighths: u32,
+}
+
+/// A content's rendering as the index prepared it ([`FactIndex::rendered`]).
+pub(crate) struct Rendered<'a> {
+    /// The content with links neutralised, escaped, whitespace collapsed.
+    pub(crate) text: &'a str,
+    /// Whether `text` is the content itself (so it is rendered so without neutralising too).
+    pub(crate) as_is: bool,
+    /// [`Estimate::eighths`] of a space and `text`.
+    pub(crate) eighths: usize,
 }
 
 /// [`FactIndex::flags`]: the content is blank.
@@ -207,12 +221,14 @@ impl FactIndex {
     }
 
     /// How the block renders `content`, the content of the fact at `position`, with links
-    /// neutralised: its prepared rendering, and whether that is `content` itself (so it is
-    /// rendered so with or without neutralising); `None` when the index holds other content
-    /// at `position` (it was not synced since), so the caller renders it.
-    pub(crate) fn rendered<'a>(&'a self, position: usize, content: &'a str) -> Option<(&'a str, bool)> {
+    /// neutralised: its prepared rendering, whether that is `content` itself (so it is
+    /// rendered so with or without neutralising), and the [`Estimate::eighths`] of a space
+    /// and that rendering; `None` when the index holds other content at `position` (it was
+    /// not synced since), so the caller renders it.
+    pub(crate) fn rendered<'a>(&'a self, position: usize, content: &'a str) -> Option<Rendered<'a>> {
         let e = self.entries.get(position).filter(|e| *e.content == *content)?;
-        Some(e.rendered.as_deref().map_or((content, true), |r| (r, false)))
+        let (text, as_is) = e.rendered.as_deref().map_or((content, true), |r| (r, false));
+        Some(Rendered { text, as_is, eighths: e.eighths as usize })
     }
 
     /// Brings the index in line with `facts`, re-tokenising only added or changed facts
@@ -357,9 +373,11 @@ impl FactIndex {
         self.tokenised += 1;
         let e = &mut self.entries[pos];
         e.len = len;
-        let mut out = String::with_capacity(e.content.len());
+        let mut out = String::with_capacity(e.content.len() + 1);
+        out.push(' ');
         push_value(&mut out, &clean(&e.content, true));
-        e.rendered = (*out != *e.content).then(|| out.into_boxed_str());
+        e.eighths = u32::try_from(Estimate::eighths(&out)).unwrap_or(u32::MAX);
+        e.rendered = (out[1..] != *e.content).then(|| out[1..].into());
         self.total_len += f64::from(len);
     }
 

@@ -15,6 +15,13 @@ pub trait TokenCounter {
     fn subadditive_over_lines(&self) -> bool {
         false
     }
+
+    /// Whether this is the built-in [`Estimate`], so a selection may add up the
+    /// [`Estimate::eighths`] of a line's parts, of which the fact index keeps each content's.
+    /// Defaults to `false`.
+    fn is_estimate(&self) -> bool {
+        false
+    }
 }
 
 /// The built-in, CJK-aware, slightly conservative token estimate.
@@ -46,6 +53,24 @@ use crate::recall::tokenize::char_at;
 
 impl TokenCounter for Estimate {
     fn count(&self, text: &str) -> usize {
+        Estimate::eighths(text).div_ceil(8)
+    }
+
+    /// True: a line break ends every run and space count, and each piece is rounded up.
+    fn subadditive_over_lines(&self) -> bool {
+        true
+    }
+
+    fn is_estimate(&self) -> bool {
+        true
+    }
+}
+
+impl Estimate {
+    /// The estimate of `text` in eighths of a token, before rounding up: additive over
+    /// pieces cut where no run of letters, digits or spaces crosses (before a line break,
+    /// after ASCII punctuation, before a space that follows a non-space).
+    pub(crate) fn eighths(text: &str) -> usize {
         let b = text.as_bytes();
         let run = |i: &mut usize, f: fn(&u8) -> bool| {
             let from = *i;
@@ -90,12 +115,7 @@ impl TokenCounter for Estimate {
                 }
             };
         }
-        eighths.div_ceil(8)
-    }
-
-    /// True: a line break ends every run and space count, and each piece is rounded up.
-    fn subadditive_over_lines(&self) -> bool {
-        true
+        eighths
     }
 }
 
