@@ -17,7 +17,10 @@ import { ROOT } from "../helpers/pack.mjs";
 const ARTIFACTS = join(ROOT, "tests/artifacts/demo");
 const KEY = "sk-demo-test-key-42";
 const MODEL = "scripted-model";
-const T = 30_000; // generous waits: the page may be slow on a busy machine
+// Every wait below is for a condition or an event; T only bounds it, so a page that never gets
+// there fails with the selector it waited for instead of hanging the suite (a hang detector:
+// a busy machine makes the page slower, never a correct page fail within it).
+const T = 60_000;
 mkdirSync(ARTIFACTS, { recursive: true });
 
 const { script, extractionRequests, chatRequests, systemOf } = demoLlm;
@@ -38,6 +41,19 @@ after(async () => {
 });
 
 // ---- page helpers ---------------------------------------------------------------------
+
+/**
+ * Waits until the page is at rest: every running animation and transition has finished
+ * (`document.getAnimations()`, after a style recalculation so a just-started transition is
+ * listed) and two frames have been drawn since.
+ */
+async function settled(page) {
+  await page.evaluate(async () => {
+    getComputedStyle(document.body).color; // starts pending transitions
+    await Promise.all(document.getAnimations().map((a) => a.finished.catch(() => {})));
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  });
+}
 
 /** A fresh browser profile; `fn(ctx)` runs with it and it is always closed. */
 async function withBrowser(fn) {
@@ -241,7 +257,7 @@ test("a chat is answered, queued with a running countdown, learned into sections
     await page.locator(".msg-assistant .msg-memory summary").last().click();
     await shot(page, "04-second-answer-with-memory");
     await page.emulateMedia({ colorScheme: "dark" });
-    await page.waitForTimeout(400); // let the colour transitions finish (a picture, not a check)
+    await settled(page); // the colour transitions end before the picture
     await shot(page, "04-dark");
     await page.emulateMedia({ colorScheme: "light" });
     if (process.env.UPDATE_DEMO_SCREENSHOT) {
@@ -732,7 +748,9 @@ test("markup in facts, sections and answers is shown as text and never runs", as
       catHtml: document.querySelectorAll("#facts-list b, #facts-list i").length,
     }));
     assert.deepEqual(counts, { img: 0, script: 1, svgOnload: 0, anchors: 0, bold: 1, catHtml: 0 });
-    await page.waitForTimeout(300); // any onerror would have fired by now
+    // A handler would run while the page renders what it was given: two frames after the
+    // last message is drawn and every animation is over, none has.
+    await settled(page);
     await shot(page, "08-markup-as-text");
     assert.deepEqual(problems, { dialogs: [], errors: [] });
   });
@@ -1191,9 +1209,11 @@ test("a failed model call shows the error with Retry, and Stop interrupts an ans
     await page.locator("#input").fill("Another very long story, please");
     await page.locator("#input").press("Enter");
     await stop.waitFor({ timeout: T });
+    const aborted = page.waitForEvent("requestfailed", { predicate: (r) => r.method() === "POST", timeout: T });
     await page.locator("#new-chat").click();
     await page.getByRole("button", { name: "Send message" }).waitFor({ timeout: T });
-    await page.waitForTimeout(300); // the aborted answer settles
+    await aborted; // the abandoned answer's request is cancelled by the page: it settles now
+    await settled(page);
     assert.equal(await page.locator("#messages .msg").count(), 0, "no stray message from the abandoned answer");
     await reload(page);
     assert.equal(await page.locator("#messages .msg").count(), 0, "nor in the saved chat");

@@ -1,4 +1,4 @@
-// No fixed sleeps: CI is a busy 2-core machine, where "wait 700 ms, then it will have
+// No fixed sleeps (setTimeout, sleep, Playwright's page.waitForTimeout): CI is a busy 2-core machine, where "wait 700 ms, then it will have
 // happened" is how a good change turns red. Every timer in a test file is one of:
 //   * a wait for something to happen: `eventually(condition)` (tests/helpers/wait.mjs), or a
 //     poll written out as `while (!condition) await …setTimeout(r, ≤ 50)`, bounded only by the
@@ -44,7 +44,7 @@ function unexplainedWaits(source, rust = false) {
   const lines = source.split("\n");
   const out = [];
   for (const [i, line] of lines.entries()) {
-    if (!/\bsetTimeout\(|\bsleep\(/.test(line)) continue;
+    if (!/\bsetTimeout\(|\bsleep\(|\.waitForTimeout\(/.test(line)) continue;
     if (/^\s*(\/\/|\*)/.test(line) || /\bfunction sleep\b|const sleep =|\bfn sleep\(/.test(line)) continue;
     const context = lines.slice(Math.max(0, i - 3), i + 1).join("\n");
     if (/fixed wait:/.test(context)) continue;
@@ -86,6 +86,7 @@ test("the scanner flags a fixed sleep and a bounded short poll (JS and Rust), an
     0,
   );
   assert.equal(flagged("  await eventually(() => x);"), 0);
+  assert.equal(flagged("  await page.waitForTimeout(300); // the answer settles"), 1, "Playwright's sleep is a sleep");
   const rust = (src) => unexplainedWaits(src, true).length;
   assert.equal(
     rust("    for _ in 0..100 {\n        if done() {\n            break;\n        }\n        sleep(10).await;\n    }"),

@@ -135,11 +135,25 @@ test(
       // Another instance as the prop: its document; the first one's events no longer reach the panel.
       await page.evaluate(() => app.show(app.other));
       await shows("facts", "Only in B");
+      // Every text the panel shows from here on is recorded; A's write comes first, so its
+      // update would render before B's (events and React's renders keep their order).
+      await page.evaluate(() => {
+        const el = document.getElementById("facts");
+        globalThis.factTexts = [el.textContent];
+        new MutationObserver(() => globalThis.factTexts.push(el.textContent)).observe(el, {
+          subtree: true,
+          childList: true,
+          characterData: true,
+        });
+      });
       await page.evaluate(() => app.memory.addFact({ content: "Written to A after the switch" }));
-      await page.waitForTimeout(300);
-      assert.equal(await text("facts"), "Only in B", "an update of the old instance does not re-render the panel");
       await page.evaluate(() => app.other.addFact({ content: "Written to B" }));
       await shows("facts", "Only in B | Written to B");
+      const seen = await page.evaluate(() => globalThis.factTexts);
+      assert.ok(
+        seen.every((t) => !t.includes("Written to A")),
+        `an update of the old instance does not re-render the panel: ${JSON.stringify(seen)}`,
+      );
       // null: back to the empty state.
       await page.evaluate(() => app.show(null));
       await shows("doc", "no document");
