@@ -50,6 +50,15 @@ after(async () => {
   await server?.close();
 });
 
+// The limits are the work's, not a wall clock for the whole test. A hung model (loaded, but
+// sending nothing) fails the streamed request after IDLE_MS without data: the prompt's ~1 500
+// tokens take seconds to a minute on a loaded 2-core CPU, then tokens come every few hundred
+// ms. A slow but working model gets DEADLINE_MS for each of the at most 2 requests (a cut-off
+// reply is asked once more, with at most 4 × 192 tokens). The test's own limit is those two
+// plus the checks; either timeout fails first, naming which limit it was.
+const IDLE_MS = 180_000;
+const DEADLINE_MS = 900_000;
+
 const conversation = [
   { role: "user", content: "I'm a nurse and I live in Lyon. Any tips for sleeping after a night shift?" },
   {
@@ -60,21 +69,22 @@ const conversation = [
 
 test(
   "SmolLM2-135M with structured outputs: observe + flush commits a valid delta with the endpoint's usage, or fails cleanly when cut off twice",
-  { timeout: 30 * 60_000 },
+  { timeout: 2 * DEADLINE_MS + 120_000 },
   async () => {
     const memory = await openMemory({
       agent: freshAgent("smollm2"),
       storage: "memory",
       debounceMs: 600_000,
-      // Generous: a shared 2-core CPU; no retries of a slow request. A small reply budget (the
-      // model's replies here are ~50 tokens): a reply running to the limit twice (192, then a
-      // loop retry or 4 × 192) costs minutes on a loaded machine, not the default 1024 + 4096.
+      // No retries of a slow request. A small reply budget (the model's replies here are ~50
+      // tokens): a reply running to the limit twice (192, then a loop retry or 4 × 192) costs
+      // minutes on a loaded machine, not the default 1024 + 4096.
       llm: {
         baseUrl: server.baseUrl,
         model: server.model,
         jsonMode: "schema",
         maxTokens: 192,
-        timeoutMs: 600_000,
+        timeoutMs: IDLE_MS,
+        deadlineMs: DEADLINE_MS,
         maxRetries: 0,
       },
     });
@@ -84,6 +94,11 @@ test(
     const result = await memory.flush().catch((e) => e);
     const seconds = (Date.now() - started) / 1000;
 
+    assert.notEqual(
+      result?.code,
+      "LLM_TIMEOUT",
+      `the model timed out (no data for ${IDLE_MS / 1000} s, or a request not done in ${DEADLINE_MS / 1000} s): ${result?.message}`,
+    );
     const requests = await server.requests();
     assert.ok(
       requests.length >= 1 && requests.length <= 2,
