@@ -28,27 +28,7 @@ import { factsReply, startLlmServer } from "../helpers/llm-server.mjs";
 import { startPostgres } from "../helpers/servers.mjs";
 import { launchBrowser } from "../helpers/browser.mjs";
 import { startStaticServer } from "../helpers/static-server.mjs";
-
-/** The fenced blocks of a Markdown file: `{ lang, code, heading, marker, line }`. */
-export function fencedBlocks(text) {
-  const lines = text.split("\n");
-  const blocks = [];
-  let heading = "";
-  for (let i = 0; i < lines.length; i++) {
-    const h = /^#{1,6}\s+(.*)$/.exec(lines[i]);
-    if (h) heading = h[1].trim();
-    const open = /^```(\w*)\s*$/.exec(lines[i]);
-    if (!open) continue;
-    let j = i + 1;
-    while (j < lines.length && !/^```\s*$/.test(lines[j])) j++;
-    let k = i - 1;
-    while (k >= 0 && lines[k].trim() === "") k--;
-    const marker = k >= 0 ? /^<!--\s*(not run:\s*[\s\S]*?|runnable)\s*-->$/.exec(lines[k].trim())?.[1] : undefined;
-    blocks.push({ lang: open[1], code: lines.slice(i + 1, j).join("\n"), heading, marker, line: i + 1 });
-    i = j;
-  }
-  return blocks;
-}
+import { assertNamesFiles, fencedBlocks } from "../helpers/markdown.mjs";
 
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const BLOCKS = fencedBlocks(README);
@@ -327,6 +307,37 @@ process.exit(0);`,
   },
 };
 
+/** The docs' own runnable blocks that differ from the README's example under the same heading. */
+const DOC_CHECKS = {
+  "docs/cli.md": {
+    "Command line": {
+      sh: async (b) => {
+        const r = await runSh(b, project);
+        assert.doesNotMatch(r.out, /no fact matches/, `"which language?" finds "Prefers TypeScript":\n${r.out}`);
+        assert.match(
+          r.out,
+          /removeFact: -1 fact\n\s+- \S+ \[[^\]]*\] Prefers TypeScript/,
+          `history names the removed fact:\n${r.out}`,
+        );
+        // undo took the forget back: the fact is in the folder again.
+        const show = await run(
+          join(project, "node_modules/.bin/user-memory"),
+          ["show", "--dir", "./memory", "--json"],
+          {
+            cwd: r.dir,
+          },
+        );
+        assert.equal(show.code, 0, show.err);
+        assert.deepEqual(
+          JSON.parse(show.out).document.facts.map((f) => f.content),
+          ["Prefers TypeScript"],
+          "undo restored the fact",
+        );
+      },
+    },
+  },
+};
+
 describe("README.md code blocks", () => {
   test("every block either has a check here or a not-run reason that names the file running it instead", () => {
     assert.ok(BLOCKS.length >= 8, `found ${BLOCKS.length} blocks`);
@@ -350,13 +361,6 @@ describe("README.md code blocks", () => {
   }
 });
 
-/** Asserts that a not-run reason names, in backticks, files of this repository that exist. */
-function assertNamesFiles(where, marker) {
-  const files = [...marker.matchAll(/`([\w./-]+\.\w+|[\w.-]+\/[\w./-]*)`/g)].map((m) => m[1]);
-  assert.ok(files.length, `${where}: the reason names no file (in backticks): ${marker}`);
-  for (const f of files) assert.ok(existsSync(join(ROOT, f)), `${where}: ${f} does not exist`);
-}
-
 describe("docs/*.md code blocks", () => {
   test("every JavaScript block of docs/*.md is runnable or has a not-run reason that names the file running it instead", () => {
     const js = ALL_DOC_BLOCKS.filter((b) => JS_LANGS.has(b.lang));
@@ -369,7 +373,7 @@ describe("docs/*.md code blocks", () => {
 
   for (const b of DOC_BLOCKS) {
     test(`${b.file} line ${b.line}: ${b.heading} (${b.lang}) runs as written`, { timeout: 240_000 }, async () => {
-      const check = CHECKS[b.heading]?.[b.lang];
+      const check = DOC_CHECKS[b.file]?.[b.heading]?.[b.lang] ?? CHECKS[b.heading]?.[b.lang];
       if (check) await check(b);
       else if (b.lang === "sh") await runSh(b, project);
       else if (b.lang === "js") {
