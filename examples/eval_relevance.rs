@@ -14,7 +14,7 @@
 //!
 //! The long-horizon set (`tests/data/longhorizon.json`, or one half: `…:tune`, `…:report`)
 //! loads as personas too (its questions the cases, their evidence the relevant facts), so
-//! `--fusions`, `--block` and `--keywords` report it beside the relevance sets; its vectors are not cached
+//! `--fusions`, `--block` and `--keywords` (`--keywords-file`: a model's) report it beside the relevance sets; its vectors are not cached
 //! in the repository (`--embed-url … --write-vectors target/eval/longhorizon-vectors.json`
 //! once, then `--vectors` for each cache: see docs/relevance.md).
 
@@ -493,6 +493,13 @@ fn scripted_keywords(fact: &Fact, facts_lower: &[String], n: usize, clause: bool
     cands
 }
 
+/// A keywords variant: its name and the keywords it gives a fact (the persona's facts
+/// lower-cased at hand, for the scripted rule's rarity order).
+type KeywordRule<'a> = (&'a str, KeywordFn<'a>);
+
+/// The keywords a variant gives a fact.
+type KeywordFn<'a> = Box<dyn Fn(&Fact, &[String]) -> Vec<String> + 'a>;
+
 /// `--keywords`: does a hidden keywords field that the lexical index reads lift lexical
 /// recall? Each fact's keywords come from [`scripted_keywords`] (the long-horizon set, whose
 /// facts know their source turn; the relevance sets have none, so they are unchanged) and are
@@ -501,25 +508,90 @@ fn scripted_keywords(fact: &Fact, facts_lower: &[String], n: usize, clause: bool
 /// 95 % paired bootstrap intervals. `EVAL_SHOW_KEYWORDS=<variant number, from 0>` prints
 /// every fact's keywords of that variant.
 fn compare_keywords(files: &[&String]) {
-    let variants: [(&str, usize, bool); 5] = [
-        ("no keywords (shipped)", 0, true),
-        ("3 from the fact's clause", 3, true),
-        ("5 from the fact's clause", 5, true),
-        ("3 from the source turn", 3, false),
-        ("5 from the source turn", 5, false),
+    let scripted = |n: usize, clause: bool| -> KeywordFn {
+        Box::new(move |f, lower| if n == 0 { Vec::new() } else { scripted_keywords(f, lower, n, clause) })
+    };
+    let variants: Vec<KeywordRule> = vec![
+        ("no keywords (shipped)", scripted(0, true)),
+        ("3 from the fact's clause", scripted(3, true)),
+        ("5 from the fact's clause", scripted(5, true)),
+        ("3 from the source turn", scripted(3, false)),
+        ("5 from the source turn", scripted(5, false)),
     ];
     let sets: Vec<Vec<Persona>> = files.iter().map(|f| load(f)).collect();
+    let names: Vec<String> = files.iter().map(|f| f.rsplit('/').next().unwrap_or(f).to_string()).collect();
+    keyword_table(&names, &sets, &variants);
+}
+
+/// `--keywords-file FILE`: the same measurement with the keywords a real model wrote
+/// (`bench/keywords-model.mjs`: JSON Lines `{ id, keywords }`). The model covers a prefix of
+/// each persona's history, so each persona is cut to the facts it has keywords for (its
+/// memory as of that session) and to the questions whose evidence is all among them; personas
+/// it did not reach are left out. Variants: none; the model's keywords as written; the same
+/// without the words the fact already has; the best scripted rule (5 from the source turn) on
+/// the same cut, for comparison.
+fn compare_model_keywords(files: &[&String], path: &str) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut written: HashMap<String, Vec<String>> = HashMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let k = v["keywords"].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        written.insert(v["id"].as_str().unwrap_or_default().to_string(), k);
+    }
+    let mut sets = Vec::new();
+    let mut names = Vec::new();
+    for file in files {
+        let mut kept = Vec::new();
+        for mut p in load(file) {
+            p.doc.facts.retain(|f| written.contains_key(&f.id));
+            let ids: Vec<&str> = p.doc.facts.iter().map(|f| f.id.as_str()).collect();
+            p.cases.retain(|c| c.relevant.iter().all(|r| ids.contains(&r.as_str())));
+            if !p.doc.facts.is_empty() && !p.cases.is_empty() {
+                println!(
+                    "{file}: {} facts with keywords, {} questions with all their evidence among them",
+                    p.doc.facts.len(),
+                    p.cases.len()
+                );
+                kept.push(p);
+            }
+        }
+        if !kept.is_empty() {
+            names.push(format!("{} (cut)", file.rsplit('/').next().unwrap_or(file)));
+            sets.push(kept);
+        }
+    }
+    assert!(!sets.is_empty(), "{path}: no persona of these sets has keywords");
+    let as_written = |f: &Fact| written.get(&f.id).cloned().unwrap_or_default();
+    let variants: Vec<KeywordRule> = vec![
+        ("no keywords (shipped)", Box::new(|_, _| Vec::new())),
+        ("the model's keywords, as written", Box::new(move |f, _| as_written(f))),
+        (
+            "the model's keywords, minus the fact's own words",
+            Box::new(move |f, _| {
+                let content = f.content.to_lowercase();
+                as_written(f).into_iter().filter(|k| !content.contains(&k.to_lowercase())).collect()
+            }),
+        ),
+        ("5 from the source turn (scripted)", Box::new(|f, lower| scripted_keywords(f, lower, 5, false))),
+    ];
+    keyword_table(&names, &sets, &variants);
+}
+
+/// Ranks every case of `sets` with each variant's keywords indexed after the fact's content
+/// and prints the table: per set and pooled recall@15 / nDCG@15 with the keywords a fact, and
+/// the pooled gains over the first variant with their intervals.
+fn keyword_table(names: &[String], sets: &[Vec<Persona>], variants: &[KeywordRule]) {
     let opts = Config::default().inject;
     // Per variant, per case: (set, recall@15, nDCG@15); per variant and set: keywords a fact.
     let mut per: Vec<Vec<(usize, f64, f64)>> = vec![Vec::new(); variants.len()];
-    let mut per_fact: Vec<Vec<(f64, f64)>> = vec![vec![(0.0, 0.0); files.len()]; variants.len()];
-    for (vi, &(_, n, clause)) in variants.iter().enumerate() {
+    let mut per_fact: Vec<Vec<(f64, f64)>> = vec![vec![(0.0, 0.0); sets.len()]; variants.len()];
+    for (vi, (_, rule)) in variants.iter().enumerate() {
         for (si, personas) in sets.iter().enumerate() {
             for p in personas {
                 let lower: Vec<String> = p.doc.facts.iter().map(|f| f.content.to_lowercase()).collect();
                 let mut indexed = p.doc.clone();
                 for f in &mut indexed.facts {
-                    let k = if n == 0 { Vec::new() } else { scripted_keywords(f, &lower, n, clause) };
+                    let k = rule(f, &lower);
                     if std::env::var("EVAL_SHOW_KEYWORDS").is_ok_and(|v| v == vi.to_string()) && !k.is_empty() {
                         println!("{} -> {k:?}", f.content);
                     }
@@ -543,15 +615,15 @@ fn compare_keywords(files: &[&String]) {
     }
     let mean = |xs: &[&(usize, f64, f64)], f: &dyn Fn(&(usize, f64, f64)) -> f64| xs.iter().map(|x| f(x)).sum::<f64>() / xs.len() as f64;
     print!("| keywords (recall@15 / nDCG@15, keywords a fact) |");
-    for file in files {
-        print!(" {} |", file.rsplit('/').next().unwrap_or(file));
+    for name in names {
+        print!(" {name} |");
     }
     println!(" pooled | pooled recall@15 gain [95 % CI] | pooled nDCG@15 gain [95 % CI] |");
-    println!("|---|{}---|---|---|", "---|".repeat(files.len()));
-    for (vi, (name, _, _)) in variants.iter().enumerate() {
+    println!("|---|{}---|---|---|", "---|".repeat(names.len()));
+    for (vi, (name, _)) in variants.iter().enumerate() {
         print!("| {name} |");
-        for si in 0..=files.len() {
-            let xs: Vec<_> = per[vi].iter().filter(|x| si == files.len() || x.0 == si).collect();
+        for si in 0..=names.len() {
+            let xs: Vec<_> = per[vi].iter().filter(|x| si == names.len() || x.0 == si).collect();
             print!(" {:.3} / {:.3}", mean(&xs, &|x| x.1), mean(&xs, &|x| x.2));
             if let Some((words, facts)) = per_fact[vi].get(si) {
                 print!(", {:.1}", words / facts.max(1.0));
@@ -756,7 +828,7 @@ fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
 }
 
-const VALUE_FLAGS: [&str; 4] = ["--vectors", "--embed-url", "--embed-model", "--write-vectors"];
+const VALUE_FLAGS: [&str; 5] = ["--vectors", "--embed-url", "--embed-model", "--write-vectors", "--keywords-file"];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -817,6 +889,10 @@ fn main() {
     if args.iter().any(|a| a == "--block") {
         assert!(have_vectors, "--block needs vectors");
         compare_blocks(&emb, &files);
+        return;
+    }
+    if let Some(path) = flag(&args, "--keywords-file") {
+        compare_model_keywords(&files, path);
         return;
     }
     if args.iter().any(|a| a == "--keywords") {
