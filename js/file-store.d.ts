@@ -1,4 +1,4 @@
-import type { StorageAdapter } from "./index.js";
+import type { RollbackMark, StorageAdapter } from "./index.js";
 
 /** Options of {@link fileStore}. */
 export interface FileStoreOptions {
@@ -7,7 +7,17 @@ export interface FileStoreOptions {
    * holder is a dead process on this host is broken at once. Default 10 000.
    */
   staleLockMs?: number;
+  /**
+   * The folder, outside the store folder, where encrypted memory keeps its rollback marks
+   * (one small file per memory: the highest revision this device saw, sealed under the data
+   * key), so that a process started after the whole store was put back from an older backup
+   * reports `ROLLBACK`. Default {@link defaultMarkDir}; `false`: none.
+   */
+  markDir?: string | false;
 }
+
+/** The default `markDir`: `user-memory/marks` in the user's cache folder (`$XDG_CACHE_HOME`, `~/.cache`, `~/Library/Caches`, `%LOCALAPPDATA%`); `null` without a home folder. */
+export declare function defaultMarkDir(): string | null;
 
 /**
  * A storage adapter that keeps memory in files of one directory (Node.js).
@@ -33,6 +43,8 @@ export declare class FileStore implements StorageAdapter {
   readonly dir: string;
   /** Shown in error messages: `fileStore("/abs/dir")`. */
   readonly name: string;
+  /** The rollback mark files of `markDir` (undefined with `markDir: false`). */
+  readonly rollbackMark?: RollbackMark;
   get(key: string): Promise<string | null>;
   set(key: string, value: string): Promise<void>;
   delete(key: string): Promise<void>;

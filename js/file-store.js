@@ -33,8 +33,8 @@ import { constants, readFileSync, readlinkSync } from "node:fs";
 /** Owner-only modes of what the store creates (no effect on Windows). */
 const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
-import { hostname } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { homedir, hostname } from "node:os";
+import { dirname, join, relative, resolve, isAbsolute } from "node:path";
 import { errorCode, invalidInput, userMemoryError } from "./errors.js";
 import { messageOf, retryingOnce } from "./store-util.js";
 
@@ -68,19 +68,78 @@ export function fileStore(dir, options) {
  * @typedef {object} FileStoreOptions
  * @property {number} [staleLockMs] A lock held longer than this is considered abandoned
  *   (default 10 000; a compareAndSet holds it for one read and one small write).
+ * @property {string | false} [markDir] Where encrypted memory keeps its rollback marks, outside
+ *   `dir` (default {@link defaultMarkDir}); `false`: none.
  */
+
+/**
+ * The default folder of the rollback marks of encrypted memory: `user-memory/marks` in this
+ * user's cache folder ($XDG_CACHE_HOME or ~/.cache; ~/Library/Caches on macOS; %LOCALAPPDATA%
+ * on Windows). `null` when there is no home folder.
+ * @returns {string | null}
+ */
+export function defaultMarkDir() {
+  let base = process.env.XDG_CACHE_HOME;
+  try {
+    if (process.platform === "win32") base = process.env.LOCALAPPDATA ?? join(homedir(), "AppData", "Local");
+    else if (process.platform === "darwin") base = join(homedir(), "Library", "Caches");
+    else if (!base || !isAbsolute(base)) base = join(homedir(), ".cache");
+  } catch {
+    return null;
+  }
+  return join(base, "user-memory", "marks");
+}
+
+/**
+ * The rollback marks of the memories in `storeDir`, one small file each in `markDir`
+ * (written like the store's: temp file, fsync, rename; owner-only modes).
+ * @param {string} storeDir @param {string} markDir
+ * @returns {import("./index.js").RollbackMark}
+ */
+function markFiles(storeDir, markDir) {
+  /** @param {string} name */
+  const path = (name) => join(markDir, createHash("sha256").update(`${storeDir}\n${name}`).digest("hex").slice(0, 32));
+  return {
+    name: `the rollback mark folder ${JSON.stringify(markDir)}`,
+    async get(name) {
+      try {
+        return await readFile(path(name), "utf8");
+      } catch (e) {
+        if (errorCode(e) === "ENOENT") return null;
+        throw e;
+      }
+    },
+    async set(name, value) {
+      await mkdir(markDir, { recursive: true, mode: DIR_MODE });
+      const temp = join(markDir, `${TEMP}${process.pid}-${randomBytes(6).toString("hex")}`);
+      const fh = await open(temp, "wx", FILE_MODE);
+      try {
+        await fh.writeFile(value, "utf8");
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(temp, path(name)).catch(async (/** @type {unknown} */ e) => {
+        await unlink(temp).catch(() => {});
+        throw e;
+      });
+    },
+  };
+}
 
 /** A {@link StorageAdapter} over a directory. Every method may be called concurrently. */
 export class FileStore {
   /** @type {string} */ dir;
   /** @type {number} */ #staleLockMs;
+  /** Where encrypted memory in `dir` keeps its rollback marks (`markDir`), if anywhere. @type {import("./index.js").RollbackMark | undefined} */
+  rollbackMark;
   #ready = retryingOnce(() => this.#check());
 
   /**
    * @param {string} dir the directory (created if missing, when its parent exists)
    * @param {FileStoreOptions} [options]
    */
-  constructor(dir, { staleLockMs = 10_000 } = {}) {
+  constructor(dir, { staleLockMs = 10_000, markDir = defaultMarkDir() ?? false } = {}) {
     if (typeof dir !== "string" || dir === "") {
       throw invalidInput("fileStore(dir) needs a directory path (a non-empty string)");
     }
@@ -89,6 +148,19 @@ export class FileStore {
     }
     this.dir = resolve(dir);
     this.#staleLockMs = staleLockMs;
+    if (markDir !== false) {
+      if (typeof markDir !== "string" || markDir === "") {
+        throw invalidInput("fileStore(dir, { markDir }) needs a folder path (a non-empty string) or false");
+      }
+      const marks = resolve(markDir);
+      const inside = relative(this.dir, marks);
+      if (!inside.startsWith("..") && !isAbsolute(inside)) {
+        throw invalidInput(
+          `fileStore(dir, { markDir }): the rollback marks must be kept outside the store folder ${JSON.stringify(this.dir)}`,
+        );
+      }
+      this.rollbackMark = markFiles(this.dir, marks);
+    }
   }
 
   /** Shown in error messages. */

@@ -25,6 +25,13 @@
 //!   (`CORRUPT_MEMORY` naming the slot); an older value put back under a newer revision, or a
 //!   document older than the high-water mark (the key record's, or the highest this process
 //!   saw), is `ROLLBACK`.
+//! * A **rollback mark** ([`Mark`], optional, [`EncryptedStore::with_mark`]) keeps the
+//!   highest document revision outside the store (a file of this device, localStorage beside
+//!   IndexedDB), so a process started after the whole store, key record included, was put
+//!   back from a backup still sees that it is older: `umark1:<generation>:` + base64(IV ‖
+//!   the revision sealed under the DEK), associated data `user-memory|<agent>|mark|<id>|
+//!   <generation>`. A missing, unreadable or forged mark counts as none (it never locks the
+//!   owner out); a commit re-writes it.
 //! * Encrypting plain memory in place writes the key record first (state migrating, with
 //!   the hashes of the plain values), re-writes each slot by its own atomic commit, and flips
 //!   the state last. An interrupted run is finished by the next [`encrypt`] (which seals
@@ -86,6 +93,20 @@ pub trait CryptoProvider {
     /// The SHA-256 digest of `data`.
     fn sha256<'a>(&'a self, data: &'a [u8]) -> LocalFuture<'a, Result<Vec<u8>>>;
 }
+
+/// Where the rollback mark lives: a small string store outside the memory's store (see the
+/// module docs). Failures are ignored by the caller (the mark is a second line of defence).
+pub trait Mark {
+    /// The value stored under `name`, if any.
+    fn get<'a>(&'a self, name: &'a str) -> LocalFuture<'a, Result<Option<String>>>;
+    /// Stores `value` under `name`.
+    fn set<'a>(&'a self, name: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>>;
+    /// Names where the mark is, for messages (never a secret).
+    fn describe(&self) -> String;
+}
+
+/// The tag that starts a stored rollback mark.
+const MARK_PREFIX: &str = "umark1:";
 
 /// The user's key: never stored, never printed.
 #[derive(Clone)]
@@ -466,9 +487,84 @@ pub struct EncryptedStore {
     provider: Rc<dyn CryptoProvider>,
     agent: String,
     keys: RefCell<Keys>,
+    /// The rollback mark, if any, and the highest revision it held or was raised to.
+    mark: Option<(Rc<dyn Mark>, std::cell::Cell<u64>)>,
 }
 
 impl EncryptedStore {
+    /// Keeps the document's high-water revision in `mark` too, outside the store (see the
+    /// module docs): the revision it holds now is the floor of every later document read.
+    pub async fn with_mark(mut self, mark: Rc<dyn Mark>) -> EncryptedStore {
+        let held = self.read_mark(&*mark).await.unwrap_or(0);
+        self.mark = Some((mark, std::cell::Cell::new(held)));
+        self
+    }
+
+    fn mark_name(&self) -> String {
+        format!("user-memory-mark/{}/{}", self.agent, self.keys.borrow().body.id)
+    }
+
+    fn mark_aad(&self, generation: u64) -> Vec<u8> {
+        format!("user-memory|{}|mark|{}|{generation}", self.agent, self.keys.borrow().body.id).into_bytes()
+    }
+
+    /// The revision `mark` holds for this memory; `None` when it holds none, or one that does
+    /// not open under the current or previous data key (altered, or of another memory).
+    // Boxed, like the two below (one copy of each state machine: wasm size).
+    fn read_mark<'a>(&'a self, mark: &'a dyn Mark) -> LocalFuture<'a, Option<u64>> {
+        Box::pin(self.read_mark_inner(mark))
+    }
+
+    async fn read_mark_inner(&self, mark: &dyn Mark) -> Option<u64> {
+        let text = mark.get(&self.mark_name()).await.ok()??;
+        let (generation, body) = text.strip_prefix(MARK_PREFIX)?.split_once(':')?;
+        let generation: u64 = generation.parse().ok()?;
+        let key = {
+            let k = self.keys.borrow();
+            if generation == k.body.generation {
+                k.dek.clone()
+            } else if generation + 1 == k.body.generation {
+                k.prev.clone()?
+            } else {
+                return None;
+            }
+        };
+        let mut bytes = Vec::new();
+        if !base64_decode(body, &mut bytes) {
+            return None;
+        }
+        let plain = unseal(&*key, &self.mark_aad(generation), &bytes).await.ok()??;
+        std::str::from_utf8(&plain).ok()?.parse().ok()
+    }
+
+    /// Raises the rollback mark to `revision` (best effort: a failure leaves it lower, which
+    /// weakens the check but never refuses the owner).
+    fn raise_mark(&self, revision: u64) -> LocalFuture<'_, ()> {
+        Box::pin(self.raise_mark_inner(revision))
+    }
+
+    async fn raise_mark_inner(&self, revision: u64) {
+        let Some((mark, held)) = &self.mark else { return };
+        if revision <= held.get() {
+            return;
+        }
+        held.set(revision);
+        // Another process sharing the mark may have raised it further meanwhile.
+        if self.read_mark(&**mark).await.is_some_and(|m| m >= revision) {
+            return;
+        }
+        let (generation, dek) = {
+            let k = self.keys.borrow();
+            (k.body.generation, k.dek.clone())
+        };
+        let Ok(sealed) = seal(&*self.provider, &*dek, &self.mark_aad(generation), revision.to_string().as_bytes()).await else {
+            return;
+        };
+        let mut value = format!("{MARK_PREFIX}{generation}:");
+        base64_encode(&sealed, &mut value);
+        let _ = mark.set(&self.mark_name(), &value).await;
+    }
+
     fn seen_key(&self) -> String {
         format!("{}|{}|{}", self.inner.describe(), self.agent, self.keys.borrow().body.id)
     }
@@ -549,13 +645,22 @@ impl EncryptedStore {
     fn check_floor(&self, revision: Option<u64>) -> Result<()> {
         let key = self.seen_key();
         let floor = self.keys.borrow().body.doc_revision.max(seen(&key, None));
+        let marked = self.mark.as_ref().map_or(0, |(_, held)| held.get());
         let at = revision.unwrap_or(0);
-        if at < floor {
+        if at < floor.max(marked) {
+            let mark = match &self.mark {
+                Some((mark, _)) if marked > floor => format!(
+                    " (the rollback mark in {} says this device saw revision {marked}; to accept this older copy on purpose, delete that mark)",
+                    mark.describe()
+                ),
+                _ => String::new(),
+            };
             return Err(Error::Rollback(format!(
-                "the stored document of agent \"{}\" in {} is {}, older than revision {floor} already written: a rollback (a restored backup?); it was not read. Put the newest copy back",
+                "the stored document of agent \"{}\" in {} is {}, older than revision {} already written: a rollback (a restored backup?); it was not read. Put the newest copy back{mark}",
                 self.agent,
                 self.inner.describe(),
                 if revision.is_some() { format!("at revision {at}") } else { "missing".to_string() },
+                floor.max(marked),
             )));
         }
         seen(&key, Some(at));
@@ -575,7 +680,12 @@ impl EncryptedStore {
 
     async fn load_slot(&self, slot: Slot) -> Result<Option<Versioned>> {
         match self.opened(slot).await? {
-            Some(v) => Ok(Some(v).filter(|v| v.value != ABSENT)),
+            Some(v) => {
+                if slot == Slot::Document {
+                    self.raise_mark(v.revision).await;
+                }
+                Ok(Some(v).filter(|v| v.value != ABSENT))
+            }
             None => {
                 if slot == Slot::Document {
                     self.check_floor(None)?;
@@ -657,6 +767,7 @@ impl EncryptedStore {
             // The high-water mark in the key record too (best effort: a conflict means
             // another instance just wrote the record; the next commit raises it again).
             let _ = self.write_body(&|b| (b.doc_revision < n).then(|| b.doc_revision = n).is_some(), false).await;
+            self.raise_mark(n).await;
         }
         Ok(commit)
     }
@@ -883,7 +994,7 @@ async fn open_as(
                 if !committed {
                     continue; // another instance created it first: use theirs
                 }
-                let store = EncryptedStore { inner, provider, agent: agent.into(), keys: RefCell::new(keys) };
+                let store = EncryptedStore { inner, provider, agent: agent.into(), keys: RefCell::new(keys), mark: None };
                 // A plain instance that checked for a key record just before this one was
                 // written must not land a first value in the clear.
                 store.mark_empty_slots().await?;
@@ -891,7 +1002,7 @@ async fn open_as(
             }
         };
         let state = keys.body.state;
-        let store = EncryptedStore { inner, provider, agent: agent.into(), keys: RefCell::new(keys) };
+        let store = EncryptedStore { inner, provider, agent: agent.into(), keys: RefCell::new(keys), mark: None };
         match state {
             KeyState::Migrating => store.finish_migration(owner).await?,
             KeyState::Rotating => store.finish_rotation().await?,

@@ -292,12 +292,27 @@ impl Call {
 
 /// The store seen through encryption with `key`, or, without a key, the store after checking
 /// that it is not encrypted memory (which must never be read as plaintext nor overwritten).
-async fn secure(store: Rc<dyn Store>, agent: &str, key: Option<&crate::storage::crypto::UserKey>) -> Result<Rc<dyn Store>> {
+/// `options`: the `open()` options, for the rollback mark.
+async fn secure(
+    store: Rc<dyn Store>,
+    agent: &str,
+    key: Option<&crate::storage::crypto::UserKey>,
+    options: &JsValue,
+) -> Result<Rc<dyn Store>> {
     match key {
         #[cfg(feature = "encryption")]
-        Some(key) => Ok(Rc::new(crate::storage::crypto::open(store, agent, Rc::new(super::crypto::WebCrypto), key).await?)),
+        Some(key) => {
+            let opened = crate::storage::crypto::open(store, agent, Rc::new(super::crypto::WebCrypto), key).await?;
+            Ok(Rc::new(match super::crypto::rollback_mark(options) {
+                Some(mark) => opened.with_mark(mark).await,
+                None => opened,
+            }))
+        }
         #[cfg(not(feature = "encryption"))]
-        Some(_) => Err(super::error::not_built("`encryption`", "encryption")),
+        Some(_) => {
+            let _ = options;
+            Err(super::error::not_built("`encryption`", "encryption"))
+        }
         None => Ok(Rc::new(crate::storage::crypto::open_plain(store, agent).await?)),
     }
 }
@@ -666,7 +681,7 @@ impl UserMemory {
         let persistence = persist::start(backend.browser, opts.persist).await;
         let ephemeral = backend.defaulted_to_memory && opts.config.auto_process && in_node();
         let encrypted = opts.encryption.is_some();
-        let store = secure(backend.store, &opts.config.agent, opts.encryption.as_ref()).await?;
+        let store = secure(backend.store, &opts.config.agent, opts.encryption.as_ref(), &options).await?;
         let (storage, extracts) = (backend.name, opts.llm.is_some());
         let counter: Rc<dyn TokenCounter> = match opts.count_tokens {
             Some(f) => Rc::new(JsCounter { f, running: Cell::new(false) }),

@@ -7,7 +7,8 @@
 use super::convert::{items, keys, prop, set};
 use crate::base::error::{Error, Result};
 use crate::base::sync::LocalFuture;
-use crate::storage::crypto::{Aead, CryptoProvider, UserKey};
+use crate::storage::crypto::{Aead, CryptoProvider, Mark, UserKey};
+use crate::storage::KvStore;
 use js_sys::{Array, Function, Object, Uint8Array};
 use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
@@ -127,11 +128,17 @@ pub(crate) fn read_encryption(v: &JsValue, what: &str) -> Result<Option<UserKey>
     if !v.is_object() {
         return Err(bad("not an object"));
     }
-    let known = ["key", "passphrase", "salt"];
+    let known = ["key", "passphrase", "salt", "mark"];
     for k in keys(v, what)? {
         if !known.contains(&k.as_str()) {
             return Err(bad(&format!("unknown field `{k}`")));
         }
+    }
+    let mark = prop(v, "mark");
+    if !(mark.is_undefined() || mark.is_null() || mark.as_bool() == Some(false) || mark_methods(&mark).is_some()) {
+        return Err(Error::invalid(format!(
+            "{what}: `mark` must be an object with get(name) and set(name, value) methods (where the rollback mark is kept), or false"
+        )));
     }
     let (key, passphrase) = (prop(v, "key"), prop(v, "passphrase"));
     // Not `as_string()`: it replaces a lone surrogate with U+FFFD, so that different
@@ -172,4 +179,73 @@ pub(crate) fn read_encryption(v: &JsValue, what: &str) -> Result<Option<UserKey>
         (true, Some(_)) => Err(bad("the passphrase is empty")),
         _ => Err(bad("give either `key` or `passphrase`")),
     }
+}
+
+/// A rollback mark kept by JS: the `encryption.mark` object, a storage adapter's
+/// `rollbackMark` (`fileStore`'s files outside its folder), or localStorage beside IndexedDB.
+enum JsMark {
+    Object { this: JsValue, get: Function, set: Function, name: String },
+    Local(super::local::LocalStorageKv),
+}
+
+fn mark_methods(v: &JsValue) -> Option<(Function, Function)> {
+    Some((prop(v, "get").dyn_into().ok()?, prop(v, "set").dyn_into().ok()?))
+}
+
+impl JsMark {
+    async fn call(&self, f: &Function, args: &[JsValue]) -> Result<JsValue> {
+        let Self::Object { this, .. } = self else { return Ok(JsValue::UNDEFINED) };
+        let failed = |_| Error::StorageFailed("the rollback mark failed".into());
+        let p = f.apply(this, &args.iter().collect::<Array>()).map_err(failed)?;
+        JsFuture::from(super::convert::promise_of(&p)).await.map_err(failed)
+    }
+}
+
+impl Mark for JsMark {
+    fn get<'a>(&'a self, name: &'a str) -> LocalFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            match self {
+                Self::Object { get, .. } => Ok(self.call(get, &[name.into()]).await?.as_string()),
+                Self::Local(kv) => kv.get(name).await,
+            }
+        })
+    }
+    fn set<'a>(&'a self, name: &'a str, value: &'a str) -> LocalFuture<'a, Result<()>> {
+        Box::pin(async move {
+            match self {
+                Self::Object { set, .. } => self.call(set, &[name.into(), value.into()]).await.map(drop),
+                Self::Local(kv) => kv.set(name, value).await,
+            }
+        })
+    }
+    fn describe(&self) -> String {
+        match self {
+            Self::Object { name, .. } => name.clone(),
+            Self::Local(_) => "localStorage".into(),
+        }
+    }
+}
+
+/// The rollback mark for the `open()` options: `encryption.mark` (`false`: none), else the
+/// storage adapter's `rollbackMark`, else localStorage for IndexedDB memory; `None` elsewhere.
+pub(crate) fn rollback_mark(options: &JsValue) -> Option<Rc<dyn Mark>> {
+    let object = |v: &JsValue, default: &str| {
+        let (get, set) = mark_methods(v)?;
+        let name = prop(v, "name").as_string().unwrap_or_else(|| default.into());
+        Some(Rc::new(JsMark::Object { this: v.clone(), get, set, name }) as Rc<dyn Mark>)
+    };
+    let given = prop(&prop(options, "encryption"), "mark");
+    if !given.is_undefined() {
+        return object(&given, "the `encryption.mark` object");
+    }
+    let storage = prop(options, "storage");
+    if storage.is_object() {
+        return object(&prop(&storage, "rollbackMark"), "the storage adapter's rollbackMark");
+    }
+    let idb = match storage.as_string() {
+        Some(kind) => kind == "indexeddb",
+        None => super::convert::has_global("indexedDB"),
+    };
+    let kv = super::local::LocalStorageKv::new().ok().filter(|_| idb)?;
+    Some(Rc::new(JsMark::Local(kv)))
 }

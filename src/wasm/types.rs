@@ -298,6 +298,8 @@ export interface StorageAdapter {
   compareAndSet?(key: string, expected: string | null, value: string): Promise<boolean> | boolean;
   /** Shown in error messages. */
   name?: string;
+  /** The default rollback mark of encrypted memory in this store (`encryption.mark`); kept outside the store. */
+  rollbackMark?: RollbackMark;
 }
 
 /** Options of `UserMemory.open()`. All optional; without `llm` the instance only reads, edits and queues. */
@@ -376,7 +378,18 @@ export interface UserMemoryOptions {
 }
 
 /** The user's key for encryption at rest: an AES-GCM `CryptoKey` (usages encrypt, decrypt), or a passphrase (with an optional salt of ≥ 16 bytes for a new memory; random otherwise). */
-export type Encryption = { key: CryptoKey } | { passphrase: string; salt?: Uint8Array };
+export type Encryption = ({ key: CryptoKey } | { passphrase: string; salt?: Uint8Array }) & {
+  /** Where this device keeps the rollback mark (the highest document revision it saw, sealed under the data key), outside the store, so a process started after the whole store was put back from an older backup reports `ROLLBACK`. Default: the storage adapter's `rollbackMark` (`fileStore`: a file under the OS cache folder), localStorage for IndexedDB memory, else none. `false`: none. A missing or unreadable mark counts as none. */
+  mark?: RollbackMark | false;
+};
+
+/** A small string store outside the memory's store, for the rollback mark (values are sealed: never a secret in the clear). */
+export interface RollbackMark {
+  get(name: string): Promise<string | null | undefined> | string | null | undefined;
+  set(name: string, value: string): Promise<void> | void;
+  /** Shown in a `ROLLBACK` message (where to delete the mark to accept an older copy on purpose). */
+  name?: string;
+}
 
 /** Options of `UserMemory.encrypt()`. */
 export interface EncryptOptions extends StorageOptions {
