@@ -649,6 +649,73 @@ for (const engine of ENGINES)
       },
     );
 
+    test("indexeddb encrypted: after the whole store is put back from an older copy, a reloaded page is ROLLBACK (the mark in localStorage); without the mark it opens", async () => {
+      const agent = freshAgent("mark");
+      const encryption = { passphrase: "mark passphrase" };
+      const page = await newPage();
+      await open(page, { agent, storage: "indexeddb", encryption });
+      await page.evaluate(() => window.memory.addFact({ content: "Allergic to penicillin" }));
+      await page.evaluate(() => window.memory.close());
+      /** Every IndexedDB record of `agent` (key → record); given `put`, puts exactly those back. */
+      const records = ([agent, put]) =>
+        new Promise((ok, fail) => {
+          const r = indexedDB.open("user-memory");
+          r.onerror = () => fail(r.error);
+          r.onsuccess = () => {
+            const db = r.result;
+            const tx = db.transaction("slots", "readwrite");
+            const slots = tx.objectStore("slots");
+            const out = {};
+            const cursor = slots.openCursor();
+            cursor.onsuccess = () => {
+              const c = cursor.result;
+              if (c) {
+                if (String(c.key).startsWith(`${agent}/`)) {
+                  out[c.key] = c.value;
+                  if (put) c.delete();
+                }
+                return c.continue();
+              }
+              if (put) for (const [k, v] of Object.entries(put)) slots.put(v, k);
+            };
+            tx.oncomplete = () => (db.close(), ok(out));
+            tx.onabort = () => (db.close(), fail(tx.error));
+          };
+        });
+      const backup = await page.evaluate(records, [agent]);
+      assert.ok(
+        Object.keys(backup).some((k) => k.endsWith("/key")),
+        "the key record is in the backup",
+      );
+      await reload(page);
+      await open(page, { agent, storage: "indexeddb", encryption });
+      await page.evaluate(async () => {
+        const [fact] = (await window.memory.get()).facts;
+        await window.memory.removeFact(fact.id, { forget: true });
+        await window.memory.close();
+      });
+      await page.evaluate(records, [agent, backup]);
+      // A reloaded page is a fresh wasm instance: only the mark in localStorage remembers.
+      await reload(page);
+      const marks = await page.evaluate(
+        (agent) => Object.keys(localStorage).filter((k) => k.startsWith(`user-memory-mark/${agent}/`)),
+        agent,
+      );
+      assert.equal(marks.length, 1, "one mark per memory");
+      assert.match(await page.evaluate((k) => localStorage.getItem(k), marks[0]), /^umark1:1:/);
+      const code = await page.evaluate((o) => window.codeOf(() => window.openMemory(o)), {
+        agent,
+        storage: "indexeddb",
+        encryption,
+      });
+      assert.equal(code, "ROLLBACK");
+      // The mark gone (site data cleared): the old copy opens, never a lock-out.
+      await page.evaluate((k) => localStorage.removeItem(k), marks[0]);
+      await open(page, { agent, storage: "indexeddb", encryption });
+      assert.deepEqual(await storedFacts(page), ["Allergic to penicillin"]);
+      await page.close();
+    });
+
     test("in an opaque origin (sandboxed iframe) both backends reject open() with STORAGE_UNAVAILABLE", async () => {
       const page = await browser.newPage(`${server.url}/opaque.html`);
       const results = await page.waitFor(() => window.results);
