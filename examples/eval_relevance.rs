@@ -14,7 +14,7 @@
 //!
 //! The long-horizon set (`tests/data/longhorizon.json`, or one half: `…:tune`, `…:report`)
 //! loads as personas too (its questions the cases, their evidence the relevant facts), so
-//! `--fusions`, `--block` and `--keywords` (`--keywords-file`: a model's) report it beside the relevance sets; its vectors are not cached
+//! `--defaults`, `--fusions`, `--block` and `--keywords` (`--keywords-file`: a model's) report it beside the relevance sets; its vectors are not cached
 //! in the repository (`--embed-url … --write-vectors target/eval/longhorizon-vectors.json`
 //! once, then `--vectors` for each cache: see docs/relevance.md).
 
@@ -639,6 +639,82 @@ fn keyword_table(names: &[String], sets: &[Vec<Persona>], variants: &[KeywordRul
     }
 }
 
+/// `--defaults`: the library at its current defaults against the BM25 baseline, on every set:
+/// per set, pooled, and pooled over the held-out sets (those never tuned on: the check set and
+/// the long-horizon report half), recall@15 of the block `inject()` renders / nDCG@15 for
+/// BM25 (0.6 normalised + 0.4 confidence, 15 facts), the lexical library with exactly 15 facts
+/// (`extraFacts: 0`), and the lexical and hybrid library at their defaults; then the paired
+/// gains with 95 % bootstrap intervals: lexical over BM25, hybrid over lexical.
+fn compare_defaults(emb: &Embeddings, files: &[&String]) {
+    let defaults = Config::default().inject;
+    let rankers: Vec<(&str, Box<Ranker>)> = vec![
+        ("BM25 CJK tokens, 0.6 norm + 0.4 conf", Box::new(plain_bm25(0.6, 0.4))),
+        (
+            "library lexical, exactly 15 (`extraFacts: 0`)",
+            Box::new(library(Params::default(), InjectOptions { extra_facts: 0, ..defaults })),
+        ),
+        ("**library lexical (defaults)**", Box::new(library(Params::default(), defaults))),
+        ("**library hybrid (defaults)**", Box::new(library_hybrid(emb, defaults))),
+    ];
+    let sets: Vec<Vec<Persona>> = files.iter().map(|f| load(f)).collect();
+    let held_out: Vec<bool> = files.iter().map(|f| f.contains("check") || f.ends_with(":report")).collect();
+    // Per ranker, per case: (set, recall@15, nDCG@15).
+    let per: Vec<Vec<(usize, f64, f64)>> = rankers
+        .iter()
+        .map(|(_, r)| {
+            let mut v = Vec::new();
+            for (si, personas) in sets.iter().enumerate() {
+                for p in personas {
+                    for c in &p.cases {
+                        let (order, injected) = r(&p.doc, c);
+                        let m = metrics(&order, &injected, &p.doc, &c.relevant);
+                        v.push((si, m[0], m[2]));
+                    }
+                }
+            }
+            v
+        })
+        .collect();
+    // Column filters: each set, all, the held-out ones.
+    let columns: Vec<Box<dyn Fn(usize) -> bool>> = (0..files.len())
+        .map(|si| Box::new(move |s| s == si) as Box<dyn Fn(usize) -> bool>)
+        .chain([Box::new(|_| true) as Box<dyn Fn(usize) -> bool>, Box::new(|s| held_out[s])])
+        .collect();
+    print!("| recall@15 / nDCG@15 |");
+    for (si, personas) in sets.iter().enumerate() {
+        print!(" {} ({}) |", files[si].rsplit('/').next().unwrap_or(files[si]), personas.iter().map(|p| p.cases.len()).sum::<usize>());
+    }
+    println!(" pooled | held-out |");
+    println!("|---|{}", "---|".repeat(columns.len()));
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+    for (ri, (name, _)) in rankers.iter().enumerate() {
+        print!("| {name} |");
+        for keep in &columns {
+            let xs: Vec<&(usize, f64, f64)> = per[ri].iter().filter(|x| keep(x.0)).collect();
+            let r: Vec<f64> = xs.iter().map(|x| x.1).collect();
+            let n: Vec<f64> = xs.iter().map(|x| x.2).collect();
+            print!(" {:.3} / {:.3} |", mean(&r), mean(&n));
+        }
+        println!();
+    }
+    for (name, a, b) in [("lexical − BM25", 2, 0), ("hybrid − lexical", 3, 2)] {
+        for (metric, label) in [(1usize, "recall@15"), (2, "nDCG@15")] {
+            print!("| {name}, {label} |");
+            for keep in &columns {
+                let d: Vec<f64> = per[a]
+                    .iter()
+                    .zip(&per[b])
+                    .filter(|(x, _)| keep(x.0))
+                    .map(|(x, y)| if metric == 1 { x.1 - y.1 } else { x.2 - y.2 })
+                    .collect();
+                let (lo, hi) = bootstrap(&d);
+                print!(" {:+.3} [{lo:+.3}, {hi:+.3}] |", mean(&d));
+            }
+            println!();
+        }
+    }
+}
+
 /// recall@15 (injected), recall@5, nDCG@15 of one case.
 fn metrics(order: &[usize], injected: &[usize], doc: &Document, relevant: &[String]) -> [f64; 3] {
     let rel = |p: &usize| relevant.contains(&doc.facts[*p].id);
@@ -889,6 +965,11 @@ fn main() {
     if args.iter().any(|a| a == "--block") {
         assert!(have_vectors, "--block needs vectors");
         compare_blocks(&emb, &files);
+        return;
+    }
+    if args.iter().any(|a| a == "--defaults") {
+        assert!(have_vectors, "--defaults needs vectors");
+        compare_defaults(&emb, &files);
         return;
     }
     if let Some(path) = flag(&args, "--keywords-file") {
