@@ -14,7 +14,7 @@
 //!
 //! The long-horizon set (`tests/data/longhorizon.json`, or one half: `…:tune`, `…:report`)
 //! loads as personas too (its questions the cases, their evidence the relevant facts), so
-//! `--defaults`, `--fusions`, `--block` and `--keywords` (`--keywords-file`: a model's) report it beside the relevance sets; its vectors are not cached
+//! `--defaults`, `--frequent`, `--fusions`, `--block` and `--keywords` (`--keywords-file`: a model's) report it beside the relevance sets; its vectors are not cached
 //! in the repository (`--embed-url … --write-vectors target/eval/longhorizon-vectors.json`
 //! once, then `--vectors` for each cache: see docs/relevance.md).
 
@@ -715,6 +715,97 @@ fn compare_defaults(emb: &Embeddings, files: &[&String]) {
     }
 }
 
+/// The Latin-script words of `text`, lower-cased (two letters or more).
+fn latin_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() || is_cjk(c))
+        .filter(|w| w.chars().count() >= 2 && w.chars().any(char::is_alphabetic))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Han, kana or Hangul.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
+}
+
+/// `--frequent`: would a smaller weight for the words in a large share of one user's facts
+/// (their own name, a partner's, "user") lift lexical recall? Measured as the extreme, weight
+/// 0: every query word found in at least a share `τ` of the persona's facts is taken out of
+/// the query (the facts keep it); the ranking is `explain()`'s, lexical, defaults. Per set and
+/// pooled: recall@15 / nDCG@15, the words taken out per case, and the paired gains.
+fn compare_frequent(files: &[&String]) {
+    let defaults = Config::default().inject;
+    let sets: Vec<Vec<Persona>> = files.iter().map(|f| load(f)).collect();
+    let shares = [0.0, 0.3, 0.2, 0.15, 0.1, 0.05];
+    // Per share, per case: (set, recall@15, nDCG@15, words taken out).
+    let mut per: Vec<Vec<(usize, f64, f64, f64)>> = vec![Vec::new(); shares.len()];
+    for (si, personas) in sets.iter().enumerate() {
+        for p in personas {
+            let fact_words: Vec<Vec<String>> = p.doc.facts.iter().map(|f| latin_words(&f.content)).collect();
+            let share = |w: &str| fact_words.iter().filter(|ws| ws.iter().any(|x| x == w)).count() as f64 / fact_words.len().max(1) as f64;
+            let mut index = FactIndex::new();
+            index.sync(&p.doc.facts);
+            for c in &p.cases {
+                for (ti, &tau) in shares.iter().enumerate() {
+                    let mut dropped = 0.0;
+                    let messages: Vec<ChatMessage> = c
+                        .messages
+                        .iter()
+                        .map(|m| {
+                            let mut text = m.content.clone();
+                            if tau > 0.0 {
+                                for w in latin_words(&m.content) {
+                                    if share(&w) >= tau {
+                                        dropped += 1.0;
+                                        text = text
+                                            .split(|ch: char| !ch.is_alphanumeric() || is_cjk(ch))
+                                            .filter(|x| x.to_lowercase() != w)
+                                            .collect::<Vec<_>>()
+                                            .join(" ");
+                                    }
+                                }
+                            }
+                            ChatMessage { content: text, ..m.clone() }
+                        })
+                        .collect();
+                    let e = select(&p.doc, &index, None, &messages, &defaults, &Estimate, Report::All);
+                    let order: Vec<usize> = e.facts.iter().map(|f| f.position).collect();
+                    let injected: Vec<usize> = e.facts.iter().filter(|f| f.included).map(|f| f.position).collect();
+                    let m = metrics(&order, &injected, &p.doc, &c.relevant);
+                    per[ti].push((si, m[0], m[2], dropped));
+                }
+            }
+        }
+    }
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+    print!("| query words in ≥ τ of the user's facts (recall@15 / nDCG@15, words out a case) |");
+    for f in files {
+        print!(" {} |", f.rsplit('/').next().unwrap_or(f));
+    }
+    println!(" pooled | pooled recall@15 gain [95 % CI] | pooled nDCG@15 gain [95 % CI] |");
+    println!("|---|{}---|---|---|", "---|".repeat(files.len()));
+    for (ti, tau) in shares.iter().enumerate() {
+        if *tau == 0.0 {
+            print!("| kept, weight as BM25 gives (shipped) |");
+        } else {
+            print!("| weight 0 at τ = {:.0} % |", tau * 100.0);
+        }
+        for si in 0..=files.len() {
+            let xs: Vec<_> = per[ti].iter().filter(|x| si == files.len() || x.0 == si).collect();
+            let r: Vec<f64> = xs.iter().map(|x| x.1).collect();
+            let n: Vec<f64> = xs.iter().map(|x| x.2).collect();
+            let d: Vec<f64> = xs.iter().map(|x| x.3).collect();
+            print!(" {:.3} / {:.3}, {:.2} |", mean(&r), mean(&n), mean(&d));
+        }
+        for metric in [1usize, 2] {
+            let d: Vec<f64> = per[ti].iter().zip(&per[0]).map(|(a, b)| if metric == 1 { a.1 - b.1 } else { a.2 - b.2 }).collect();
+            let (lo, hi) = bootstrap(&d);
+            print!(" {:+.3} [{lo:+.3}, {hi:+.3}] |", mean(&d));
+        }
+        println!();
+    }
+}
+
 /// recall@15 (injected), recall@5, nDCG@15 of one case.
 fn metrics(order: &[usize], injected: &[usize], doc: &Document, relevant: &[String]) -> [f64; 3] {
     let rel = |p: &usize| relevant.contains(&doc.facts[*p].id);
@@ -965,6 +1056,10 @@ fn main() {
     if args.iter().any(|a| a == "--block") {
         assert!(have_vectors, "--block needs vectors");
         compare_blocks(&emb, &files);
+        return;
+    }
+    if args.iter().any(|a| a == "--frequent") {
+        compare_frequent(&files);
         return;
     }
     if args.iter().any(|a| a == "--defaults") {
