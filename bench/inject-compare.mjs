@@ -16,6 +16,10 @@
 // every round, so neither always runs first); each run is the median of many calls after
 // a warm-up. Printed per size: the median of the runs of each build, their range, and
 // new ÷ old (below 1: the current build is faster).
+//
+// Results (`--rounds 6`, Node 20, 2 shared cores, load average 4–10; docs/relevance.md has each step):
+//   c5b1482 (main before issue 28's selection work)  500: ×1.91   10 000: ×1.54
+//   6cb863a (inject::select, the ranking loop, kept line counts)  500: ×1.57   10 000: ×0.72
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";

@@ -8,10 +8,11 @@
 // of pkg/'s JS entries (the panic stubs of the real build are skipped: they only touch panic
 // paths). The profile comes from node:inspector's Profiler (what `node --cpu-prof` writes),
 // sampling every 50 µs while inject() runs with bench/inject-compare.mjs's data (default
-// 10 000 facts, 16 queries in turn). Self time is summed per phase by function name;
+// 10 000 facts, 16 queries in turn). Self time is summed per phase by function name (a
+// function of no phase counts for its nearest caller that has one);
 // --top N also lists the N functions with the most self time.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -64,19 +65,25 @@ const perCall = (performance.now() - t0) / calls;
 const { profile } = await session.post("Profiler.stop");
 session.disconnect();
 await memory.close();
+// For DevTools (Performance → load profile) or a closer look at callers.
+writeFileSync(join(out, `inject-${N}.cpuprofile`), JSON.stringify(profile));
 
-// Self time per function.
+// Self time per profile node and per function name.
 const dt = new Map();
 for (let i = 0; i < profile.samples.length; i++) {
   dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
 }
+/** @param {any} node */
+const nameOf = (node) => node.callFrame.functionName || `(${node.callFrame.url.split("/").pop() || "anonymous"})`;
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const parent = new Map();
+for (const node of profile.nodes) for (const c of node.children ?? []) parent.set(c, node.id);
 const self = new Map();
 let total = 0;
 for (const node of profile.nodes) {
   const t = dt.get(node.id) ?? 0;
   if (!t) continue;
-  const name = node.callFrame.functionName || `(${node.callFrame.url.split("/").pop() || "anonymous"})`;
-  self.set(name, (self.get(name) ?? 0) + t);
+  self.set(nameOf(node), (self.get(nameOf(node)) ?? 0) + t);
   total += t;
 }
 
@@ -89,10 +96,14 @@ const PHASES = [
   ["sanitising / neutralising text", /sanitize|url_at|strip_invisible|neutrali[sz]e|inject::clean/],
   ["BM25 scoring, fusion", /similarities|fusion/],
   ["query: filter, tokenise", /tokenize|lexicon|query_terms|query_text|stem|filter|Hash|hash|recent_turns/],
-  ["selection (rank, top-k, sort)", /inject::select|Selection|better|top_k|TopK|sort|partition_point/],
+  // The selection is inlined into the engine's ranking future (`Engine::rank::{{closure}}`).
+  [
+    "selection (rank, top-k, sort)",
+    /inject::select|inject::run|Selection|better|top_k|TopK|sort|partition_point|Engine::rank::/,
+  ],
   [
     "rendering, token counting",
-    /push_value|fact_line|summary_line|inject::fit|Estimate|count|push_confidence|collapse|push_date/,
+    /push_value|fact_line|summary_line|inject::fit|Estimate|count|push_confidence|collapse|push_date|safe_category|written_day|scan_iso/,
   ],
   ["allocation, copies", /alloc|talc|memcpy|memmove|memset|dlmalloc|realloc|free/],
   [
@@ -101,17 +112,30 @@ const PHASES = [
   ],
   ["engine (options, snapshot, async path)", /engine|Engine|rank|inject_options|query_vectors|kick_vectors|Config|now/],
 ];
+// A function of no phase of its own (a std string iterator, memcmp …) counts for the
+// nearest caller that has one.
+/** @param {number} id */
+const phaseOf = (id) => {
+  for (let x = id; x !== undefined; x = parent.get(x)) {
+    const k = PHASES.findIndex(([, re]) => re.test(nameOf(byId.get(x))));
+    if (k >= 0) return k;
+  }
+  return -1;
+};
 const sums = PHASES.map(() => 0);
 let other = 0;
-const rest = [];
-for (const [name, t] of self) {
-  const k = PHASES.findIndex(([, re]) => re.test(name));
+const restBy = new Map();
+for (const node of profile.nodes) {
+  const t = dt.get(node.id) ?? 0;
+  if (!t) continue;
+  const k = phaseOf(node.id);
   if (k >= 0) sums[k] += t;
   else {
     other += t;
-    rest.push([name, t]);
+    restBy.set(nameOf(node), (restBy.get(nameOf(node)) ?? 0) + t);
   }
 }
+const rest = [...restBy];
 const busy = total - sums[0];
 console.log(
   `node ${process.version}; ${N} facts; ${calls} inject() calls, ${(perCall * 1000).toFixed(0)} µs per call under the profiler`,
