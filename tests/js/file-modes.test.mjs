@@ -1,6 +1,8 @@
 // Memory on disk is readable by its owner only: the file store creates its folder 0700 and
 // every file 0600 (values, the compareAndSet lock, temp files), whatever the umask; the CLI's
-// `export <file>` of (decrypted) memory writes 0600, also over an existing 0644 file.
+// `export <file>` of (decrypted) memory writes 0600, also over an existing 0644 file; the
+// rollback marks of encrypted memory, kept outside the store (fileStore's `markDir`, by default
+// in the user's cache folder), get a 0700 folder (with the parents it creates) and 0600 files.
 // POSIX modes only: skipped on Windows.
 import { spawnSync } from "node:child_process";
 import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -100,5 +102,62 @@ test(
       assert.equal(mode(out).toString(8), "600", out);
       assert.match(JSON.parse(readFileSync(out, "utf8")).facts[0].content, /dark mode/);
     }
+  },
+);
+
+/** Opens encrypted memory on `store` with umask 000, writes a fact and closes it. */
+async function writeEncrypted(store, agent) {
+  const old = process.umask(0);
+  try {
+    const memory = await openMemory({
+      storage: store,
+      agent,
+      autoProcess: false,
+      llm: async () => "{}",
+      encryption: { passphrase: "correct horse battery staple" },
+    });
+    await memory.addFact({ content: "Allergic to penicillin" });
+    await memory.close();
+  } finally {
+    process.umask(old);
+  }
+}
+
+/** Asserts `folder` (and each of `parents`) is 0700 and holds at least one file, each 0600. */
+function assertOwnerOnly(folder, parents = []) {
+  for (const d of [folder, ...parents]) assert.equal(mode(d).toString(8), "700", d);
+  const files = readdirSync(folder);
+  assert.ok(files.length >= 1, `a mark was written in ${folder}`);
+  for (const f of files) assert.equal(mode(join(folder, f)).toString(8), "600", f);
+}
+
+test(
+  "the rollback mark folder (and the parents it creates) is 0700, mark files 0600, even with umask 000",
+  { skip: !posix, timeout: 60_000 },
+  async () => {
+    const cache = join(scratch, "mark-cache");
+    const markDir = join(cache, "user-memory", "marks");
+    await writeEncrypted(fileStore(join(scratch, "marked"), { markDir }), "marked");
+    assertOwnerOnly(markDir, [join(cache, "user-memory"), cache]);
+    assertOwnerOnly(join(scratch, "marked"));
+  },
+);
+
+test(
+  "the default mark folder in $XDG_CACHE_HOME is 0700 with 0600 files",
+  { skip: process.platform !== "linux", timeout: 60_000 },
+  async () => {
+    const old = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = join(scratch, "xdg");
+    try {
+      const store = fileStore(join(scratch, "default-mark"));
+      assert.equal(store.rollbackMark?.name.includes(join(scratch, "xdg", "user-memory", "marks")), true);
+      await writeEncrypted(store, "default-mark");
+    } finally {
+      if (old === undefined) delete process.env.XDG_CACHE_HOME;
+      else process.env.XDG_CACHE_HOME = old;
+    }
+    const xdg = join(scratch, "xdg");
+    assertOwnerOnly(join(xdg, "user-memory", "marks"), [join(xdg, "user-memory"), xdg]);
   },
 );
