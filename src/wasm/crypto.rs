@@ -182,7 +182,8 @@ pub(crate) fn read_encryption(v: &JsValue, what: &str) -> Result<Option<UserKey>
 }
 
 /// A rollback mark kept by JS: the `encryption.mark` object, a storage adapter's
-/// `rollbackMark` (`fileStore`'s files outside its folder), or localStorage beside IndexedDB.
+/// `rollbackMark` (`fileStore`'s files outside its folder), or localStorage for the browser's
+/// own storage (IndexedDB or localStorage memory).
 enum JsMark {
     Object { this: JsValue, get: Function, set: Function, name: String },
     Local(super::local::LocalStorageKv),
@@ -227,7 +228,8 @@ impl Mark for JsMark {
 }
 
 /// The rollback mark for the `open()` options: `encryption.mark` (`false`: none), else the
-/// storage adapter's `rollbackMark`, else localStorage for IndexedDB memory; `None` elsewhere.
+/// storage adapter's `rollbackMark`, else localStorage for IndexedDB and localStorage memory;
+/// `None` elsewhere.
 pub(crate) fn rollback_mark(options: &JsValue) -> Option<Rc<dyn Mark>> {
     let object = |v: &JsValue, default: &str| {
         let (get, set) = mark_methods(v)?;
@@ -242,10 +244,12 @@ pub(crate) fn rollback_mark(options: &JsValue) -> Option<Rc<dyn Mark>> {
     if storage.is_object() {
         return object(&prop(&storage, "rollbackMark"), "the storage adapter's rollbackMark");
     }
-    let idb = match storage.as_string() {
-        Some(kind) => kind == "indexeddb",
+    // localStorage memory too: its mark key (`user-memory-mark/…`) is outside the store's
+    // keys (`user-memory/{agent}/…`), so putting those back does not put the mark back.
+    let browser = match storage.as_string() {
+        Some(kind) => kind == "indexeddb" || kind == "localstorage",
         None => super::convert::has_global("indexedDB"),
     };
-    let kv = super::local::LocalStorageKv::new().ok().filter(|_| idb)?;
+    let kv = super::local::LocalStorageKv::new().ok().filter(|_| browser)?;
     Some(Rc::new(JsMark::Local(kv)))
 }

@@ -379,7 +379,7 @@ export interface UserMemoryOptions {
 
 /** The user's key for encryption at rest: an AES-GCM `CryptoKey` (usages encrypt, decrypt), or a passphrase (with an optional salt of ≥ 16 bytes for a new memory; random otherwise). */
 export type Encryption = ({ key: CryptoKey } | { passphrase: string; salt?: Uint8Array }) & {
-  /** Where this device keeps the rollback mark (the highest document revision it saw, sealed under the data key), outside the store, so a process started after the whole store was put back from an older backup reports `ROLLBACK`. Default: the storage adapter's `rollbackMark` (`fileStore`: a file under the OS cache folder), localStorage for IndexedDB memory, else none. `false`: none. A missing or unreadable mark counts as none. */
+  /** Where this device keeps the rollback mark (the highest document revision it saw, sealed under the data key), outside the store, so a process started after the whole store was put back from an older backup reports `ROLLBACK`. Default: the storage adapter's `rollbackMark` (`fileStore`: a file under the OS cache folder), localStorage for IndexedDB and localStorage memory, else none. `false`: none. A missing or unreadable mark counts as none. */
   mark?: RollbackMark | false;
 };
 

@@ -716,6 +716,64 @@ for (const engine of ENGINES)
       await page.close();
     });
 
+    test("localstorage encrypted: after the agent's keys are put back from an older copy, a reloaded page is ROLLBACK (the mark under its own key); without the mark it opens", async () => {
+      const agent = freshAgent("lsmark");
+      const encryption = { passphrase: "mark passphrase" };
+      const page = await newPage();
+      await open(page, { agent, storage: "localstorage", encryption });
+      await page.evaluate(() => window.memory.addFact({ content: "Allergic to penicillin" }));
+      await page.evaluate(() => window.memory.close());
+      /** Every localStorage key of the store of `agent` (key → value); given `put`, puts exactly those back. */
+      const keys = ([agent, put]) => {
+        const prefix = `user-memory/${encodeURIComponent(agent)}/`;
+        const out = {};
+        for (const k of Object.keys(localStorage).filter((k) => k.startsWith(prefix))) {
+          out[k] = localStorage.getItem(k);
+          if (put) localStorage.removeItem(k);
+        }
+        if (put) for (const [k, v] of Object.entries(put)) localStorage.setItem(k, v);
+        return out;
+      };
+      const backup = await page.evaluate(keys, [agent]);
+      assert.ok(
+        Object.keys(backup).some((k) => k.endsWith("/key")),
+        `the key record is in the backup: ${Object.keys(backup).join(", ")}`,
+      );
+      await reload(page);
+      await open(page, { agent, storage: "localstorage", encryption });
+      await page.evaluate(async () => {
+        const [fact] = (await window.memory.get()).facts;
+        await window.memory.removeFact(fact.id, { forget: true });
+        await window.memory.close();
+      });
+      await page.evaluate(keys, [agent, backup]);
+      // A reloaded page is a fresh wasm instance: only the mark remembers.
+      await reload(page);
+      const marks = await page.evaluate(
+        (agent) => Object.keys(localStorage).filter((k) => k.startsWith(`user-memory-mark/${agent}/`)),
+        agent,
+      );
+      assert.equal(marks.length, 1, "one mark per memory");
+      assert.match(await page.evaluate((k) => localStorage.getItem(k), marks[0]), /^umark1:1:/);
+      const message = await page.evaluate(
+        async (o) => {
+          try {
+            await window.openMemory(o);
+            return "opened";
+          } catch (e) {
+            return `${e.code} ${e.message}`;
+          }
+        },
+        { agent, storage: "localstorage", encryption },
+      );
+      assert.match(message, /^ROLLBACK .*the rollback mark in localStorage/);
+      // The mark gone (site data cleared): the old copy opens, never a lock-out.
+      await page.evaluate((k) => localStorage.removeItem(k), marks[0]);
+      await open(page, { agent, storage: "localstorage", encryption });
+      assert.deepEqual(await storedFacts(page), ["Allergic to penicillin"]);
+      await page.close();
+    });
+
     test("in an opaque origin (sandboxed iframe) both backends reject open() with STORAGE_UNAVAILABLE", async () => {
       const page = await browser.newPage(`${server.url}/opaque.html`);
       const results = await page.waitFor(() => window.results);
