@@ -558,15 +558,24 @@ fn push_fact_line(s: &mut String, doc: &Document, index: &FactIndex, pos: usize,
     let links = opts.neutralize_links;
     let f = &doc.facts[pos];
     let start = s.len();
-    s.push_str("- [");
-    let category = safe_category(&f.category);
-    s.push_str(if category.is_empty() { crate::memory::document::DEFAULT_CATEGORY } else { &category });
-    s.push_str(" | ");
-    push_confidence(s, f.confidence);
-    if let Some(date) = fact_date(f).filter(|_| opts.dates) {
-        s.push_str(" | ");
-        s.push_str(date);
-    }
+    let head_eighths = match index.head(pos, f, opts.dates) {
+        Some(h) => {
+            s.push_str(h.text);
+            Some(h.eighths)
+        }
+        None => {
+            s.push_str("- [");
+            let category = safe_category(&f.category);
+            s.push_str(if category.is_empty() { crate::memory::document::DEFAULT_CATEGORY } else { &category });
+            s.push_str(" | ");
+            push_confidence(s, f.confidence);
+            if let Some(date) = fact_date(f).filter(|_| opts.dates) {
+                s.push_str(" | ");
+                s.push_str(date);
+            }
+            None
+        }
+    };
     s.push(']');
     let head = s.len();
     s.push(' ');
@@ -577,7 +586,7 @@ fn push_fact_line(s: &mut String, doc: &Document, index: &FactIndex, pos: usize,
     match index.rendered(pos, &f.content) {
         Some(r) if links || r.as_is => {
             s.push_str(r.text);
-            eighths = estimate.then(|| Estimate::eighths(&s[start..head]) + r.eighths);
+            eighths = estimate.then(|| head_eighths.unwrap_or_else(|| Estimate::eighths(&s[start..head])) + r.eighths);
         }
         _ => {
             push_value(s, &clean(&f.content, links));
@@ -676,6 +685,68 @@ mod tests {
     fn fact_lines(block: &str) -> Vec<String> {
         let facts = block.split("Facts:\n").nth(1).unwrap_or("");
         facts.trim_end_matches(CLOSE).lines().map(|l| format!("{l}\n")).collect()
+    }
+
+    const BASE: InjectOptions = InjectOptions {
+        enabled: true,
+        max_tokens: 2000,
+        top_facts: 15,
+        extra_facts: 15,
+        recent_turns: 2,
+        similarity_weight: 0.6,
+        confidence_weight: 0.4,
+        neutralize_links: true,
+        now_ms: None,
+        dates: true,
+    };
+
+    /// Proves a line's head comes from the index only while the index holds what it shows:
+    /// after the category, confidence, `createdAt` or `happenedAt` of facts change without a
+    /// sync, each line (and its estimate) equals the one of an index synced with them, with
+    /// and without dates; and that a sync after such changes (contents unchanged) renders
+    /// the changed heads again, so every head comes from the index and shows the new values.
+    #[test]
+    fn a_line_head_from_the_index_is_the_facts_own() {
+        let mut g = Gen(0x2545_F491_4F6C_DD1D);
+        let mut doc = document(&mut g, 60);
+        let mut stale = FactIndex::new();
+        stale.sync(&doc.facts);
+        for (i, f) in doc.facts.iter_mut().enumerate() {
+            match i % 5 {
+                0 => f.category = "goal".into(),
+                1 => f.confidence = 0.33,
+                2 => f.created_at = "2025-12-31T23:00:00Z".into(),
+                3 => {
+                    f.extra.insert(crate::memory::document::HAPPENED_AT.into(), "2024-02".into());
+                }
+                _ => {}
+            }
+        }
+        let mut fresh = FactIndex::new();
+        fresh.sync(&doc.facts);
+        for dates in [true, false] {
+            let opts = InjectOptions { dates, ..BASE };
+            for pos in 0..doc.facts.len() {
+                let want = fact_line(&doc, &fresh, pos, &opts);
+                assert_eq!(fact_line(&doc, &stale, pos, &opts), want, "fact {pos}, dates {dates}");
+                let (mut a, mut b) = (String::new(), String::new());
+                let est = |s: &mut String, index| push_fact_line(s, &doc, index, pos, &opts, true);
+                assert_eq!(est(&mut a, &stale), est(&mut b, &fresh), "fact {pos}");
+            }
+        }
+        let line = fact_line(&doc, &fresh, 3, &InjectOptions { dates: true, ..BASE });
+        assert!(line.starts_with("- [") && line.contains(" | 2024-02] "), "{line}");
+        stale.sync(&doc.facts);
+        for dates in [true, false] {
+            let opts = InjectOptions { dates, ..BASE };
+            for (pos, f) in doc.facts.iter().enumerate() {
+                let head = stale.head(pos, f, dates).map(|h| (h.text.to_string(), h.eighths));
+                let want = fact_line(&doc, &fresh, pos, &opts);
+                let cut = want.find(']').unwrap();
+                let want_head = (want[..cut].to_string(), Estimate::eighths(&want[..=cut]));
+                assert_eq!(head, Some(want_head), "fact {pos}, dates {dates}");
+            }
+        }
     }
 
     /// Proves the one-pass selection (the clearly relevant facts counted in the loop that

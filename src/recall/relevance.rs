@@ -13,8 +13,10 @@
 
 use crate::base::hash::FxMap;
 use crate::base::time::millis_from_iso;
-use crate::memory::document::{Fact, CORRECTION, DAY_MS};
-use crate::recall::render::{clean, push_value};
+use crate::extract::sanitize::safe_category;
+use crate::json::Value;
+use crate::memory::document::{Fact, CORRECTION, DAY_MS, DEFAULT_CATEGORY, HAPPENED_AT};
+use crate::recall::render::{clean, fact_date, push_confidence, push_value};
 use crate::recall::token_count::Estimate;
 use crate::recall::tokenize::{for_each_term, Term, TokenKind};
 
@@ -74,6 +76,9 @@ struct Entry {
     /// [`Estimate::eighths`] of a space and the rendering with links neutralised: the
     /// content's share of its fact line's built-in token estimate.
     eighths: u32,
+    /// The line's head as the block renders it; `None` until rendered, and again when the
+    /// fact's `createdAt` changed (re-rendered at the end of the same sync).
+    head: Option<LineHead>,
 }
 
 /// A content's rendering as the index prepared it ([`FactIndex::rendered`]).
@@ -84,6 +89,68 @@ pub(crate) struct Rendered<'a> {
     pub(crate) as_is: bool,
     /// [`Estimate::eighths`] of a space and `text`.
     pub(crate) eighths: usize,
+}
+
+/// A fact line's head as the block renders it, `- [category | 0.90 | 2023-05-07`, prepared
+/// at sync ([`FactIndex::head`]).
+pub(crate) struct Head<'a> {
+    /// The head without its closing `]`, with or without the date as asked.
+    pub(crate) text: &'a str,
+    /// [`Estimate::eighths`] of `text` and the closing `]`.
+    pub(crate) eighths: usize,
+}
+
+/// A fact's prepared line head and what it was made from, in one string: the head
+/// `..date` without the date, `..to` with it, then the category up to `cat` and `happenedAt`
+/// (as a string) to the end; with the confidence (and the entry's `createdAt`) the values
+/// it shows, and the [`Estimate::eighths`] of both heads with their `]`.
+#[derive(Debug, Clone)]
+struct LineHead {
+    text: Box<str>,
+    date: u32,
+    to: u32,
+    cat: u32,
+    confidence: f64,
+    eighths: [u32; 2],
+}
+
+impl LineHead {
+    /// Renders the head of `f`'s line (category, confidence, date) as `inject()` would on
+    /// every call; `scratch` is a buffer to reuse.
+    fn new(f: &Fact, scratch: &mut String) -> LineHead {
+        let h = scratch;
+        h.clear();
+        h.push_str("- [");
+        let category = safe_category(&f.category);
+        h.push_str(if category.is_empty() { DEFAULT_CATEGORY } else { &category });
+        h.push_str(" | ");
+        push_confidence(h, f.confidence);
+        let date = h.len();
+        if let Some(d) = fact_date(f) {
+            h.push_str(" | ");
+            h.push_str(d);
+        }
+        let to = h.len();
+        let mut eighths = [0u32; 2];
+        for (e, end) in eighths.iter_mut().zip([date, to]) {
+            // The head ends in a digit (the confidence or the date) and `]` is a piece of its
+            // own after a digit, so the line's estimate is the sum of the two.
+            *e = u32::try_from(Estimate::eighths(&h[..end]) + Estimate::eighths("]")).unwrap_or(u32::MAX);
+        }
+        h.push_str(&f.category);
+        let cat = h.len();
+        h.push_str(happened_src(f));
+        let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        LineHead { text: h.as_str().into(), date: at(date), to: at(to), cat: at(cat), confidence: f.confidence, eighths }
+    }
+
+    /// Whether this head was made from `f`'s category, confidence and `happenedAt` (the
+    /// caller compares `createdAt`).
+    fn shows(&self, f: &Fact) -> bool {
+        let src = self.text.get(self.to as usize..).unwrap_or_default();
+        let (category, happened) = src.split_at_checked(self.cat.saturating_sub(self.to) as usize).unwrap_or_default();
+        category == f.category && self.confidence.to_bits() == f.confidence.to_bits() && happened == happened_src(f)
+    }
 }
 
 /// [`FactIndex::flags`]: the content is blank.
@@ -283,6 +350,7 @@ impl FactIndex {
             };
             if *entry.created_at != *f.created_at {
                 entry.created_at = f.created_at.as_str().into();
+                entry.head = None;
             }
             self.entries.push(entry);
         }
@@ -329,13 +397,18 @@ impl FactIndex {
     }
 
     /// What ranking reads of every fact besides its terms: blank, correction, confidence and
-    /// the end of its lifetime. One pass over the facts (no allocation when their number is
+    /// the end of its lifetime; and each line's head, rendered again only when what it shows
+    /// changed. One pass over the facts (no allocation when their number and heads are
     /// unchanged); a timestamp is parsed only for a fact with a lifetime.
     fn read_fields(&mut self, facts: &[Fact]) {
         self.flags.clear();
         self.conf.clear();
         self.expires.clear();
-        for f in facts {
+        let mut scratch = String::new();
+        for (f, e) in facts.iter().zip(&mut self.entries) {
+            if !e.head.as_ref().is_some_and(|h| h.shows(f)) {
+                e.head = Some(LineHead::new(f, &mut scratch));
+            }
             let blank = if f.content.trim().is_empty() { BLANK } else { 0 };
             let correction = if f.category == CORRECTION { IS_CORRECTION } else { 0 };
             self.flags.push(blank | correction);
@@ -343,6 +416,16 @@ impl FactIndex {
             let expires = f.expected_valid_days().and_then(|days| Some(f.confirmed_ms()? as f64 + days * DAY_MS));
             self.expires.push(expires.unwrap_or(f64::INFINITY));
         }
+    }
+
+    /// The head of the line of `f`, the fact at `position`, as prepared at sync (with the
+    /// date when `dates`); `None` when the index was synced with other values of what the
+    /// head shows (category, confidence, `createdAt`, `happenedAt`), so the caller renders it.
+    pub(crate) fn head(&self, position: usize, f: &Fact, dates: bool) -> Option<Head<'_>> {
+        let e = self.entries.get(position).filter(|e| *e.created_at == *f.created_at)?;
+        let h = e.head.as_ref().filter(|h| h.shows(f))?;
+        let text = h.text.get(..if dates { h.to } else { h.date } as usize)?;
+        Some(Head { text, eighths: h.eighths[usize::from(dates)] as usize })
     }
 
     /// Tokenises the content of the entry at `pos` and adds its postings.
@@ -474,6 +557,12 @@ impl FactIndex {
         }
         out
     }
+}
+
+/// What of `happenedAt` a line's date depends on: the value when it is a string, else `""`
+/// (which shows no date either).
+fn happened_src(f: &Fact) -> &str {
+    f.extra.get(HAPPENED_AT).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The term id of token `t`, interning it if new.
