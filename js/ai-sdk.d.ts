@@ -77,7 +77,7 @@ export type MemoryTools = {
     { query: string; limit?: number },
     { facts: (ToolFact & { confidence: number; score: number })[] } | ToolInputError
   >;
-  /** Saves a fact (`memory.addFact()`): `{ content, category? }` → the stored fact; at most 1000 characters (longer is an `error` result); a fact the user asked to forget (or a trivial variant of it) is not stored: `{ notStored, forgotten }` names the tombstone. */
+  /** Saves a fact (`memory.addFact()`): `{ content, category? }` → the stored fact; at most 1000 characters (longer is an `error` result); a fact the user asked to forget (or a trivial variant of it; with `embed`, also one of the same meaning) is not stored: `{ notStored, forgotten }` names the tombstone. */
   remember: Tool<
     { content: string; category?: FactCategory },
     { remembered: ToolFact } | { notStored: string; forgotten: string } | ToolInputError

@@ -554,3 +554,37 @@ fn a_new_fact_that_means_a_forgotten_one_is_refused_with_an_embedder() {
         assert!(r.rig.engine.cached().facts.iter().any(|f| f.content == "Owns a puppy"));
     });
 }
+
+/// `forgotten_matching()` (`forgotten({ matching })`, what the tools check before they
+/// remember a fact): before, it compared words only, so with an embedder a tool's remember
+/// stored a forgotten fact said in other words ("Owns a puppy" after forgetting "Has a dog
+/// called Rex"), which extraction refuses. Now it matches by meaning too, as extraction does;
+/// a negation, an unrelated fact or a failed embedding (an `EMBED_FAILED` event: the words
+/// alone) matches nothing.
+#[test]
+fn forgotten_matching_finds_a_tombstone_by_its_words_then_by_meaning_with_an_embedder() {
+    run(async {
+        let plain = RigBuilder::new().open().await.unwrap();
+        let f = plain.engine.add_fact(&json!({"content": "Has a dog called Rex"})).await.unwrap();
+        plain.engine.remove_fact(&f.id, true).await.unwrap();
+        let found = |t: Option<user_memory::forget::Tombstone>| t.map(|t| t.id);
+        assert_eq!(found(plain.engine.forgotten_matching("Has a dog called Rex (a beagle)").await.unwrap()), Some(f.id.clone()));
+        assert_eq!(found(plain.engine.forgotten_matching("Owns a puppy").await.unwrap()), None, "words alone");
+
+        let r = open_with(RigBuilder::new(), &ToyEmbedder::new("toy")).await;
+        let f = r.rig.engine.add_fact(&json!({"content": "Has a dog called Rex"})).await.unwrap();
+        r.rig.engine.add_fact(&json!({"content": "Drinks green tea"})).await.unwrap();
+        r.rig.engine.remove_fact(&f.id, true).await.unwrap();
+        r.tasks.drain().await;
+        let e = &r.rig.engine;
+        assert_eq!(found(e.forgotten_matching("Has a dog called Rex").await.unwrap()), Some(f.id.clone()));
+        assert_eq!(found(e.forgotten_matching("  Owns a puppy\u{200b} ").await.unwrap()), Some(f.id.clone()), "by meaning");
+        assert_eq!(found(e.forgotten_matching("Has no dog").await.unwrap()), None, "a negation is another claim");
+        assert_eq!(found(e.forgotten_matching("Plays the cello").await.unwrap()), None);
+        assert_eq!(found(e.forgotten_matching(" \u{200b} ").await.unwrap()), None);
+        r.model.then(Answer::Fail(Error::EmbedFailed("down".into())));
+        assert_eq!(found(e.forgotten_matching("Owns a puppy").await.unwrap()), None, "the words alone");
+        assert!(r.rig.events.error_codes().contains(&"EMBED_FAILED"));
+        assert_eq!(found(e.forgotten_matching("Owns a puppy").await.unwrap()), Some(f.id.clone()), "next time by meaning again");
+    });
+}

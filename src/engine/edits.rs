@@ -13,7 +13,7 @@ use crate::extract::apply::enforce_max_facts;
 use crate::json::Value;
 use crate::memory::document::Document;
 use crate::memory::edit::{self, NewManualFact};
-use crate::memory::forget::Tombstone;
+use crate::memory::forget::{Tombstone, Tombstones};
 use crate::memory::history::{entry_revision, UndoState};
 use crate::memory::record::Record;
 use crate::{Fact, Section, SectionId};
@@ -113,6 +113,26 @@ impl Engine {
     pub async fn forgotten(&self) -> Result<Vec<Tombstone>> {
         self.check_open()?;
         Ok(self.refresh_record().await?.forgotten.list)
+    }
+
+    /// The tombstone `text` matches, if any (read fresh from storage): the same fact or a
+    /// trivial variant of it by its words ([`Tombstones::find`]), else, with an embedder,
+    /// one it means, compared as an extraction's new facts are (an embedding failure is an
+    /// `EMBED_FAILED` event and leaves the words alone). What the tools check before they
+    /// remember a fact.
+    pub async fn forgotten_matching(&self, text: &str) -> Result<Option<Tombstone>> {
+        let mut list = Tombstones { list: self.forgotten().await? };
+        if let Some(k) = list.find(text) {
+            return Ok(Some(list.list.swap_remove(k)));
+        }
+        let clean = [crate::extract::sanitize::strip_invisible(text.trim()).trim().to_string()];
+        if clean[0].is_empty() {
+            return Ok(None);
+        }
+        // (It reads the tombstones again: one forgotten in between is found by the next call.)
+        let meant = self.forgotten_by_meaning(&clean).await;
+        let k = meant.first().and_then(|(_, id)| list.list.iter().position(|t| t.id == *id));
+        Ok(k.map(|k| list.list.swap_remove(k)))
     }
 
     /// Drops the tombstone of fact `id` (extraction may learn it again); `NOT_FOUND` if

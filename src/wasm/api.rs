@@ -207,13 +207,11 @@ impl Call {
             }
             Call::Forgotten(e, opts) => {
                 let o = options_arg(&opts, "forgotten", &["matching"])?;
-                let matching = crate::json::field::opt_str(&o, "forgotten", "matching")?.map(str::to_string);
-                let mut list = crate::memory::forget::Tombstones { list: e.forgotten().await? };
-                if let Some(text) = matching {
-                    let found = list.find(&text);
-                    list.list = found.map(|k| list.list.swap_remove(k)).into_iter().collect();
-                }
-                Ok(from_json(&list.to_json()))
+                let list = match crate::json::field::opt_str(&o, "forgotten", "matching")?.map(str::to_string) {
+                    Some(text) => e.forgotten_matching(&text).await?.into_iter().collect(),
+                    None => e.forgotten().await?,
+                };
+                Ok(from_json(&crate::memory::forget::Tombstones { list }.to_json()))
             }
             Call::Unforget(e, id) => {
                 let id = string_arg(&id, "the fact id")?;

@@ -509,7 +509,7 @@ export interface RemoveOptions {
 
 /** Options of `forgotten()`. */
 export interface ForgottenOptions {
-  /** Only the tombstone this text matches (the same fact, or a trivial variant of it: an added word, a confusable letter, a one-letter slip), if any. */
+  /** Only the tombstone this text matches (the same fact, or a trivial variant of it: an added word, a confusable letter, a one-letter slip; with `embed`, also a fact of the same meaning, as extraction compares), if any. */
   matching?: string;
 }
 
