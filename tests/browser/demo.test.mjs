@@ -1309,3 +1309,64 @@ test("two tabs share memory: an edit in one shows up live in the other", async (
     }
   });
 });
+
+test("encrypting in one tab while a second tab is open: the second tab's next writes are refused (now encrypted, no advice to reset) and never land in plaintext", async () => {
+  // Before, an instance opened plain before encrypt() wrote its next change into the
+  // encrypted memory in plaintext; the demo's encrypt flow did so with a second tab open.
+  await withBrowser(async (context) => {
+    for (const storage of ["indexeddb", "localstorage"]) {
+      const query = `debounce=400&storage=${storage}`;
+      const a = await openDemo(context, { query });
+      const b = await openDemo(context, { query });
+      await addFact(b.page, `Plays the cello (${storage})`);
+      await waitForText(a.page, "#facts-list .fact-text", `Plays the cello (${storage})`);
+
+      await a.page.getByRole("checkbox", { name: "Encrypt with a passphrase" }).check();
+      await a.page.getByRole("textbox", { name: "Passphrase" }).fill("two tabs passphrase");
+      await a.page.getByRole("button", { name: "Unlock / encrypt" }).click();
+      await a.page.waitForFunction(() => globalThis.memory?.options().encryption === true, null, { timeout: T });
+      await waitForText(a.page, ".toast", "Memory is encrypted.");
+
+      // Tab b still has its plain instance: adding a fact is refused, the typed fact stays.
+      const secret = `Secret plan (${storage})`;
+      await b.page.getByRole("button", { name: "Add fact" }).click();
+      await b.page.getByLabel("Fact", { exact: true }).fill(secret);
+      await b.page.getByRole("button", { name: "Add", exact: true }).click();
+      const refusal = b.page.locator(".toast-error", { hasText: "Adding the fact failed" });
+      await refusal.waitFor({ timeout: T });
+      const message = await refusal.innerText();
+      assert.match(message, /now encrypted.*reopen it with `encryption`/s);
+      assert.doesNotMatch(message, /reset/i);
+      assert.equal(await b.page.getByLabel("Fact", { exact: true }).inputValue(), secret, "nothing typed is lost");
+
+      // A chat in tab b: its conversation is kept in the chat, but not written into memory.
+      script.chats.push("Noted, your plan is safe with me.");
+      await send(b.page, `My secret plan (${storage}) is to move to Porto.`);
+      await waitForState(b.page, "error");
+      assert.match(await text(b.page, "#status-detail"), /now encrypted/);
+
+      const raw = await a.page.evaluate(
+        async (storage) =>
+          JSON.stringify(await (await import("/pkg/browser.js")).UserMemory.inspect({ agent: "default", storage })),
+        storage,
+      );
+      assert.match(raw, /umenc2:/);
+      for (const plain of ["cello", "Secret plan", "Porto"]) assert.ok(!raw.includes(plain), `no ${plain} in ${raw}`);
+      // The encrypted memory kept what it had; the page shows no advice to reset it.
+      assert.deepEqual(
+        (await stored(a.page)).facts.map((f) => f.content),
+        [`Plays the cello (${storage})`],
+      );
+      for (const page of [a.page, b.page]) assert.doesNotMatch(await page.locator("body").innerText(), /reset/i);
+      assert.deepEqual(
+        [a.problems, b.problems],
+        [
+          { dialogs: [], errors: [] },
+          { dialogs: [], errors: [] },
+        ],
+      );
+      await a.page.close();
+      await b.page.close();
+    }
+  });
+});
