@@ -92,6 +92,8 @@ fn validate(root: &Value, s: &Value, v: &Value, at: &str) -> Result<(), String> 
 /// What a model means to say, before it is written as JSON.
 #[derive(Debug, Clone)]
 struct Meaning {
+    /// `userSaid`: statements of the user, each kept whole by the parser.
+    said: Vec<String>,
     sections: Vec<Option<String>>,
     facts: Vec<FactMeaning>,
     removals: Vec<(String, Option<u64>)>,
@@ -134,13 +136,15 @@ fn meaning() -> impl Strategy<Value = Meaning> {
             source_error,
             happened_at,
         });
+    let said = prop::sample::select(vec!["I teach maths", "我在杭州工作", "My dog is called Biscuit", "We use Kafka"]);
     (
+        prop::collection::vec(said.prop_map(String::from), 0..3),
         prop::collection::vec(proptest::option::of(text()), 6),
         prop::collection::vec(fact, 0..4),
         prop::collection::vec(("fact_[0-9a-f]{8}", proptest::option::of(0u64..4)), 0..3),
         prop::collection::vec("fact_[0-9a-f]{8}", 0..3),
     )
-        .prop_map(|(sections, facts, removals, reinforce)| Meaning { sections, facts, removals, reinforce })
+        .prop_map(|(said, sections, facts, removals, reinforce)| Meaning { said, sections, facts, removals, reinforce })
 }
 
 /// The meaning written as a reply: `strict` as OpenAI's strict mode demands (every key,
@@ -182,6 +186,7 @@ fn write(m: &Meaning, strict: bool) -> Value {
         .filter_map(|id| m.sections[id.index()].as_ref().map(|summary| json!({"section": id.key(), "summary": summary})))
         .collect();
     for (key, list) in [
+        ("userSaid", m.said.iter().map(|s| json!(s)).collect()),
         ("newFacts", facts),
         ("factsToRemove", removals),
         ("factsToReinforce", m.reinforce.iter().map(|r| json!(r)).collect()),
@@ -210,6 +215,8 @@ proptest! {
         prop_assert_eq!(Ok(from_strict.clone()), from_lean, "lean: {}", lean);
         prop_assert!(from_strict.skipped.is_empty(), "{:?}", from_strict.skipped);
         prop_assert_eq!(from_strict.new_facts.len(), m.facts.len());
+        let said: Vec<&str> = from_strict.section_strings.iter().map(|s| s.text.as_str()).collect();
+        prop_assert_eq!(said, m.said.iter().map(String::as_str).collect::<Vec<_>>());
         for (got, want) in from_strict.new_facts.iter().zip(&m.facts) {
             prop_assert_eq!(&got.happened_at, &want.happened_at);
         }
@@ -222,9 +229,9 @@ proptest! {
 #[test]
 fn nothing_to_change_is_valid_in_both_forms() {
     let root = schema();
-    let nothing = Meaning { sections: vec![None; 6], facts: vec![], removals: vec![], reinforce: vec![] };
+    let nothing = Meaning { said: vec![], sections: vec![None; 6], facts: vec![], removals: vec![], reinforce: vec![] };
     let strict = write(&nothing, true);
-    assert_eq!(strict, json!({"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": []}));
+    assert_eq!(strict, json!({"userSaid": [], "newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": []}));
     assert_eq!(validate(&root, &root, &strict, "$"), Ok(()));
     assert!(parse_reply(&strict.to_string()).unwrap().is_noop());
     assert_eq!(write(&nothing, false), json!({}));
@@ -233,9 +240,10 @@ fn nothing_to_change_is_valid_in_both_forms() {
     // all-null "nothing about everything" a small model took as the shortest path.
     for bad in [
         json!({}),
-        json!({"newFacts": null, "factsToRemove": null, "factsToReinforce": null, "sections": null}),
-        json!({"newFacts": [{"content": "x"}], "factsToRemove": [], "factsToReinforce": [], "sections": []}),
-        json!({"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": [{"section": "mood", "summary": "x"}]}),
+        json!({"newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": []}),
+        json!({"userSaid": null, "newFacts": null, "factsToRemove": null, "factsToReinforce": null, "sections": null}),
+        json!({"userSaid": [], "newFacts": [{"content": "x"}], "factsToRemove": [], "factsToReinforce": [], "sections": []}),
+        json!({"userSaid": [], "newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": [{"section": "mood", "summary": "x"}]}),
     ] {
         assert!(validate(&root, &root, &bad, "$").is_err(), "{bad}");
     }
@@ -255,6 +263,7 @@ fn the_prompt_examples_are_lean_and_their_strict_forms_fit_the_schema() {
         let lean: Value = serde_json::from_str(reply).unwrap();
         let delta = parse_reply(reply).unwrap();
         let meaning = Meaning {
+            said: delta.section_strings.iter().map(|s| s.text.clone()).collect(),
             sections: vec![None; 6],
             facts: delta
                 .new_facts
@@ -270,10 +279,10 @@ fn the_prompt_examples_are_lean_and_their_strict_forms_fit_the_schema() {
             removals: delta.facts_to_remove.iter().map(|r| (r.id.clone(), r.replacement.map(|i| i as u64))).collect(),
             reinforce: vec![],
         };
-        // "Nothing" is written `{"newFacts":[]}` (newFacts first, even when empty).
+        // "Nothing" is written `{"userSaid":[],"newFacts":[]}` (both lists, even when empty).
         let written = write(&meaning, false);
         if delta.is_noop() {
-            assert_eq!(lean, json!({"newFacts": []}));
+            assert_eq!(lean, json!({"userSaid": [], "newFacts": []}));
         } else {
             assert_eq!(written, lean, "the example is written lean");
         }

@@ -86,6 +86,58 @@ fn section_strings_in_the_users_words_become_facts_and_others_are_refused() {
     assert!(doc.facts.is_empty());
 }
 
+/// Proves the `userSaid` list a 0.5B model fills (Qwen2.5-0.5B's real replies copy the
+/// user's whole message) is learned: its statements become facts, its questions, requests
+/// and quoted text do not, a copy of the prompt's example is refused, and a statement the
+/// reply's own `newFacts` already hold is not stored twice.
+#[test]
+fn user_said_statements_become_facts_and_questions_copies_and_repeats_do_not() {
+    let messages = turn(
+        "At work I write Go services on top of Postgres for a fintech startup. How do I find slow queries?",
+        "Turn on pg_stat_statements and sort by total_exec_time.",
+    );
+    let reply = r#"{"userSaid": ["At work I write Go services on top of Postgres for a fintech startup. How do I find slow queries?"],
+        "newFacts": [], "factsToRemove": [], "factsToReinforce": [], "sections": []}"#;
+    let mut doc = Document::empty();
+    let report = apply(&mut doc, &parse_reply(reply).unwrap(), &messages);
+    assert_eq!(contents(&doc), ["At work I write Go services on top of Postgres for a fintech startup"]);
+    assert_eq!(doc.facts[0].confidence, user_memory::apply::gates::SALVAGE_CONFIDENCE);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+
+    // A question alone, the prompt's example, and words the user never wrote: nothing stored.
+    let messages = turn("What's a quick pasta recipe for tonight?", "Spaghetti aglio e olio.");
+    let reply =
+        r#"{"userSaid": ["What's a quick pasta recipe for tonight?", "I teach maths in Porto", "I love spaghetti"], "newFacts": []}"#;
+    let delta = parse_reply(reply).unwrap();
+    let parsed: Vec<(&str, &str)> = delta.skipped.iter().map(|s| (s.path.as_str(), s.reason.as_str())).collect();
+    assert_eq!(parsed, [("userSaid[0]", reasons::TASK_RESIDUE)], "the question is no statement");
+    let mut doc = Document::empty();
+    let report = apply(&mut doc, &delta, &messages);
+    assert!(doc.facts.is_empty(), "{:?}", contents(&doc));
+    assert_eq!(reasons_of(&report), [("userSaid[1]".into(), reasons::INVALID.into()), ("userSaid[2]".into(), reasons::INVALID.into())]);
+
+    // The reply's facts say it already: one fact each, no paraphrase beside them.
+    let messages = turn("I'm a nurse and I live in Lyon. Any tips for sleeping after a night shift?", "Keep the room dark.");
+    let reply = r#"{"userSaid": ["I'm a nurse and I live in Lyon"], "newFacts": [
+        {"content": "Works as a nurse", "category": "context", "confidence": 0.9},
+        {"content": "Lives in Lyon", "category": "context", "confidence": 0.9}]}"#;
+    let mut doc = Document::empty();
+    let report = apply(&mut doc, &parse_reply(reply).unwrap(), &messages);
+    assert_eq!(contents(&doc), ["Works as a nurse", "Lives in Lyon"]);
+    assert_eq!(reasons_of(&report), [("userSaid[0]".into(), reasons::DUPLICATE.into())]);
+    // Only one of them: the statement is kept too (it says more than the reply's fact).
+    let reply = r#"{"userSaid": ["I'm a nurse and I live in Lyon"], "newFacts": [{"content": "Lives in Lyon", "category": "context", "confidence": 0.9}]}"#;
+    let mut doc = Document::empty();
+    apply(&mut doc, &parse_reply(reply).unwrap(), &messages);
+    assert_eq!(contents(&doc), ["Lives in Lyon", "I'm a nurse and I live in Lyon"]);
+    // A correction's wrong version is part of what its fact says.
+    let messages = turn("No, I use pnpm, not npm.", "Noted.");
+    let reply = r#"{"userSaid": ["I use pnpm, not npm"], "newFacts": [{"content": "Uses pnpm", "category": "correction", "confidence": 0.95, "sourceError": "npm"}]}"#;
+    let mut doc = Document::empty();
+    apply(&mut doc, &parse_reply(reply).unwrap(), &messages);
+    assert_eq!(contents(&doc), ["Uses pnpm"]);
+}
+
 #[test]
 fn a_kept_section_string_passes_every_gate_of_a_new_fact() {
     // The user's words, but what they ask, not what they state: not kept.

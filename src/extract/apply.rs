@@ -39,7 +39,9 @@ use crate::base::hash::FxMap;
 use crate::base::ids::IdSource;
 use crate::base::time::millis_from_iso;
 use crate::extract::delta::{cat, path, reasons, Delta, Labels, NewFact, Skipped};
+use crate::extract::parse::USER_SAID;
 use crate::extract::prompt::EXAMPLE_FACTS;
+use crate::extract::said::share_in;
 use crate::extract::sanitize::{safe_category, strip_invisible};
 use crate::extract::scrub::scrub_document;
 use crate::memory::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
@@ -255,7 +257,7 @@ impl<'a, 'c> Applier<'a, 'c> {
                 text: s.text.clone(),
                 labels: Labels::default(),
                 reason: reasons::INVALID,
-                detail: SECTION_STRING,
+                detail: if s.path.starts_with(USER_SAID) { NOT_OWN_WORDS } else { SECTION_STRING },
             })
             .collect();
         Applier {
@@ -366,7 +368,20 @@ impl<'a, 'c> Applier<'a, 'c> {
     /// user's own words.
     fn gather_new_facts(&mut self) {
         self.facts = self.delta.new_facts.iter().enumerate().map(|(i, f)| (path("newFacts", i), f.clone())).collect();
+        // What the reply's own facts say, so a statement of `userSaid` they already hold
+        // ("I'm a nurse in Lyon" beside "Works as a nurse", "Lives in Lyon") is not kept twice.
+        // A correction's wrong version counts as said ("I use pnpm, not npm" beside "Uses
+        // pnpm" correcting "npm").
+        let mut reply_facts: Vec<&str> = Vec::new();
+        for f in &self.delta.new_facts {
+            reply_facts.push(&f.content);
+            reply_facts.extend(f.source_error.as_deref());
+        }
         for c in std::mem::take(&mut self.candidates) {
+            if c.path.starts_with(USER_SAID) && share_in(&c.text, &reply_facts) >= SAID_IN_REPLY_SHARE {
+                self.report.skipped.push(Skipped::new(c.path, reasons::DUPLICATE, "the reply's newFacts already say this"));
+                continue;
+            }
             match self.sets.as_ref().map(|s| salvage(&mut self.vocab, s, self.doc, &c)) {
                 Some(Ok(())) => self.facts.push((
                     c.path,
@@ -859,6 +874,13 @@ struct Candidate {
     reason: &'static str,
     detail: &'static str,
 }
+
+/// The detail of a statement of `userSaid` that is not kept.
+const NOT_OWN_WORDS: &str = "not what the user stated in their own words";
+
+/// The share of a `userSaid` statement's words in the reply's own new facts from which it
+/// is taken as said already: three words in four, so a statement that says more is kept.
+const SAID_IN_REPLY_SHARE: f64 = 0.75;
 
 /// The detail of a section given as a bare string that is not kept.
 const SECTION_STRING: &str = "`section` must be an object {summary, shouldUpdate}, found a string (not the user's own words)";

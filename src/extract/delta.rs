@@ -70,12 +70,13 @@ pub struct NewFact {
 }
 
 /// A section the reply gave as a bare string (`"workContext": "Neovim"`) instead of
-/// `{"summary": …}`: no summary, but often the user's own words, which apply may keep as a
-/// candidate fact (docs/pipeline.md#small-models).
+/// `{"summary": …}`, or a statement of the reply's `userSaid` list: no summary, but often
+/// the user's own words, which apply may keep as a candidate fact
+/// (docs/pipeline.md#small-models).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SectionString {
-    /// Where in the reply, e.g. `user.workContext`.
+    /// Where in the reply, e.g. `user.workContext` or `userSaid[0]`.
     pub path: String,
     /// The string, trimmed.
     pub text: String,
@@ -196,7 +197,8 @@ pub struct Delta {
     pub facts_to_reinforce: Vec<String>,
     /// Parts of the reply that were invalid and skipped.
     pub skipped: Vec<Skipped>,
-    /// Sections given as bare strings, in reply order (see [`SectionString`]).
+    /// Sections given as bare strings and the statements of `userSaid` (see
+    /// [`SectionString`]).
     pub section_strings: Vec<SectionString>,
 }
 

@@ -11,6 +11,7 @@ pub mod delta;
 pub mod filter;
 pub mod parse;
 pub mod prompt;
+pub(crate) mod said;
 pub(crate) mod sanitize;
 pub(crate) mod scrub;
 pub mod signals;

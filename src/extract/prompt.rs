@@ -66,6 +66,8 @@ Messages start with \"User:\" or \"Assistant:\"; indented lines continue them. A
 /// that repeats its description ([`SECTION_HINTS`]).
 pub const OUTPUT_FORMAT: &str = "\
 Answer with one JSON object, no prose, no code fences, keys in this order (leave out a key with nothing):
+- userSaid: what the user says about themself (job, city, projects, tools, tastes, plans, family), \
+each in the user's own words; [] when the user says nothing about themself.
 - newFacts: every lasting fact the user states about themself, also in a message that asks something else: \
 [{\"content\": a short sentence in the user's language, names and terms as written, \
 \"category\": preference|knowledge|context|behavior|goal|correction, \"confidence\": 0.9 stated, 0.7 implied}]; \
@@ -84,12 +86,12 @@ about the user: \"scope\": \"thread\"|\"project\", \"durability\": \"temporary\"
 no label means lasting.
 
 Examples, with a memory holding {\"id\": \"fact_k3\", \"content\": \"Uses npm\"}:
-User: I teach maths in Porto. How can I grade faster? -> {\"newFacts\":[{\"content\":\"Teaches maths\",\"category\":\"context\",\"confidence\":0.9},\
+User: I teach maths in Porto. How can I grade faster? -> {\"userSaid\":[\"I teach maths in Porto\"],\"newFacts\":[{\"content\":\"Teaches maths\",\"category\":\"context\",\"confidence\":0.9},\
 {\"content\":\"Lives in Porto\",\"category\":\"context\",\"confidence\":0.9}]}
-User: What's a quick pasta recipe? -> {\"newFacts\":[]}
-User: No, I use pnpm, not npm. -> {\"newFacts\":[{\"content\":\"Uses pnpm\",\"category\":\"correction\",\"confidence\":0.95,\"sourceError\":\"npm\"}],\
+User: What's a quick pasta recipe? -> {\"userSaid\":[],\"newFacts\":[]}
+User: No, I use pnpm, not npm. -> {\"userSaid\":[\"I use pnpm, not npm\"],\"newFacts\":[{\"content\":\"Uses pnpm\",\"category\":\"correction\",\"confidence\":0.95,\"sourceError\":\"npm\"}],\
 \"factsToRemove\":[{\"id\":\"fact_k3\",\"replacementFactIndex\":0}]}
-User: Answer in French this time. -> {\"newFacts\":[]}";
+User: Answer in French this time. -> {\"userSaid\":[],\"newFacts\":[]}";
 
 /// The facts of [`OUTPUT_FORMAT`]'s examples, each with the word a user would have to say
 /// for it to be theirs: a new fact that restates one while the user's messages lack that
@@ -429,6 +431,8 @@ mod tests {
             "0.7 implied",
             "names and terms as written",
             "user's language",
+            "userSaid",
+            "in the user's own words",
             "newFacts",
             "factsToRemove",
             "factsToReinforce",
@@ -444,8 +448,8 @@ mod tests {
             assert!(r.system.contains(needle), "system prompt lacks {needle:?}");
         }
         // 2.6 KB before the example of facts stated in a message that asks something, 2.75 KB
-        // before the event-date rule (`happenedAt`, absolute dates).
-        assert!(r.system.len() < 2950, "{} bytes", r.system.len());
+        // before the event-date rule (`happenedAt`, absolute dates), 2.95 KB before `userSaid`.
+        assert!(r.system.len() < 3200, "{} bytes", r.system.len());
         // The old output format's placeholders, which small models copied into real replies.
         for placeholder in ["fact_...", "\"...\"", "shouldUpdate"] {
             assert!(!r.system.contains(placeholder), "the prompt shows {placeholder:?}");
@@ -486,6 +490,10 @@ mod tests {
             OUTPUT_FORMAT.contains(&format!("\"id\": \"{}\", \"content\": \"{}\"", correction.facts_to_remove[0].id, EXAMPLE_FACTS[3].0)),
             "the removed id and its text are the example's memory"
         );
+        // Each example lists the user's own words first, as the parser reads them.
+        let said = |d: &crate::extract::delta::Delta| d.section_strings.iter().map(|s| s.text.clone()).collect::<Vec<_>>();
+        assert_eq!(said(facts), ["I teach maths in Porto"]);
+        assert_eq!(said(correction), ["I use pnpm, not npm"]);
         let (once, nothing) = &ex[3];
         assert!(once.contains("this time") && nothing.is_noop(), "a one-off request stores nothing");
         assert!(ex.iter().all(|(_, d)| d.sections.iter().all(Option::is_none) && d.skipped.is_empty()), "lean: no section listed");
@@ -698,7 +706,8 @@ mod boundary_tests {
         println!("instructions + output format: {} bytes, {tokens} tokens (estimate)", system.len());
         // The instructions before the careful-memory rules and the lean delta came to 872
         // (`node bench/prompt-tokens.mjs`): they hold more rules now, in fewer tokens. The
-        // event-date rule (`happenedAt`, absolute dates) added 50.
-        assert!(tokens < 925, "{tokens} tokens");
+        // event-date rule (`happenedAt`, absolute dates) added 50, `userSaid` (the list a 0.5B
+        // model fills, with its examples) 85.
+        assert!(tokens < 1025, "{tokens} tokens");
     }
 }

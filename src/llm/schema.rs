@@ -8,11 +8,14 @@
 //!
 //! It is shaped for small models under grammar-constrained decoding, which take the
 //! shortest path the grammar allows: no top-level key is nullable (an all-`null` reply
-//! that "changes nothing" about everything was what 0.5B models answered every time), the
-//! first key is `newFacts`, a list that is cheap to fill (content, category, confidence,
-//! a correction's `sourceError` or `null`, and the event's date `happenedAt` or `null`), and sections come last, as a list of only
-//! those that changed (`[{"section": "workContext", "summary": "…"}]`). Nothing is an
-//! empty list. Labels and `expected_valid_days` are left out: a small model filling them
+//! that "changes nothing" about everything was what 0.5B models answered every time). The
+//! first key is `userSaid`, a list of plain strings, what the user said about themself in
+//! their words: the cheapest thing to fill, and what a 0.5B model does fill (it copies the
+//! sentence; `extract::said` cuts off the question) where it answered `"newFacts": []` to
+//! every conversation. Then `newFacts`, a list of facts (content, category, confidence, a
+//! correction's `sourceError` or `null`, and the event's date `happenedAt` or `null`), and
+//! sections come last, as a list of only those that changed
+//! (`[{"section": "workContext", "summary": "…"}]`). Labels and `expected_valid_days` are left out: a small model filling them
 //! at random gates or expires true facts (the parser still reads them in replies that are
 //! not schema-constrained). Everything the schema allows, the parser accepts
 //! (docs/local-models.md has the measurements). The tests check it against the crate's
@@ -24,11 +27,12 @@ pub const DELTA_SCHEMA_NAME: &str = "memory_delta";
 /// The delta's JSON schema, as compact JSON text.
 pub const DELTA_SCHEMA: &str = concat!(
     r##"{"type":"object","properties":{"##,
+    r##""userSaid":{"type":"array","items":{"type":"string"}},"##,
     r##""newFacts":{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"category":{"type":"string","enum":["preference","knowledge","context","behavior","goal","correction"]},"confidence":{"type":"number"},"sourceError":{"type":["string","null"]},"happenedAt":{"type":["string","null"]}},"required":["content","category","confidence","sourceError","happenedAt"],"additionalProperties":false}},"##,
     r##""factsToRemove":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"replacementFactIndex":{"type":["integer","null"]}},"required":["id","replacementFactIndex"],"additionalProperties":false}},"##,
     r##""factsToReinforce":{"type":"array","items":{"type":"string"}},"##,
     r##""sections":{"type":"array","items":{"type":"object","properties":{"section":{"type":"string","enum":["workContext","personalContext","topOfMind","recentMonths","earlierContext","longTermBackground"]},"summary":{"type":"string"}},"required":["section","summary"],"additionalProperties":false}}},"##,
-    r##""required":["newFacts","factsToRemove","factsToReinforce","sections"],"additionalProperties":false}"##
+    r##""required":["userSaid","newFacts","factsToRemove","factsToReinforce","sections"],"additionalProperties":false}"##
 );
 
 #[cfg(test)]
@@ -65,12 +69,12 @@ mod tests {
     }
 
     #[test]
-    fn the_schema_is_strict_mode_json_with_facts_first_and_nothing_nullable_at_the_top() {
+    fn the_schema_is_strict_mode_json_with_the_users_words_first_and_nothing_nullable_at_the_top() {
         let s = schema();
         assert_strict(&s, "$");
         let props = s.get("properties").and_then(Value::as_object).unwrap();
         let keys: Vec<&str> = props.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["newFacts", "factsToRemove", "factsToReinforce", "sections"], "newFacts first");
+        assert_eq!(keys, ["userSaid", "newFacts", "factsToRemove", "factsToReinforce", "sections"], "the user's words first");
         for (k, v) in props.iter() {
             assert_eq!(v.get("type").and_then(Value::as_str), Some("array"), "{k}: a list, never null");
         }

@@ -28,6 +28,7 @@ mod scan;
 
 use crate::base::error::{Error, Result};
 use crate::extract::delta::{cat, path, reasons, Delta, Labels, NewFact, Removal, SectionString, SectionUpdate, Skipped};
+use crate::extract::said::stated_parts;
 use crate::json::field::{missing, wrong_type};
 use crate::json::{Map, Value};
 use crate::memory::document::{read_confidence, SectionId, DEFAULT_CATEGORY};
@@ -37,8 +38,10 @@ pub const MAX_REPLY_BYTES: usize = 1 << 20;
 /// At most this many `{` positions that lead nowhere (never closed, or invalid JSON that
 /// mentions a delta key) are tried; only these rescan text, so the search stays linear.
 pub const MAX_CANDIDATES: usize = 64;
+/// The key of the list of what the user said about themself, in their words.
+pub const USER_SAID: &str = "userSaid";
 /// The keys that make an object a delta candidate.
-pub const DELTA_KEYS: [&str; 6] = ["newFacts", "factsToRemove", "factsToReinforce", "sections", "user", "history"];
+pub const DELTA_KEYS: [&str; 7] = ["userSaid", "newFacts", "factsToRemove", "factsToReinforce", "sections", "user", "history"];
 
 /// The fact categories the prompt names; others are kept as given.
 pub const KNOWN_CATEGORIES: [&str; 6] = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
@@ -284,6 +287,33 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
         }
         Some(Value::Object(sections)) => read_sections("sections", sections, &mut delta),
         Some(other) => return Err(wrong_type("sections", "an array of {section, summary}", other).into()),
+    }
+    // The user's own words, first in the schema: each string's statements become candidate
+    // facts that apply gates like section strings (a question or request alone: skipped).
+    match obj.get(USER_SAID) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let at = path(USER_SAID, i);
+                match item {
+                    Value::String(s) => {
+                        let parts = stated_parts(s);
+                        if parts.is_empty() && !s.trim().is_empty() {
+                            let detail = "no statement about the user, only a question, request or acknowledgement";
+                            delta.skipped.push(Skipped::new(at.clone(), reasons::TASK_RESIDUE, detail));
+                        }
+                        for part in parts {
+                            delta.section_strings.push(SectionString { path: at.clone(), text: part.to_string() });
+                        }
+                    }
+                    other => {
+                        let detail = wrong_type(&at, "a string", other).0;
+                        delta.skipped.push(Skipped::new(at, reasons::INVALID, &detail));
+                    }
+                }
+            }
+        }
+        Some(other) => return Err(wrong_type(USER_SAID, "an array of strings", other).into()),
     }
     match obj.get("newFacts") {
         None | Some(Value::Null) => {}
