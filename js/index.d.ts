@@ -2,7 +2,9 @@ export * from "./wasm/user_memory.js";
 
 /**
  * The JSON schema of the memory delta the extraction answers with, in OpenAI's strict
- * dialect (every property required): `newFacts` first, then `factsToRemove`, `factsToReinforce`
+ * dialect (every property required): `userSaid` first (the user's own sentences about
+ * themselves, which the library cuts to statements and checks as it checks facts), `newFacts`,
+ * then `factsToRemove`, `factsToReinforce`
  * and `sections` (a list of the summaries that changed), each a list that may be empty.
  * `jsonMode: "schema"` sends it for you; with a JS-function LLM pass it to your SDK, e.g.
  * `response_format: { type: "json_schema", json_schema: { name: "memory_delta", strict: true, schema: DELTA_SCHEMA } }`
@@ -10,7 +12,9 @@ export * from "./wasm/user_memory.js";
  */
 export const DELTA_SCHEMA: {
   readonly type: "object";
-  readonly properties: Readonly<Record<"newFacts" | "factsToRemove" | "factsToReinforce" | "sections", unknown>>;
+  readonly properties: Readonly<
+    Record<"userSaid" | "newFacts" | "factsToRemove" | "factsToReinforce" | "sections", unknown>
+  >;
   readonly required: readonly string[];
   readonly additionalProperties: false;
 };

@@ -41,7 +41,7 @@ use crate::base::time::millis_from_iso;
 use crate::extract::delta::{cat, path, reasons, Delta, Labels, NewFact, Skipped};
 use crate::extract::parse::USER_SAID;
 use crate::extract::prompt::EXAMPLE_FACTS;
-use crate::extract::said::share_in;
+use crate::extract::said::{self, share_in};
 use crate::extract::sanitize::{safe_category, strip_invisible};
 use crate::extract::scrub::scrub_document;
 use crate::memory::document::{normalize_content, Document, Fact, SectionId, CORRECTION};
@@ -302,7 +302,7 @@ impl<'a, 'c> Applier<'a, 'c> {
                 continue;
             }
             if let Some(sets) = self.sets.as_ref() {
-                if gates::task_shape(summary).is_some() {
+                if said::task_shape(summary).is_some() {
                     skipped.push(Skipped::new(at(), reasons::TASK_RESIDUE, "the user's question or request, not a summary"));
                     continue;
                 }
@@ -928,7 +928,7 @@ fn copied_or_task(vocab: &mut Vocab, sets: &ConversationSets, content: &str) -> 
             return Some((reasons::PROMPT_COPY, "restates an example of the prompt the user did not say"));
         }
     }
-    if let Some(why) = gates::task_shape(content) {
+    if let Some(why) = said::task_shape(content) {
         return Some((reasons::TASK_RESIDUE, if why == "a question" { "a question, not a fact" } else { "a request, not a fact" }));
     }
     if !sets.quoted.is_empty() && ConversationSets::share(vocab, &set, &sets.quoted) >= COPY_ASSISTANT_SHARE {

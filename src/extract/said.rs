@@ -19,7 +19,6 @@
 //! first being that it is mostly the user's own stated words (`apply`).
 
 use crate::base::unicode::lowercase;
-use crate::extract::apply::gates::task_shape;
 use crate::recall::tokenize::is_cjk;
 
 /// Words of the user speaking of themself (whole words, lowercased, apostrophes as `'`;
@@ -257,6 +256,49 @@ fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// Request verbs that open a task, not a fact about the user (`"Translate …"`).
+const REQUEST_VERBS: [&str; 17] = [
+    "translate",
+    "summarise",
+    "summarize",
+    "explain",
+    "fix",
+    "rewrite",
+    "convert",
+    "answer",
+    "write",
+    "give",
+    "suggest",
+    "recommend",
+    "list",
+    "show",
+    "tell",
+    "find",
+    "please",
+];
+/// Question words that open a question.
+const QUESTION_WORDS: [&str; 4] = ["how", "what", "why", "which"];
+/// The same, in Chinese: a request or a question at the start.
+const CJK_TASK_STARTS: [&str; 9] = ["请", "帮我", "帮忙", "翻译", "总结", "怎么", "如何", "为什么", "什么"];
+
+/// Why `content` is the user's task rather than a fact about them, if it is: a question,
+/// or a request (it opens with a request verb or question word, in English or Chinese).
+pub(crate) fn task_shape(content: &str) -> Option<&'static str> {
+    let c = content.trim();
+    if c.ends_with(['?', '？']) || c.ends_with('吗') {
+        return Some("a question");
+    }
+    let first: String = c.chars().take_while(|ch| ch.is_alphabetic() && !is_cjk(*ch)).collect();
+    let first = crate::base::unicode::lowercase(&first);
+    if QUESTION_WORDS.contains(&first.as_str()) {
+        return Some("a question");
+    }
+    if REQUEST_VERBS.contains(&first.as_str()) || CJK_TASK_STARTS.iter().any(|s| c.starts_with(s)) {
+        return Some("a request");
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +378,30 @@ mod tests {
         }
         assert!(stated_parts("The weather is nice.").is_empty());
         assert!(stated_parts("Lives in Porto").is_empty(), "a model's third-person fact is newFacts' job");
+    }
+
+    #[test]
+    fn questions_and_requests_are_tasks_and_facts_are_not() {
+        for t in [
+            "What's a quick pasta recipe for tonight?",
+            "How to read a CSV file in Python",
+            "Translate 'good morning' into Spanish",
+            "Answer in French this time",
+            "帮我把这句话翻译成英文",
+            "怎么用 Python 读取 CSV 文件",
+            "深圳哪里适合爬山吗",
+        ] {
+            assert!(task_shape(t).is_some(), "{t}");
+        }
+        for f in [
+            "Works as a nurse",
+            "Writes Go services",
+            "Prefers short answers",
+            "是产品经理",
+            "Has a daughter named Mia",
+            "Is learning Japanese",
+        ] {
+            assert_eq!(task_shape(f), None, "{f}");
+        }
     }
 }

@@ -121,49 +121,6 @@ pub fn is_time_phrase(text: &str) -> bool {
     any
 }
 
-/// Request verbs that open a task, not a fact about the user (`"Translate …"`).
-const REQUEST_VERBS: [&str; 17] = [
-    "translate",
-    "summarise",
-    "summarize",
-    "explain",
-    "fix",
-    "rewrite",
-    "convert",
-    "answer",
-    "write",
-    "give",
-    "suggest",
-    "recommend",
-    "list",
-    "show",
-    "tell",
-    "find",
-    "please",
-];
-/// Question words that open a question.
-const QUESTION_WORDS: [&str; 4] = ["how", "what", "why", "which"];
-/// The same, in Chinese: a request or a question at the start.
-const CJK_TASK_STARTS: [&str; 9] = ["请", "帮我", "帮忙", "翻译", "总结", "怎么", "如何", "为什么", "什么"];
-
-/// Why `content` is the user's task rather than a fact about them, if it is: a question,
-/// or a request (it opens with a request verb or question word, in English or Chinese).
-pub fn task_shape(content: &str) -> Option<&'static str> {
-    let c = content.trim();
-    if c.ends_with(['?', '？']) || c.ends_with('吗') {
-        return Some("a question");
-    }
-    let first: String = c.chars().take_while(|ch| ch.is_alphabetic() && !is_cjk(*ch)).collect();
-    let first = crate::base::unicode::lowercase(&first);
-    if QUESTION_WORDS.contains(&first.as_str()) {
-        return Some("a question");
-    }
-    if REQUEST_VERBS.contains(&first.as_str()) || CJK_TASK_STARTS.iter().any(|s| c.starts_with(s)) {
-        return Some("a request");
-    }
-    None
-}
-
 /// Words before a colon that say what follows is the text to work on, not the user's own.
 const QUOTING_VERBS: [&str; 12] =
     ["translate", "summarise", "summarize", "rewrite", "proofread", "this page", "翻译", "总结", "改写", "润色", "这句话", "这段"];
@@ -290,31 +247,6 @@ mod tests {
         }
         for t in ["Moved to Lisbon last month", "lactose intolerant", "住在深圳", "Emma is 6", ""] {
             assert!(!is_time_phrase(t), "{t}");
-        }
-    }
-
-    #[test]
-    fn questions_and_requests_are_tasks_and_facts_are_not() {
-        for t in [
-            "What's a quick pasta recipe for tonight?",
-            "How to read a CSV file in Python",
-            "Translate 'good morning' into Spanish",
-            "Answer in French this time",
-            "帮我把这句话翻译成英文",
-            "怎么用 Python 读取 CSV 文件",
-            "深圳哪里适合爬山吗",
-        ] {
-            assert!(task_shape(t).is_some(), "{t}");
-        }
-        for f in [
-            "Works as a nurse",
-            "Writes Go services",
-            "Prefers short answers",
-            "是产品经理",
-            "Has a daughter named Mia",
-            "Is learning Japanese",
-        ] {
-            assert_eq!(task_shape(f), None, "{f}");
         }
     }
 

@@ -288,29 +288,12 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
         Some(Value::Object(sections)) => read_sections("sections", sections, &mut delta),
         Some(other) => return Err(wrong_type("sections", "an array of {section, summary}", other).into()),
     }
-    // The user's own words, first in the schema: each string's statements become candidate
-    // facts that apply gates like section strings (a question or request alone: skipped).
+    // The user's own words, first in the schema.
     match obj.get(USER_SAID) {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                let at = path(USER_SAID, i);
-                match item {
-                    Value::String(s) => {
-                        let parts = stated_parts(s);
-                        if parts.is_empty() && !s.trim().is_empty() {
-                            let detail = "no statement about the user, only a question, request or acknowledgement";
-                            delta.skipped.push(Skipped::new(at.clone(), reasons::TASK_RESIDUE, detail));
-                        }
-                        for part in parts {
-                            delta.section_strings.push(SectionString { path: at.clone(), text: part.to_string() });
-                        }
-                    }
-                    other => {
-                        let detail = wrong_type(&at, "a string", other).0;
-                        delta.skipped.push(Skipped::new(at, reasons::INVALID, &detail));
-                    }
-                }
+                read_user_said(path(USER_SAID, i), item, &mut delta);
             }
         }
         Some(other) => return Err(wrong_type(USER_SAID, "an array of strings", other).into()),
@@ -367,6 +350,27 @@ fn delta_from_object(obj: &Map) -> Result<Delta, String> {
         Some(other) => return Err(wrong_type("factsToReinforce", "an array of fact ids", other).into()),
     }
     Ok(delta)
+}
+
+/// One `userSaid` string: its statements become candidate facts that apply gates like
+/// section strings; a string with none (a question or request alone) is skipped.
+fn read_user_said(at: String, item: &Value, delta: &mut Delta) {
+    match item {
+        Value::String(s) => {
+            let parts = stated_parts(s);
+            if parts.is_empty() && !s.trim().is_empty() {
+                let detail = "no statement about the user, only a question, request or acknowledgement";
+                delta.skipped.push(Skipped::new(at.clone(), reasons::TASK_RESIDUE, detail));
+            }
+            for part in parts {
+                delta.section_strings.push(SectionString { path: at.clone(), text: part.to_string() });
+            }
+        }
+        other => {
+            let detail = wrong_type(&at, "a string", other).0;
+            delta.skipped.push(Skipped::new(at, reasons::INVALID, &detail));
+        }
+    }
 }
 
 fn push_id(ids: &mut Vec<String>, id: &str) {
