@@ -124,12 +124,13 @@ fn user_said_statements_become_facts_and_questions_copies_and_repeats_do_not() {
     let mut doc = Document::empty();
     let report = apply(&mut doc, &parse_reply(reply).unwrap(), &messages);
     assert_eq!(contents(&doc), ["Works as a nurse", "Lives in Lyon"]);
-    assert_eq!(reasons_of(&report), [("userSaid[0]".into(), reasons::DUPLICATE.into())]);
-    // Only one of them: the statement is kept too (it says more than the reply's fact).
+    let duplicate = ("userSaid[0]".to_string(), reasons::DUPLICATE.to_string());
+    assert_eq!(reasons_of(&report), [duplicate.clone(), duplicate]);
+    // Only one of them: the other part of the statement is kept, not the whole of it.
     let reply = r#"{"userSaid": ["I'm a nurse and I live in Lyon"], "newFacts": [{"content": "Lives in Lyon", "category": "context", "confidence": 0.9}]}"#;
     let mut doc = Document::empty();
     apply(&mut doc, &parse_reply(reply).unwrap(), &messages);
-    assert_eq!(contents(&doc), ["Lives in Lyon", "I'm a nurse and I live in Lyon"]);
+    assert_eq!(contents(&doc), ["Lives in Lyon", "I'm a nurse"]);
     // A correction's wrong version is part of what its fact says.
     let messages = turn("No, I use pnpm, not npm.", "Noted.");
     let reply = r#"{"userSaid": ["I use pnpm, not npm"], "newFacts": [{"content": "Uses pnpm", "category": "correction", "confidence": 0.95, "sourceError": "npm"}]}"#;

@@ -66,6 +66,10 @@ const ASKING: [&str; 20] = [
 /// Phrases that make an instruction one-off, not a lasting truth.
 const ONE_OFF: [&str; 8] = ["this time", "for now", "this once", "for this", "just this", "这次", "这一次", "本次"];
 
+/// Words that join a clause to the one before it, left off the part it starts ("and I have
+/// two cats"); English ones with their space.
+const JOINERS: [&str; 9] = ["and ", "but ", "so ", "also ", "plus ", "而且", "并且", "但是", "不过"];
+
 /// What a clause is to the user's statements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -85,7 +89,10 @@ pub(crate) fn stated_parts(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for sentence in split(text, is_sentence_end) {
         let question = sentence.ends_with(['?', '？']);
-        let clauses = split(sentence, |c, _| matches!(c, ',' | '，' | '、' | ':' | '：'));
+        let mut clauses = Vec::new();
+        for clause in split(sentence, |c, _| matches!(c, ',' | '，' | '、' | ':' | '：')) {
+            split_joined(clause, &mut clauses);
+        }
         let mut kinds = Vec::with_capacity(clauses.len());
         for c in &clauses {
             kinds.push(kind(c));
@@ -104,6 +111,14 @@ pub(crate) fn stated_parts(text: &str) -> Vec<&str> {
                 Kind::Neutral => run.is_some() && !question,
                 Kind::Drop => false,
             };
+            // Each clause where the user speaks of themself starts a part of its own ("I'm a
+            // nurse, and I live in Lyon": two facts), so a part the reply's facts already hold
+            // is told apart from one they do not.
+            if k == Kind::Own {
+                if let Some((a, b)) = run.take() {
+                    push_part(&mut out, &sentence[a..b]);
+                }
+            }
             if keep {
                 run = Some((run.map_or(from, |r| r.0), to));
             } else if let Some((a, b)) = run.take() {
@@ -156,6 +171,24 @@ fn split(text: &str, at: impl Fn(char, Option<char>) -> bool) -> Vec<&str> {
     out
 }
 
+/// `clause` cut before each " and " / " but " that goes on with the user speaking of
+/// themself ("I'm a nurse and I live in Lyon": "I'm a nurse", "and I live in Lyon"), into
+/// `out`; the joiner is left off the part later ([`JOINERS`]).
+fn split_joined<'a>(clause: &'a str, out: &mut Vec<&'a str>) {
+    let lower = clause.to_ascii_lowercase(); // same byte offsets
+    let mut start = 0;
+    for (at, _) in lower.match_indices(' ') {
+        let rest = &lower[at + 1..];
+        if let Some(rest) = rest.strip_prefix("and ").or_else(|| rest.strip_prefix("but ")) {
+            if words(rest).first().is_some_and(|w| FIRST_PERSON.contains(&w.as_str())) {
+                out.push(&clause[start..at]);
+                start = at + 1;
+            }
+        }
+    }
+    out.push(&clause[start..]);
+}
+
 /// Where the sub-slice `part` of `whole` lies in it.
 fn span(whole: &str, part: &str) -> (usize, usize) {
     let from = part.as_ptr() as usize - whole.as_ptr() as usize;
@@ -164,7 +197,14 @@ fn span(whole: &str, part: &str) -> (usize, usize) {
 
 /// `part` trimmed of spaces and closing punctuation, added when something is left.
 fn push_part<'a>(out: &mut Vec<&'a str>, part: &'a str) {
-    let part = part.trim().trim_end_matches(is_closing).trim_end();
+    let mut part = part.trim().trim_end_matches(is_closing).trim_end();
+    for joiner in JOINERS {
+        let n = joiner.len();
+        if part.len() > n && part.is_char_boundary(n) && part[..n].eq_ignore_ascii_case(joiner) {
+            part = part[n..].trim_start();
+            break;
+        }
+    }
     if !part.is_empty() {
         out.push(part);
     }
@@ -308,8 +348,8 @@ mod tests {
     /// question, request, acknowledgement, one-off and quoted text dropped.
     #[test]
     fn whole_messages_are_cut_to_what_the_user_states() {
-        let cases: [(&str, &[&str]); 26] = [
-            ("I'm a nurse and I live in Lyon. Any tips for sleeping after a night shift?", &["I'm a nurse and I live in Lyon"]),
+        let cases: [(&str, &[&str]); 27] = [
+            ("I'm a nurse and I live in Lyon. Any tips for sleeping after a night shift?", &["I'm a nurse", "I live in Lyon"]),
             (
                 "At work I write Go services on top of Postgres for a fintech startup. How do I find slow queries?",
                 &["At work I write Go services on top of Postgres for a fintech startup"],
@@ -342,7 +382,8 @@ mod tests {
                 "我是做前端的，主要用 React 和 TypeScript，在一家 SaaS 公司。useEffect 里请求数据有什么坑？",
                 &["我是做前端的，主要用 React 和 TypeScript，在一家 SaaS 公司"],
             ),
-            ("I'm learning Mandarin, 我现在是 HSK 3 级. What should I read next?", &["I'm learning Mandarin, 我现在是 HSK 3 级"]),
+            ("I'm learning Mandarin, 我现在是 HSK 3 级. What should I read next?", &["I'm learning Mandarin", "我现在是 HSK 3 级"]),
+            ("I work as a nurse in Porto, and I have two cats.", &["I work as a nurse in Porto", "I have two cats"]),
             ("帮我把这句话翻译成英文：今天天气很好，我们去公园散步吧。", &[]),
             ("Please always reply in Chinese from now on, 我看中文更快。", &["我看中文更快"]),
             ("That's wrong, use make dev instead. We moved to a Makefile last week.", &["We moved to a Makefile last week"]),

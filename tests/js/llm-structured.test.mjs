@@ -22,6 +22,7 @@ async function open(llmOptions = {}) {
 
 /** What a strict-mode model writes: every key, empty lists for what it does not change. */
 const strictDelta = {
+  userSaid: [],
   newFacts: [{ content: "Works as a nurse in Porto", category: "context", confidence: 0.9, sourceError: null }],
   factsToRemove: [],
   factsToReinforce: [],
@@ -30,7 +31,7 @@ const strictDelta = {
 
 test("DELTA_SCHEMA is exported from the main entry, and is exactly what the default request sends (OpenAI strict json_schema)", async () => {
   assert.equal(DELTA_SCHEMA.type, "object");
-  assert.deepEqual(DELTA_SCHEMA.required, ["newFacts", "factsToRemove", "factsToReinforce", "sections"]);
+  assert.deepEqual(DELTA_SCHEMA.required, ["userSaid", "newFacts", "factsToRemove", "factsToReinforce", "sections"]);
   const { memory } = await open();
   llm.script.push({ json: strictDelta });
   await memory.observe("t", turn("I work as a nurse in Porto", "Great."));
