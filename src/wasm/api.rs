@@ -7,24 +7,26 @@
 use super::convert::{self, from_json, messages, query_messages, set, to_json};
 use super::embed::{read_embed, LocalSpawner};
 use super::error::{to_js, IntoJsResult};
-use super::marshal::{doc_js, explain_limit, explanation_js, hits_js, observe_at, options_arg, report_js, revision_arg, string_arg};
+use super::maintenance;
+use super::marshal::{
+    doc_js, explain_limit, explanation_js, fact_js, flag_option, forgotten_js, forgotten_options, history_options, hits_js,
+};
+use super::marshal::{import_arg, json_arg, observe_at, report_js, revision_arg, search_options, string_arg, undo_options};
 use super::options;
 use super::persist::{self, Persistence};
 use super::platform::{JsClock, JsCounter, JsEvents, TimerScheduler};
-use super::stores::{in_node, open_backend, open_store};
+use super::stores::{in_node, open_backend};
 use super::tabs::Tabs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{IdSource, RandomIds};
 use crate::base::sync::{poll_now, LocalFuture};
 use crate::engine::{DebugEvent, Event, EventSink};
 use crate::engine::{Engine, Parts};
-use crate::json::field::{opt_bool, opt_uint};
 use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
 use crate::llm::{NoLlm, NO_LLM};
 use crate::recall::inject::Explanation;
-use crate::recall::search::SearchOptions;
 use crate::recall::token_count::{Estimate, TokenCounter};
-use crate::storage::{Slot, Store};
+use crate::storage::Store;
 use crate::Document;
 use js_sys::{Function, Promise};
 use std::cell::Cell;
@@ -169,74 +171,46 @@ impl Call {
             Call::ProcessDue(e) => e.process_due().await.map(|r| report_js(&r)),
             Call::Get(e) => e.get().await.map(|d| doc_js(&d)),
             Call::Import(e, doc) => {
-                let v = match doc.as_string() {
-                    Some(s) => Value::String(s),
-                    None => to_json(&doc, "the imported memory")?,
-                };
+                let v = import_arg(&doc)?;
                 e.import(&v).await.map(|d| doc_js(&d))
             }
             Call::AddFact(e, fact) => {
-                convert::check_finite(&fact, "fact")?;
-                let v = to_json(&fact, "the fact")?;
-                e.add_fact(&v).await.map(|f| from_json(&f.to_json()))
+                let v = json_arg(&fact, "fact", "the fact")?;
+                e.add_fact(&v).await.map(|f| fact_js(&f))
             }
             Call::UpdateFact(e, id, patch) => {
-                let id = string_arg(&id, "the fact id")?;
-                convert::check_finite(&patch, "patch")?;
-                let v = to_json(&patch, "the patch")?;
-                e.update_fact(&id, &v).await.map(|f| from_json(&f.to_json()))
+                let (id, v) = (string_arg(&id, FACT_ID)?, json_arg(&patch, "patch", "the patch")?);
+                e.update_fact(&id, &v).await.map(|f| fact_js(&f))
             }
             Call::RemoveFact(e, id, opts) => {
-                let id = string_arg(&id, "the fact id")?;
-                let forget = opt_bool(&options_arg(&opts, "removeFact", &["forget"])?, "forget", "forget")?.unwrap_or(false);
-                e.remove_fact(&id, forget).await.map(|f| from_json(&f.to_json()))
+                let (id, forget) = (string_arg(&id, FACT_ID)?, flag_option(&opts, "removeFact", "forget")?);
+                e.remove_fact(&id, forget).await.map(|f| fact_js(&f))
             }
             Call::History(e, opts) => {
-                let o = options_arg(&opts, "history", &["limit", "before"])?;
-                let (limit, before) = (opt_uint(&o, "limit", "limit")?, opt_uint(&o, "before", "before")?);
-                let entries = e.history(limit.map(|n| n as usize), before).await?;
-                Ok(from_json(&Value::Array(entries).to_json()))
+                let (limit, before) = history_options(&opts)?;
+                e.history(limit, before).await.map(|h| from_json(&Value::Array(h).to_json()))
             }
-            Call::Revert(e, revision) => {
-                let revision = revision_arg(&revision, "revert(revision) needs a revision number (a `revision` of history() or status())")?;
-                e.revert(revision).await.map(|d| doc_js(&d))
-            }
-            Call::Undo(e, opts) => {
-                let o = options_arg(&opts, "undo", &["revision"])?;
-                e.undo(opt_uint(&o, "undo", "revision")?).await.map(|d| doc_js(&d))
-            }
-            Call::Forgotten(e, opts) => {
-                let o = options_arg(&opts, "forgotten", &["matching"])?;
-                let list = match crate::json::field::opt_str(&o, "forgotten", "matching")?.map(str::to_string) {
-                    Some(text) => e.forgotten_matching(&text).await?.into_iter().collect(),
-                    None => e.forgotten().await?,
-                };
-                Ok(from_json(&crate::memory::forget::Tombstones { list }.to_json()))
-            }
+            Call::Revert(e, revision) => e.revert(revision_arg(&revision, REVERT_NEEDS)?).await.map(|d| doc_js(&d)),
+            Call::Undo(e, opts) => e.undo(undo_options(&opts)?).await.map(|d| doc_js(&d)),
+            Call::Forgotten(e, opts) => match forgotten_options(&opts)? {
+                Some(text) => e.forgotten_matching(&text).await.map(|t| forgotten_js(t.into_iter().collect())),
+                None => e.forgotten().await.map(forgotten_js),
+            },
             Call::Unforget(e, id) => {
-                let id = string_arg(&id, "the fact id")?;
-                Ok(from_json(&e.unforget(&id).await?.to_json()))
+                let id = string_arg(&id, FACT_ID)?;
+                e.unforget(&id).await.map(|t| from_json(&t.to_json()))
             }
             Call::UpdateSection(e, section, summary) => {
-                let section = string_arg(&section, "the section name")?;
-                let summary = string_arg(&summary, "the summary")?;
-                Ok(from_json(&e.update_section(&section, &summary).await?.to_json()))
+                let (section, summary) = (string_arg(&section, "the section name")?, string_arg(&summary, "the summary")?);
+                e.update_section(&section, &summary).await.map(|s| from_json(&s.to_json()))
             }
-            Call::Clear(e, opts) => {
-                let tombstones = opt_bool(&options_arg(&opts, "clear", &["tombstones"])?, "tombstones", "tombstones")?.unwrap_or(false);
-                e.clear(tombstones).await.map(|_| JsValue::UNDEFINED)
-            }
+            Call::Clear(e, opts) => e.clear(flag_option(&opts, "clear", "tombstones")?).await.map(|_| JsValue::UNDEFINED),
             Call::Search(e, query, opts) => {
-                let query = string_arg(&query, "the search query")?;
-                convert::check_finite(&opts, "search options")?;
-                let opts = SearchOptions::from_value(&to_json(&opts, "the search options")?)?;
+                let (query, opts) = (string_arg(&query, "the search query")?, search_options(&opts)?);
                 Ok(hits_js(&e.search(&query, &opts).await))
             }
             Call::Inject(block) => Ok(JsValue::from_str(&block.await)),
-            Call::Explain(explanation) => {
-                let (x, doc) = explanation.await;
-                Ok(explanation_js(&doc, &x))
-            }
+            Call::Explain(explanation) => Ok(explanation_js(&explanation.await)),
             Call::Close(e, events, tabs) => {
                 let r = e.close().await;
                 events.clear();
@@ -246,47 +220,18 @@ impl Call {
                 }
                 r.map(|_| JsValue::UNDEFINED)
             }
-            Call::Inspect(options) => {
-                let (store, _) = UserMemory::storage_for(&options).await?;
-                let out = js_sys::Object::new();
-                for slot in Slot::ALL {
-                    let key = match slot {
-                        Slot::Document => "document",
-                        other => other.name(),
-                    };
-                    let v = match store.load(slot).await {
-                        Ok(Some(v)) => JsValue::from_str(&v.value),
-                        Ok(None) => JsValue::NULL,
-                        Err(e) => {
-                            set(&out, &format!("{key}Error"), &to_js(&e));
-                            JsValue::NULL
-                        }
-                    };
-                    set(&out, key, &v);
-                }
-                Ok(JsValue::from(out))
-            }
-            #[cfg(not(feature = "encryption"))]
-            Call::Encrypt(_) => Err(super::error::not_built("UserMemory.encrypt()", "encryption")),
-            #[cfg(feature = "encryption")]
-            Call::Encrypt(options) => {
-                let key = super::crypto::read_encryption(&super::convert::prop(&options, "encryption"), "`encryption`")?
-                    .ok_or_else(|| Error::invalid("UserMemory.encrypt() needs `encryption`: { passphrase } or { key }"))?;
-                let new_key = super::crypto::read_encryption(&super::convert::prop(&options, "newEncryption"), "`newEncryption`")?;
-                let (store, agent) = UserMemory::storage_for(&options).await?;
-                crate::storage::crypto::encrypt(store, &agent, Rc::new(super::crypto::WebCrypto), &key, new_key.as_ref()).await?;
-                Ok(JsValue::UNDEFINED)
-            }
-            Call::Reset(options) => {
-                let (store, _) = UserMemory::storage_for(&options).await?;
-                for slot in Slot::ALL {
-                    store.discard(slot).await?;
-                }
-                Ok(JsValue::UNDEFINED)
-            }
+            Call::Inspect(options) => maintenance::inspect(&options).await,
+            Call::Encrypt(options) => maintenance::encrypt(&options).await,
+            Call::Reset(options) => maintenance::reset(&options).await,
         }
     }
 }
+
+/// How the fact-id arguments are named in messages.
+const FACT_ID: &str = "the fact id";
+
+/// `revert()`'s message for a revision that is not one.
+const REVERT_NEEDS: &str = "revert(revision) needs a revision number (a `revision` of history() or status())";
 
 /// The store seen through encryption with `key`, or, without a key, the store after checking
 /// that it is not encrypted memory (which must never be read as plaintext nor overwritten).
@@ -725,21 +670,5 @@ impl UserMemory {
             extracts,
             ephemeral,
         })
-    }
-
-    async fn storage_for(options: &JsValue) -> Result<(Rc<dyn crate::storage::Store>, String)> {
-        // `agent` or its alias `userId`; a value that is not a string is refused, never read
-        // as "default" (which would inspect or reset another memory).
-        let text = |name: &str| -> Result<Option<String>> {
-            let v = super::convert::prop(options, name);
-            if v.is_undefined() || v.is_null() {
-                return Ok(None);
-            }
-            v.as_string().map(Some).ok_or_else(|| Error::invalid(format!("`{name}` must be a string")))
-        };
-        let (agent, user_id) = (text("agent")?, text("userId")?);
-        let agent = crate::engine::config::agent_option(agent.as_deref(), user_id.as_deref())?.unwrap_or("default").to_string();
-        let store = open_store(&super::convert::prop(options, "storage"), &agent).await?;
-        Ok((store, agent))
     }
 }

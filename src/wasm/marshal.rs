@@ -5,10 +5,13 @@
 use super::convert::{self, from_json, to_json};
 use crate::base::error::{Error, Result};
 use crate::engine::RunReport;
+use crate::json::field::{opt_bool, opt_str, opt_uint};
 use crate::json::{ArrayWriter, Map, ObjectWriter, ToJson, Value};
+use crate::memory::forget::{Tombstone, Tombstones};
 use crate::recall::inject::Explanation;
-use crate::recall::search::SearchHit;
-use crate::Document;
+use crate::recall::search::{SearchHit, SearchOptions};
+use crate::{Document, Fact};
+use std::rc::Rc;
 use wasm_bindgen::JsValue;
 
 /// A revision number argument; `INVALID_INPUT` with `why` for anything else.
@@ -35,6 +38,61 @@ pub(super) fn options_arg(v: &JsValue, method: &str, known: &[&str]) -> Result<M
 /// A string argument, or `INVALID_INPUT` naming it (instead of wasm-bindgen's TypeError).
 pub(super) fn string_arg(v: &JsValue, what: &str) -> Result<String> {
     v.as_string().ok_or_else(|| Error::invalid(format!("{what} must be a string")))
+}
+
+/// A JSON argument (a new fact, a patch): `INVALID_INPUT` at `path` for a number JSON cannot
+/// hold, naming `what` for any other value JSON cannot hold.
+#[inline(always)]
+pub(super) fn json_arg(v: &JsValue, path: &str, what: &str) -> Result<Value> {
+    convert::check_finite(v, path)?;
+    to_json(v, what)
+}
+
+/// `importDoc()`'s argument: a memory document, or its JSON text.
+pub(super) fn import_arg(doc: &JsValue) -> Result<Value> {
+    match doc.as_string() {
+        Some(s) => Ok(Value::String(s)),
+        None => to_json(doc, "the imported memory"),
+    }
+}
+
+/// The options of a method whose one option is the boolean `name` (`removeFact()`'s
+/// `forget`, `clear()`'s `tombstones`): false when absent.
+#[inline(always)]
+pub(super) fn flag_option(v: &JsValue, method: &str, name: &str) -> Result<bool> {
+    Ok(opt_bool(&options_arg(v, method, &[name])?, name, name)?.unwrap_or(false))
+}
+
+/// `history()`'s options: `limit` and `before`.
+pub(super) fn history_options(v: &JsValue) -> Result<(Option<usize>, Option<u64>)> {
+    let o = options_arg(v, "history", &["limit", "before"])?;
+    Ok((opt_uint(&o, "limit", "limit")?.map(|n| n as usize), opt_uint(&o, "before", "before")?))
+}
+
+/// `undo()`'s options: the `revision` to undo.
+pub(super) fn undo_options(v: &JsValue) -> Result<Option<u64>> {
+    Ok(opt_uint(&options_arg(v, "undo", &["revision"])?, "undo", "revision")?)
+}
+
+/// `forgotten()`'s options: the `matching` text.
+pub(super) fn forgotten_options(v: &JsValue) -> Result<Option<String>> {
+    Ok(opt_str(&options_arg(v, "forgotten", &["matching"])?, "forgotten", "matching")?.map(str::to_string))
+}
+
+/// `search()`'s options.
+pub(super) fn search_options(v: &JsValue) -> Result<SearchOptions> {
+    SearchOptions::from_value(&json_arg(v, "search options", "the search options")?)
+}
+
+/// `forgotten()`'s result: the tombstones (with `matching`, the one it matches, if any).
+pub(super) fn forgotten_js(list: Vec<Tombstone>) -> JsValue {
+    from_json(&Tombstones { list }.to_json())
+}
+
+/// A fact, as the edit methods return it.
+#[inline(always)]
+pub(super) fn fact_js(fact: &Fact) -> JsValue {
+    from_json(&fact.to_json())
 }
 
 pub(super) fn doc_js(doc: &Document) -> JsValue {
@@ -84,7 +142,7 @@ pub(super) fn hits_js(hits: &[(SearchHit, crate::Fact)]) -> JsValue {
     from_json(&out)
 }
 
-pub(super) fn explanation_js(doc: &Document, e: &Explanation) -> JsValue {
+pub(super) fn explanation_js((e, doc): &(Explanation, Rc<Document>)) -> JsValue {
     let mut out = String::new();
     let mut o = ObjectWriter::new(&mut out);
     o.str("block", &e.block).u64("tokens", e.tokens as u64);

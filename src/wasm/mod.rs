@@ -17,6 +17,7 @@ mod js_store;
 mod leader;
 mod llm;
 mod local;
+mod maintenance;
 mod marshal;
 mod options;
 mod persist;
