@@ -102,6 +102,44 @@ async function reload(page) {
 const open = (page, options) => page.evaluate((o) => window.openMemory(o), options);
 const storedFacts = (page) => page.evaluate(() => window.storedFacts());
 
+/**
+ * The rollback steps of encrypted memory `options` holding one fact: takes a copy of its
+ * stored values with `snapshot` (`([agent, put]) => values`, run in the page; given `put`, it
+ * puts exactly those back), forgets the fact in a reloaded page, puts the copy back and
+ * reloads (a fresh wasm instance: only the mark remembers). Returns the memory's rollback
+ * marks in localStorage, asserted to be one.
+ */
+async function forgetAndPutBack(page, options, snapshot) {
+  const backup = await page.evaluate(snapshot, [options.agent]);
+  assert.ok(
+    Object.keys(backup).some((k) => k.endsWith("/key")),
+    `the key record is in the backup: ${Object.keys(backup).join(", ")}`,
+  );
+  await reload(page);
+  await open(page, options);
+  await page.evaluate(async () => {
+    const [fact] = (await window.memory.get()).facts;
+    await window.memory.removeFact(fact.id, { forget: true });
+    await window.memory.close();
+  });
+  await page.evaluate(snapshot, [options.agent, backup]);
+  await reload(page);
+  const marks = await page.evaluate(
+    (agent) => Object.keys(localStorage).filter((k) => k.startsWith(`user-memory-mark/${agent}/`)),
+    options.agent,
+  );
+  assert.equal(marks.length, 1, "one mark per memory");
+  assert.match(await page.evaluate((k) => localStorage.getItem(k), marks[0]), /^umark1:1:/);
+  return marks;
+}
+
+/** With the mark gone (site data cleared) the old copy opens: never a lock-out. */
+async function opensWithoutTheMark(page, options, mark) {
+  await page.evaluate((k) => localStorage.removeItem(k), mark);
+  await open(page, options);
+  assert.deepEqual(await storedFacts(page), ["Allergic to penicillin"]);
+}
+
 for (const engine of ENGINES)
   describe(engine, { skip: skipReason(engine) }, () => {
     before(async () => {
@@ -682,37 +720,14 @@ for (const engine of ENGINES)
             tx.onabort = () => (db.close(), fail(tx.error));
           };
         });
-      const backup = await page.evaluate(records, [agent]);
-      assert.ok(
-        Object.keys(backup).some((k) => k.endsWith("/key")),
-        "the key record is in the backup",
-      );
-      await reload(page);
-      await open(page, { agent, storage: "indexeddb", encryption });
-      await page.evaluate(async () => {
-        const [fact] = (await window.memory.get()).facts;
-        await window.memory.removeFact(fact.id, { forget: true });
-        await window.memory.close();
-      });
-      await page.evaluate(records, [agent, backup]);
-      // A reloaded page is a fresh wasm instance: only the mark in localStorage remembers.
-      await reload(page);
-      const marks = await page.evaluate(
-        (agent) => Object.keys(localStorage).filter((k) => k.startsWith(`user-memory-mark/${agent}/`)),
-        agent,
-      );
-      assert.equal(marks.length, 1, "one mark per memory");
-      assert.match(await page.evaluate((k) => localStorage.getItem(k), marks[0]), /^umark1:1:/);
+      const marks = await forgetAndPutBack(page, { agent, storage: "indexeddb", encryption }, records);
       const code = await page.evaluate((o) => window.codeOf(() => window.openMemory(o)), {
         agent,
         storage: "indexeddb",
         encryption,
       });
       assert.equal(code, "ROLLBACK");
-      // The mark gone (site data cleared): the old copy opens, never a lock-out.
-      await page.evaluate((k) => localStorage.removeItem(k), marks[0]);
-      await open(page, { agent, storage: "indexeddb", encryption });
-      assert.deepEqual(await storedFacts(page), ["Allergic to penicillin"]);
+      await opensWithoutTheMark(page, { agent, storage: "indexeddb", encryption }, marks[0]);
       await page.close();
     });
 
@@ -734,27 +749,7 @@ for (const engine of ENGINES)
         if (put) for (const [k, v] of Object.entries(put)) localStorage.setItem(k, v);
         return out;
       };
-      const backup = await page.evaluate(keys, [agent]);
-      assert.ok(
-        Object.keys(backup).some((k) => k.endsWith("/key")),
-        `the key record is in the backup: ${Object.keys(backup).join(", ")}`,
-      );
-      await reload(page);
-      await open(page, { agent, storage: "localstorage", encryption });
-      await page.evaluate(async () => {
-        const [fact] = (await window.memory.get()).facts;
-        await window.memory.removeFact(fact.id, { forget: true });
-        await window.memory.close();
-      });
-      await page.evaluate(keys, [agent, backup]);
-      // A reloaded page is a fresh wasm instance: only the mark remembers.
-      await reload(page);
-      const marks = await page.evaluate(
-        (agent) => Object.keys(localStorage).filter((k) => k.startsWith(`user-memory-mark/${agent}/`)),
-        agent,
-      );
-      assert.equal(marks.length, 1, "one mark per memory");
-      assert.match(await page.evaluate((k) => localStorage.getItem(k), marks[0]), /^umark1:1:/);
+      const marks = await forgetAndPutBack(page, { agent, storage: "localstorage", encryption }, keys);
       const message = await page.evaluate(
         async (o) => {
           try {
@@ -767,10 +762,7 @@ for (const engine of ENGINES)
         { agent, storage: "localstorage", encryption },
       );
       assert.match(message, /^ROLLBACK .*the rollback mark in localStorage/);
-      // The mark gone (site data cleared): the old copy opens, never a lock-out.
-      await page.evaluate((k) => localStorage.removeItem(k), marks[0]);
-      await open(page, { agent, storage: "localstorage", encryption });
-      assert.deepEqual(await storedFacts(page), ["Allergic to penicillin"]);
+      await opensWithoutTheMark(page, { agent, storage: "localstorage", encryption }, marks[0]);
       await page.close();
     });
 
