@@ -148,6 +148,19 @@ function memoryDoc(overrides = {}) {
   };
 }
 
+/** Closes both tabs of a two-tab test, asserting that neither saw a dialog or a page error. */
+async function closeBoth(a, b) {
+  assert.deepEqual(
+    [a.problems, b.problems],
+    [
+      { dialogs: [], errors: [] },
+      { dialogs: [], errors: [] },
+    ],
+  );
+  await a.page.close();
+  await b.page.close();
+}
+
 // ---- tests ----------------------------------------------------------------------------
 
 test("a chat is answered, queued with a running countdown, learned into sections and facts, and the next prompt carries that memory", async () => {
@@ -1297,15 +1310,7 @@ test("two tabs share memory: an edit in one shows up live in the other", async (
       await waitForText(b.page, "#facts-list .fact-text", fact);
       await b.page.getByRole("button", { name: `Delete fact: ${fact}` }).click();
       await a.page.locator("#facts-list .fact", { hasText: fact }).waitFor({ state: "detached", timeout: T });
-      assert.deepEqual(
-        [a.problems, b.problems],
-        [
-          { dialogs: [], errors: [] },
-          { dialogs: [], errors: [] },
-        ],
-      );
-      await a.page.close();
-      await b.page.close();
+      await closeBoth(a, b);
     }
   });
 });
@@ -1358,15 +1363,7 @@ test("encrypting in one tab while a second tab is open: the second tab's next wr
         [`Plays the cello (${storage})`],
       );
       for (const page of [a.page, b.page]) assert.doesNotMatch(await page.locator("body").innerText(), /reset/i);
-      assert.deepEqual(
-        [a.problems, b.problems],
-        [
-          { dialogs: [], errors: [] },
-          { dialogs: [], errors: [] },
-        ],
-      );
-      await a.page.close();
-      await b.page.close();
+      await closeBoth(a, b);
     }
   });
 });
