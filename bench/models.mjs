@@ -330,7 +330,11 @@ function saveReplies(runs, slug) {
     r.replies.forEach((reply, i) => {
       if (!reply.text || known.has(reply.text)) return;
       known.add(reply.text);
-      const name = `real_${slug}_${r.mode}_${r.id}${r.replies.length > 1 ? `_${i + 1}` : ""}.txt`;
+      const base = `real_${slug}_${r.mode}_${r.id}${r.replies.length > 1 ? `_${i + 1}` : ""}`;
+      // A new reply to a conversation already in the corpus (another prompt or schema) is
+      // kept beside the old one, never over it.
+      let name = `${base}.txt`;
+      for (let n = 2; existsSync(join(dir, name)); n++) name = `${base}_v${n}.txt`;
       writeFileSync(join(dir, name), reply.text);
       fresh.push(name);
     });
