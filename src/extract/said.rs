@@ -180,7 +180,8 @@ fn split_joined<'a>(clause: &'a str, out: &mut Vec<&'a str>) {
     for (at, _) in lower.match_indices(' ') {
         let rest = &lower[at + 1..];
         if let Some(rest) = rest.strip_prefix("and ").or_else(|| rest.strip_prefix("but ")) {
-            if words(rest).first().is_some_and(|w| FIRST_PERSON.contains(&w.as_str())) {
+            // Only the next word is read: a clause of many joiners stays linear.
+            if words(rest.split_whitespace().next().unwrap_or("")).first().is_some_and(|w| FIRST_PERSON.contains(&w.as_str())) {
                 out.push(&clause[start..at]);
                 start = at + 1;
             }
