@@ -118,8 +118,9 @@ pub fn is_acknowledgement(text: &str) -> bool {
     let mut core = words.is_empty();
     let all = words.iter().all(|w| {
         if w.chars().any(crate::recall::tokenize::is_cjk) {
-            core |= cjk_acks(w);
-            cjk_acks(w)
+            let ack = cjk_acks(w);
+            core |= ack;
+            ack
         } else {
             let w = w.trim_matches('\'');
             let ack = listed(ACK_WORDS, w);
