@@ -261,11 +261,14 @@ impl Selection<'_> {
             let score = o.similarity_weight * sim + o.confidence_weight * conf;
             let counts = o.extra_facts > 0 && sim >= CLEARLY_RELEVANT;
             let top = &mut tops[usize::from(flag & IS_CORRECTION == 0)];
-            if (!counts && !top.admits(score)) || flag & BLANK != 0 || self.expired(pos) {
+            let admitted = top.admits(score);
+            if !(counts || admitted) || flag & BLANK != 0 || self.expired(pos) {
                 continue;
             }
             clear += usize::from(counts);
-            top.offer(Ranked { pos, sim, conf, score, created: self.index.created_ms(pos) });
+            if admitted {
+                top.offer(Ranked { pos, sim, conf, score, created: self.index.created_ms(pos) });
+            }
         }
         let [fixes, others] = tops;
         let mut best = fixes.into_vec();
@@ -435,7 +438,8 @@ impl TopK {
         if top.len() == k && (k == 0 || r.score < top[k - 1].score || better(&r, &top[k - 1]) != Ordering::Less) {
             return;
         }
-        let at = top.partition_point(|x| better(x, &r) == Ordering::Less);
+        // The scores first here too: `better` (not inlined) only for a tie.
+        let at = top.partition_point(|x| x.score > r.score || (x.score == r.score && better(x, &r) == Ordering::Less));
         top.insert(at, r);
         top.truncate(k);
     }
