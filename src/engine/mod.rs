@@ -460,7 +460,11 @@ impl Engine {
         let nested = self.inner.ranking.get();
         Box::pin(async move {
             let cfg = me.config();
-            let q = me.query_vectors(&inject::query_text(&kept, cfg.inject.recent_turns)).await;
+            // The query's text only for an embedder (the selection makes its own).
+            let q = match me.has_embedder() {
+                true => me.query_vectors(&inject::query_text(&kept, cfg.inject.recent_turns)).await,
+                false => None,
+            };
             let opts = me.inject_options();
             // (No await from here on: the query's fact vectors belong to this document.)
             let (doc, index) = me.snapshot();
