@@ -38,6 +38,9 @@ import {
 const LOST =
   /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client was closed|connection is closed/i;
 
+/** What the loser of two concurrent `CREATE TABLE IF NOT EXISTS` of one table may see. */
+const CREATE_RACE_CODES = new Set(["42P07", "42710", "23505"]);
+
 /**
  * The statement that creates the store's table (what `createTable: true` runs once).
  * @param {string} [table]
@@ -155,8 +158,9 @@ export class PostgresStore {
       if (/** @type {{ present?: boolean } | undefined} */ (r.rows[0])?.present) return;
       await this.#pool.query(createTableSql(this.#tableName));
     } catch (e) {
-      // Two processes creating the table at the same moment: the loser sees a duplicate.
-      if (errorCode(e) === "42P07" || errorCode(e) === "23505") return;
+      // Two processes creating the table at the same moment: the loser sees a duplicate,
+      // of the table (42P07), of its row type (42710) or of a catalog row (23505).
+      if (CREATE_RACE_CODES.has(String(errorCode(e)))) return;
       throw this.#error(e);
     }
   }

@@ -97,6 +97,27 @@ test("postgres: with createTable: false a missing table is STORAGE_UNAVAILABLE s
   await pool.end();
 });
 
+test("postgres: stores on a new table, each on its own connection, all start at once (the CREATE race's losers go on)", async () => {
+  // Every store sees no table and sends CREATE TABLE IF NOT EXISTS at the same moment; the
+  // loser of that race gets a duplicate-table, duplicate-type or unique-violation error
+  // (which of them depends on timing), and must go on with the table the winner made. A
+  // code not taken as a lost race fails one of the stores with STORAGE_FAILED.
+  const pools = Array.from({ length: 8 }, () => new pg.Pool({ connectionString: postgres.url, max: 1 }));
+  try {
+    await Promise.all(pools.map((p) => p.query("SELECT 1"))); // connected, so they start together
+    for (let round = 0; round < 25; round++) {
+      const table = `errors_race_${round}`;
+      const results = await Promise.allSettled(pools.map((p, i) => postgresStore(p, { table }).set(`k${i}`, `v${i}`)));
+      const failed = results.flatMap((r) => (r.status === "rejected" ? [`${r.reason.code}: ${r.reason.message}`] : []));
+      assert.deepEqual(failed, [], `round ${round}: every store writes`);
+      const { rows } = await pools[0].query(`SELECT count(*)::int AS n FROM ${table}`);
+      assert.equal(rows[0].n, pools.length, `round ${round}: every value is there`);
+    }
+  } finally {
+    await Promise.all(pools.map((p) => p.end()));
+  }
+});
+
 test("postgres: invalid table names and arguments are INVALID_INPUT at construction", () => {
   assert.throws(() => postgresStore({}), { code: "INVALID_INPUT" });
   for (const table of ["", "a;drop table x", "1abc", 'x"y', "a.b.c", 42])
