@@ -249,7 +249,8 @@ for (const backend of BACKENDS) {
             stdout += d;
             for (const w of waiters) w();
           });
-          const exited = new Promise((resolve) => child.once("exit", resolve));
+          // "close", not "exit": the process may exit before its last output line is read.
+          const exited = new Promise((resolve) => child.once("close", resolve));
           /** Resolves once the writer has printed a line matching `re`. */
           const line = (re) =>
             new Promise((resolve, reject) => {
