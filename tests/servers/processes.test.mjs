@@ -205,8 +205,9 @@ for (const backend of BACKENDS) {
               });
               child.once("exit", (code) => reject(new Error(`undo writer exited early (${code}): ${err}`)));
             });
+            // "close": every line of its output is read by then (not always at "exit").
             const done = new Promise((resolve, reject) =>
-              child.once("exit", (code) =>
+              child.once("close", (code) =>
                 code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop())) : reject(new Error(err)),
               ),
             );
