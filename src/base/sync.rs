@@ -147,22 +147,6 @@ fn advance(inner: &LockInner) {
     }
 }
 
-/// The output of `fut` if it is ready at its first poll; else `None`, and `fut` is left to
-/// an executor, whose poll installs its own waker (a future wakes only the waker of its
-/// latest poll). For calls that usually finish without waiting: `inject()` without an
-/// embedder resolves its promise at once instead of spawning a task.
-pub fn poll_now<T>(fut: &mut LocalFuture<'_, T>) -> Option<T> {
-    struct Nobody;
-    impl std::task::Wake for Nobody {
-        fn wake(self: std::sync::Arc<Self>) {}
-    }
-    let waker = Waker::from(std::sync::Arc::new(Nobody));
-    match fut.as_mut().poll(&mut Context::from_waker(&waker)) {
-        Poll::Ready(v) => Some(v),
-        Poll::Pending => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,31 +179,6 @@ mod tests {
         pool.run();
         assert_eq!(*log.borrow(), vec!["enter 0", "leave 0", "enter 1", "leave 1", "enter 2", "leave 2"]);
         assert!(!lock.is_locked());
-    }
-
-    #[test]
-    fn poll_now_gives_a_ready_output_and_leaves_a_waiting_future_to_the_executor() {
-        let mut ready: LocalFuture<'_, u8> = Box::pin(async { 7 });
-        assert_eq!(poll_now(&mut ready), Some(7));
-        // A future waiting for the lock: pending at once, then finished by an executor after
-        // the holder lets go (its first poll's waker wakes nothing: the executor's must).
-        let lock = AsyncLock::new();
-        let mut pool = LocalPool::new();
-        let held = pool.run_until(lock.lock());
-        let waiting = lock.clone();
-        let mut fut: LocalFuture<'static, u8> = Box::pin(async move {
-            let _g = waiting.lock().await;
-            8
-        });
-        assert_eq!(poll_now(&mut fut), None);
-        let done = Rc::new(Cell::new(0));
-        let seen = done.clone();
-        pool.spawner().spawn_local(async move { seen.set(fut.await) }).unwrap();
-        pool.run_until_stalled();
-        assert_eq!(done.get(), 0);
-        drop(held);
-        pool.run();
-        assert_eq!(done.get(), 8);
     }
 
     /// A waker that counts its wake-ups.

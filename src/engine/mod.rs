@@ -459,22 +459,37 @@ impl Engine {
         let kept = filter::filter_messages(messages);
         let nested = self.inner.ranking.get();
         Box::pin(async move {
-            let cfg = me.config();
             // The query's text only for an embedder (the selection makes its own).
             let q = match me.has_embedder() {
-                true => me.query_vectors(&inject::query_text(&kept, cfg.inject.recent_turns)).await,
+                true => me.query_vectors(&inject::query_text(&kept, me.config().inject.recent_turns)).await,
                 false => None,
             };
-            let opts = me.inject_options();
             // (No await from here on: the query's fact vectors belong to this document.)
-            let (doc, index) = me.snapshot();
-            let dense = q.as_ref().map(|q| q.dense());
-            let counter: &dyn TokenCounter = if nested { &crate::recall::token_count::Estimate } else { &*me.parts().counter };
-            let was = me.inner.ranking.replace(true);
-            let x = inject::select(&doc, &index, dense.as_ref(), &kept, &opts, counter, report);
-            me.inner.ranking.set(was);
-            (x, doc)
+            me.select(&kept, q.as_ref(), nested, report)
         })
+    }
+
+    /// [`Engine::inject`] when nothing in it waits, that is without an embedding model: the
+    /// block now, with no future to box and poll (`None` with an embedder).
+    pub fn inject_now(&self, messages: &[InputMessage]) -> Option<String> {
+        if self.has_embedder() {
+            return None;
+        }
+        let kept = filter::filter_messages(messages);
+        Some(self.select(&kept, None, self.inner.ranking.get(), Report::Block).0.block)
+    }
+
+    /// The selection over the cached document and index, with the query's vectors if any;
+    /// `nested`: asked for while another selection counts tokens (see [`Engine::rank`]).
+    fn select(&self, kept: &[ChatMessage], q: Option<&embedding::QueryVectors>, nested: bool, report: Report) -> (Explanation, Rc<Document>) {
+        let opts = self.inject_options();
+        let (doc, index) = self.snapshot();
+        let dense = q.map(|q| q.dense());
+        let counter: &dyn TokenCounter = if nested { &crate::recall::token_count::Estimate } else { &*self.parts().counter };
+        let was = self.inner.ranking.replace(true);
+        let x = inject::select(&doc, &index, dense.as_ref(), kept, &opts, counter, report);
+        self.inner.ranking.set(was);
+        (x, doc)
     }
 
     /// The facts matching `query`, ranked as `inject()` ranks (see [`crate::recall::search`]), from

@@ -19,7 +19,7 @@ use super::stores::{in_node, open_backend};
 use super::tabs::Tabs;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{IdSource, RandomIds};
-use crate::base::sync::{poll_now, LocalFuture};
+use crate::base::sync::LocalFuture;
 use crate::engine::{DebugEvent, Event, EventSink};
 use crate::engine::{Engine, Parts};
 use crate::json::{ArrayWriter, ObjectWriter, ToJson, Value};
@@ -310,16 +310,13 @@ impl UserMemory {
         let entered = Entered::new();
         let turns = self.engine.options().inject.recent_turns;
         match entered.as_ref().map_err(Error::clone).and_then(|_| query_messages(&messages_, turns)) {
-            Ok(m) => {
-                // Without an embedder nothing in the selection waits: the block is ready now,
-                // and a resolved promise costs a fraction of a spawned task (a third of the
-                // boundary's share at 500 facts, `node bench/inject-profile.mjs 500`).
-                let mut block: LocalFuture<'static, String> = Box::pin(self.engine.inject(&m));
-                match poll_now(&mut block) {
-                    Some(block) => Promise::resolve(&JsValue::from_str(&block)),
-                    None => Call::Inject(block).promise(),
-                }
-            }
+            // Without an embedder nothing in the selection waits: the block is ready now,
+            // and a resolved promise costs a fraction of a spawned task (a third of the
+            // boundary's share at 500 facts, `node bench/inject-profile.mjs 500`).
+            Ok(m) => match self.engine.inject_now(&m) {
+                Some(block) => Promise::resolve(&JsValue::from_str(&block)),
+                None => Call::Inject(Box::pin(self.engine.inject(&m))).promise(),
+            },
             Err(e) => Promise::reject(&to_js(&e)),
         }
     }
