@@ -10,6 +10,7 @@
 //! and bidi-control characters are stripped (see `src/extract/sanitize.rs`).
 
 use crate::extract::tags::{remove_blocks, Rules};
+use std::borrow::Cow;
 use crate::memory::message::{ChatMessage, InputMessage, Role};
 
 /// Tags of the upload notices DeerFlow-style front ends put into user messages.
@@ -35,12 +36,12 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                 // An upload block is cut to the end even when unclosed (a truncated file
                 // list); a `<memory>` block only when closed, as the library writes it (a
                 // user may well write "<memory>" in a question about HTML).
-                let mut text = crate::extract::sanitize::strip_invisible(&m.content).into_owned();
+                let mut text = crate::extract::sanitize::strip_invisible(&m.content);
                 let mut had_upload = m.has_upload;
                 for tag in UPLOAD_TAGS {
-                    let r = remove_blocks(&text, tag, UPLOAD_RULES);
-                    text = r.text;
-                    had_upload |= r.any;
+                    if let Cow::Owned(cut) = remove_blocks(&text, tag, UPLOAD_RULES).text {
+                        (text, had_upload) = (Cow::Owned(cut), true);
+                    }
                 }
                 let text = remove_blocks(&text, MEMORY_TAG, MEMORY_RULES).text;
                 let text = text.trim();
@@ -103,20 +104,9 @@ pub fn is_acknowledgement(text: &str) -> bool {
         return false;
     }
     let lower = crate::base::unicode::lowercase(text);
-    let mut word = String::new();
-    let mut words: Vec<String> = Vec::new();
-    for c in lower.chars() {
-        if c.is_alphanumeric() || c == '\'' {
-            word.push(c);
-        } else if !word.is_empty() {
-            words.push(std::mem::take(&mut word));
-        }
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    let mut core = words.is_empty();
-    let all = words.iter().all(|w| {
+    let mut words = lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).peekable();
+    let mut core = words.peek().is_none();
+    let all = words.all(|w| {
         if w.chars().any(crate::recall::tokenize::is_cjk) {
             let ack = cjk_acks(w);
             core |= ack;

@@ -2,6 +2,8 @@
 //! memory blocks and the parser's reasoning blocks. Tag names match ASCII
 //! case-insensitively, across lines, non-greedy; no regex, one pass per tag.
 
+use std::borrow::Cow;
+
 /// How [`remove_blocks`] treats what is not a well-formed block.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rules {
@@ -16,9 +18,9 @@ pub(crate) struct Rules {
 }
 
 /// What [`remove_blocks`] did.
-pub(crate) struct Removed {
-    /// The text without the blocks.
-    pub(crate) text: String,
+pub(crate) struct Removed<'a> {
+    /// The text without the blocks (the text itself when there were none).
+    pub(crate) text: Cow<'a, str>,
     /// Whether anything was removed.
     pub(crate) any: bool,
     /// Whether an opening tag was never closed.
@@ -26,11 +28,11 @@ pub(crate) struct Removed {
 }
 
 /// Removes every `<tag …>…</tag>` block of `text` by `rules`.
-pub(crate) fn remove_blocks(text: &str, tag: &str, rules: Rules) -> Removed {
+pub(crate) fn remove_blocks<'a>(text: &'a str, tag: &str, rules: Rules) -> Removed<'a> {
     // Every tag starts with `<`: most messages have none, and skip the lowercase copy and
     // the scans (the message filter runs three passes over each message of every inject()).
     if !text.contains('<') {
-        return Removed { text: text.to_string(), any: false, unclosed: false };
+        return Removed { text: Cow::Borrowed(text), any: false, unclosed: false };
     }
     let lower = text.to_ascii_lowercase(); // same byte offsets as `text`
     let open = crate::json::field::cat(&["<", tag]);
@@ -73,7 +75,7 @@ pub(crate) fn remove_blocks(text: &str, tag: &str, rules: Rules) -> Removed {
         }
     }
     out.push_str(&text[pos..]);
-    Removed { text: out, any, unclosed }
+    Removed { text: if any { Cow::Owned(out) } else { Cow::Borrowed(text) }, any, unclosed }
 }
 
 /// Position of the next opening tag `open` (`"<name"`) at or after `from`, followed by `>`,

@@ -190,7 +190,8 @@ pub fn select(
         costs.push(push_fact_line(&mut buf, doc, index, ranked[i].pos, opts, counter.is_estimate()));
         ends.push(buf.len());
     }
-    let lines: Vec<&str> = ends.iter().scan(0, |from, &to| Some(&buf[std::mem::replace(from, to)..to])).collect();
+    let mut lines: Vec<&str> = Vec::with_capacity(ends.len());
+    lines.extend(ends.iter().scan(0, |from, &to| Some(&buf[std::mem::replace(from, to)..to])));
     let costs: Vec<usize> = lines.iter().zip(costs).map(|(l, c)| c.unwrap_or_else(|| counter.count(l))).collect();
     let chosen = if opts.enabled { lay_out(&mut out, doc, &lines, &costs, opts, counter, full) } else { vec![false; top.len()] };
     if full {
@@ -281,7 +282,9 @@ impl Selection<'_> {
     fn pick(&self, ranked: &[Ranked], take: usize) -> Vec<usize> {
         let of =
             |want: bool| (0..ranked.len()).filter(move |&i| self.usable(ranked[i].pos) && self.index.is_correction(ranked[i].pos) == want);
-        of(true).chain(of(false)).take(take).collect()
+        let mut out = Vec::with_capacity(take.min(ranked.len()));
+        out.extend(of(true).chain(of(false)).take(take));
+        out
     }
 
     /// The report of the facts in `ranked` that entered the block or are among the first
@@ -359,8 +362,9 @@ fn lay_out(
 /// The relevance query of a conversation: the text of its last `recent_turns` turns, one
 /// message per line.
 pub fn query_text(messages: &[ChatMessage], recent_turns: usize) -> String {
-    let mut query = String::new();
-    for (i, m) in crate::extract::filter::recent_turns(messages, recent_turns).iter().enumerate() {
+    let turns = crate::extract::filter::recent_turns(messages, recent_turns);
+    let mut query = String::with_capacity(turns.iter().map(|m| m.content.len() + 1).sum());
+    for (i, m) in turns.iter().enumerate() {
         if i > 0 {
             query.push('\n');
         }

@@ -486,7 +486,7 @@ impl FactIndex {
     /// weight (word 1, CJK unigram, CJK bigram, concept as in [`Params`]).
     fn query_terms(&self, query: &str) -> Vec<(u32, f32)> {
         let p = &self.params;
-        let mut q: Vec<(u32, f32)> = Vec::new();
+        let mut q: Vec<(u32, f32)> = Vec::with_capacity(32);
         for_each_term(query, p.tokenizer, |term| {
             let (id, w) = match term {
                 Term::Token(t, kind) => (

@@ -22,8 +22,8 @@ pub(crate) fn strip_reasoning(text: &str) -> (String, bool) {
     let mut unclosed = false;
     for tag in REASONING_TAGS {
         let r = remove_blocks(&s, tag, REASONING_RULES);
-        s = r.text;
         unclosed |= r.unclosed;
+        s = r.text.into_owned();
     }
     (s, unclosed)
 }
