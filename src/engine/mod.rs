@@ -481,7 +481,13 @@ impl Engine {
 
     /// The selection over the cached document and index, with the query's vectors if any;
     /// `nested`: asked for while another selection counts tokens (see [`Engine::rank`]).
-    fn select(&self, kept: &[ChatMessage], q: Option<&embedding::QueryVectors>, nested: bool, report: Report) -> (Explanation, Rc<Document>) {
+    fn select(
+        &self,
+        kept: &[ChatMessage],
+        q: Option<&embedding::QueryVectors>,
+        nested: bool,
+        report: Report,
+    ) -> (Explanation, Rc<Document>) {
         let opts = self.inject_options();
         let (doc, index) = self.snapshot();
         let dense = q.map(|q| q.dense());

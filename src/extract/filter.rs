@@ -10,8 +10,8 @@
 //! and bidi-control characters are stripped (see `src/extract/sanitize.rs`).
 
 use crate::extract::tags::{remove_blocks, Rules};
-use std::borrow::Cow;
 use crate::memory::message::{ChatMessage, InputMessage, Role};
+use std::borrow::Cow;
 
 /// Tags of the upload notices DeerFlow-style front ends put into user messages.
 const UPLOAD_TAGS: [&str; 2] = ["uploaded_files", "current_uploads"];
