@@ -39,8 +39,9 @@ pub fn filter_messages(messages: &[InputMessage]) -> Vec<ChatMessage> {
                 let mut text = crate::extract::sanitize::strip_invisible(&m.content);
                 let mut had_upload = m.has_upload;
                 for tag in UPLOAD_TAGS {
-                    if let Cow::Owned(cut) = remove_blocks(&text, tag, UPLOAD_RULES).text {
-                        (text, had_upload) = (Cow::Owned(cut), true);
+                    let r = remove_blocks(&text, tag, UPLOAD_RULES);
+                    if r.any {
+                        (text, had_upload) = (Cow::Owned(r.text.into_owned()), true);
                     }
                 }
                 let text = remove_blocks(&text, MEMORY_TAG, MEMORY_RULES).text;
