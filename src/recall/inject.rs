@@ -421,18 +421,22 @@ pub(crate) fn top_k(positions: impl Iterator<Item = usize>, rank: impl Fn(usize)
 pub(crate) struct TopK {
     k: usize,
     top: Vec<Ranked>,
+    /// The score a fact needs to enter: the last kept one's once `k` are kept (read for
+    /// every fact of a memory, so kept apart from the list).
+    floor: f64,
 }
 
 impl TopK {
     pub(crate) fn new(k: usize) -> TopK {
-        TopK { k, top: Vec::with_capacity(k.min(1024) + 1) }
+        let floor = if k == 0 { f64::INFINITY } else { f64::NEG_INFINITY };
+        TopK { k, top: Vec::with_capacity(k.min(1024) + 1), floor }
     }
 
     /// Whether a fact of this score may enter (it still loses if it ties the last one
     /// and ranks after it).
     #[inline]
     pub(crate) fn admits(&self, score: f64) -> bool {
-        self.top.len() < self.k || self.top.last().is_some_and(|last| score >= last.score)
+        score >= self.floor
     }
 
     #[inline]
@@ -446,6 +450,9 @@ impl TopK {
         let at = top.partition_point(|x| x.score > r.score || (x.score == r.score && better(x, &r) == Ordering::Less));
         top.insert(at, r);
         top.truncate(k);
+        if top.len() == k {
+            self.floor = top[k - 1].score;
+        }
     }
 
     pub(crate) fn into_vec(self) -> Vec<Ranked> {
