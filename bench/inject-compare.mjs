@@ -20,6 +20,8 @@
 // Results (`--rounds 6`, Node 20, 2 shared cores, load average 4–10; docs/relevance.md has each step):
 //   c5b1482 (main before issue 28's selection work)  500: ×1.91   10 000: ×1.54
 //   6cb863a (inject::select, the ranking loop, kept line counts)  500: ×1.57   10 000: ×0.72
+//   57bfccc (line heads at sync)                                   500: ×1.13   10 000: ×0.57
+//   the fixed cost of a call cut (`--rounds 12`, load average 1.4)  500: ×0.95   10 000: ×0.50
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
